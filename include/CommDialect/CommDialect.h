@@ -1,0 +1,30 @@
+//===- CommDialect.h - The comm dialect -------------------------*- C++ -*-===//
+//
+// Declares the comm dialect, its attributes, types and ops. Include this one
+// header to use the dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMDIALECT_COMMDIALECT_H
+#define COMMDIALECT_COMMDIALECT_H
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "CommDialect/CommDialect.h.inc"
+#include "CommDialect/CommEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "CommDialect/CommAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "CommDialect/CommTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "CommDialect/CommOps.h.inc"
+
+#endif // COMMDIALECT_COMMDIALECT_H

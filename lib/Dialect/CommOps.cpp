@@ -1,0 +1,369 @@
+//===- CommOps.cpp - Operations of the comm dialect -----------------------===//
+//
+// Verifiers, memory effects and bufferization of the comm ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/CommDialect.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::comm;
+using namespace mlir::bufferization;
+
+//===----------------------------------------------------------------------===//
+// Shared verification of collectives
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The side effects every collective has beyond its buffers: it talks to the
+/// other ranks, so it must stay where it is and may not be dropped.
+struct CommunicationResource
+    : public SideEffects::Resource::Base<CommunicationResource> {
+  StringRef getName() final { return "comm::Communication"; }
+};
+} // namespace
+
+/// Checks what all dense collectives share: a uniform form (all tensors or
+/// all memrefs), results that mirror the operands in tensor form and none in
+/// buffer form, one element type, and reduction and wire settings that fit
+/// that element type. `results` is empty for ops whose results are produced
+/// elsewhere (comm.start).
+static LogicalResult verifyCollective(Operation *op, ValueRange inputs,
+                                      TypeRange results, bool checkResults,
+                                      ReduceKind reduce,
+                                      std::optional<Type> wire,
+                                      std::optional<APFloat> prescale,
+                                      std::optional<ArrayAttr> names) {
+  if (inputs.empty())
+    return op->emitOpError("expects at least one gradient");
+
+  bool isTensor = isa<RankedTensorType>(inputs.front().getType());
+  Type elementType = cast<ShapedType>(inputs.front().getType()).getElementType();
+  for (auto [index, input] : llvm::enumerate(inputs)) {
+    auto type = cast<ShapedType>(input.getType());
+    if (isa<RankedTensorType>(type) != isTensor)
+      return op->emitOpError("expects all gradients to be tensors or all to "
+                             "be memrefs, but operand #")
+             << index << " is " << type;
+    if (type.getElementType() != elementType)
+      return op->emitOpError("expects all gradients to share one element "
+                             "type, but operand #")
+             << index << " has " << type.getElementType()
+             << " and operand #0 has " << elementType;
+  }
+
+  if (checkResults) {
+    if (!isTensor && !results.empty())
+      return op->emitOpError("on memrefs reduces in place and has no "
+                             "results, but has ")
+             << results.size();
+    if (isTensor && results.size() != inputs.size())
+      return op->emitOpError("expects one result per gradient (")
+             << inputs.size() << "), but has " << results.size();
+    if (isTensor) {
+      for (auto [index, pair] : llvm::enumerate(llvm::zip(inputs, results))) {
+        auto [input, resultType] = pair;
+        if (input.getType() != resultType)
+          return op->emitOpError("result #")
+                 << index << " has type " << resultType
+                 << ", but its gradient has type " << input.getType();
+      }
+    }
+  }
+
+  bool isFloat = isa<FloatType>(elementType);
+  if (reduce == ReduceKind::avg && !isFloat)
+    return op->emitOpError("reduce <avg> needs a floating-point element "
+                           "type, but the gradients are ")
+           << elementType;
+
+  if (wire) {
+    auto wireFloat = dyn_cast<FloatType>(*wire);
+    if (!isFloat || !wireFloat)
+      return op->emitOpError("wire precision applies to floating-point "
+                             "gradients and types only, got wire ")
+             << *wire << " for " << elementType << " gradients";
+    if (!wireFloat.isF16() && !wireFloat.isBF16())
+      return op->emitOpError("wire type must be f16 or bf16, got ") << *wire;
+    if (wireFloat.getWidth() >= elementType.getIntOrFloatBitWidth())
+      return op->emitOpError("wire type ")
+             << *wire << " must be narrower than the element type "
+             << elementType;
+  }
+
+  if (prescale) {
+    if (!isFloat)
+      return op->emitOpError("prescale needs floating-point gradients, got ")
+             << elementType;
+    double value = prescale->convertToDouble();
+    if (!std::isfinite(value) || value <= 0.0)
+      return op->emitOpError("prescale must be a positive finite number, "
+                             "got ")
+             << value;
+  }
+
+  if (names && (*names).size() != inputs.size())
+    return op->emitOpError("has ")
+           << (*names).size() << " names for " << inputs.size()
+           << " gradients";
+  return success();
+}
+
+/// Memory effects of a collective: it reads and writes each memref it is
+/// given (in buffer form) and communicates.
+static void getCollectiveEffects(
+    MutableArrayRef<OpOperand> operands,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : operands) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand);
+    effects.emplace_back(MemoryEffects::Write::get(), &operand);
+  }
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       CommunicationResource::get());
+}
+
+/// Bufferizes a collective in tensor form into the same op on the operands'
+/// buffers, which it reduces in place. The new op has `bufferizedResultTypes`
+/// (none, or the start's token); tensor results become the buffers.
+static LogicalResult
+bufferizeInPlaceCollective(Operation *op, TypeRange bufferizedResultTypes,
+                           RewriterBase &rewriter,
+                           const BufferizationOptions &options,
+                           BufferizationState &state) {
+  SmallVector<Value> buffers;
+  for (Value input : op->getOperands()) {
+    FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+    if (failed(buffer))
+      return failure();
+    buffers.push_back(*buffer);
+  }
+  rewriter.setInsertionPoint(op);
+  OperationState bufferized(op->getLoc(), op->getName(), buffers,
+                            bufferizedResultTypes, op->getAttrs());
+  Operation *newOp = rewriter.create(bufferized);
+  if (bufferizedResultTypes.empty())
+    replaceOpWithBufferizedValues(rewriter, op, buffers);
+  else
+    rewriter.replaceOp(op, newOp->getResults());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AllReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  SmallVector<Type, 1> results;
+  if (getResult())
+    results.push_back(getResult().getType());
+  return verifyCollective(*this, getInput(), results, /*checkResults=*/true,
+                          getReduce(), getWire(), getPrescale(),
+                          /*names=*/std::nullopt);
+}
+
+void AllReduceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getOperation()->getOpOperands(), effects);
+}
+
+bool AllReduceOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
+  return true;
+}
+
+bool AllReduceOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
+  return true;
+}
+
+AliasingValueList AllReduceOp::getAliasingValues(OpOperand &,
+                                                 const AnalysisState &) {
+  return {{getResult(), BufferRelation::Equivalent}};
+}
+
+LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter,
+                                     const BufferizationOptions &options,
+                                     BufferizationState &state) {
+  return bufferizeInPlaceCollective(*this, {}, rewriter, options, state);
+}
+
+//===----------------------------------------------------------------------===//
+// FusedAllReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedAllReduceOp::verify() {
+  return verifyCollective(*this, getInputs(), getResultTypes(),
+                          /*checkResults=*/true, getReduce(), getWire(),
+                          getPrescale(), getNames());
+}
+
+void FusedAllReduceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getInputsMutable(), effects);
+}
+
+bool FusedAllReduceOp::bufferizesToMemoryRead(OpOperand &,
+                                              const AnalysisState &) {
+  return true;
+}
+
+bool FusedAllReduceOp::bufferizesToMemoryWrite(OpOperand &,
+                                               const AnalysisState &) {
+  return true;
+}
+
+AliasingValueList FusedAllReduceOp::getAliasingValues(OpOperand &operand,
+                                                      const AnalysisState &) {
+  return {{getResult(operand.getOperandNumber()), BufferRelation::Equivalent}};
+}
+
+LogicalResult FusedAllReduceOp::bufferize(RewriterBase &rewriter,
+                                          const BufferizationOptions &options,
+                                          BufferizationState &state) {
+  return bufferizeInPlaceCollective(*this, {}, rewriter, options, state);
+}
+
+//===----------------------------------------------------------------------===//
+// StartOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult StartOp::verify() {
+  if (failed(verifyCollective(*this, getInputs(), {}, /*checkResults=*/false,
+                              getReduce(), getWire(), getPrescale(),
+                              getNames())))
+    return failure();
+  Value token = getToken();
+  if (token.use_empty())
+    return emitOpError("token is never waited on: every comm.start needs "
+                       "exactly one comm.wait");
+  if (!token.hasOneUse())
+    return emitOpError("token is waited on more than once: every "
+                       "comm.start needs exactly one comm.wait");
+  if (!isa<WaitOp>(*token.getUsers().begin()))
+    return emitOpError("token must be consumed by comm.wait, not by ")
+           << token.getUsers().begin()->getName();
+  return success();
+}
+
+void StartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getInputsMutable(), effects);
+}
+
+bool StartOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
+  return true;
+}
+
+// The collective writes its gradients' buffers by the time of the wait.
+bool StartOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
+  return true;
+}
+
+AliasingValueList StartOp::getAliasingValues(OpOperand &,
+                                             const AnalysisState &) {
+  return {};
+}
+
+LogicalResult StartOp::bufferize(RewriterBase &rewriter,
+                                 const BufferizationOptions &options,
+                                 BufferizationState &state) {
+  return bufferizeInPlaceCollective(*this, getToken().getType(), rewriter,
+                                    options, state);
+}
+
+//===----------------------------------------------------------------------===//
+// WaitOp
+//===----------------------------------------------------------------------===//
+
+StartOp WaitOp::getStart() { return getToken().getDefiningOp<StartOp>(); }
+
+LogicalResult WaitOp::verify() {
+  StartOp start = getStart();
+  if (!start)
+    return emitOpError("token must come directly from a comm.start");
+  ValueRange inputs = start.getInputs();
+  if (inputs.empty() || !isa<RankedTensorType>(inputs.front().getType())) {
+    if (getNumResults() != 0)
+      return emitOpError("waits on a collective over memrefs, which reduces "
+                         "them in place: expected no results, got ")
+             << getNumResults();
+    return success();
+  }
+  if (getNumResults() != inputs.size())
+    return emitOpError("expects one result per gradient of its comm.start (")
+           << inputs.size() << "), but has " << getNumResults();
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(inputs, getResultTypes()))) {
+    auto [input, resultType] = pair;
+    if (input.getType() != resultType)
+      return emitOpError("result #")
+             << index << " has type " << resultType
+             << ", but the gradient started has type " << input.getType();
+  }
+  return success();
+}
+
+void WaitOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // In buffer form the wait completes writes into the start's memrefs, which
+  // are not its operands: say it may write anything.
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       CommunicationResource::get());
+}
+
+// The results are the start's buffers, which the start already accounts
+// for; the analysis sees them as fresh buffers owned by nobody else.
+bool WaitOp::bufferizesToAllocation(Value) { return true; }
+
+LogicalResult WaitOp::bufferize(RewriterBase &rewriter,
+                                const BufferizationOptions &,
+                                BufferizationState &) {
+  // The start bufferizes first (it dominates the wait), so its operands are
+  // already the buffers the collective reduces in place.
+  StartOp start = getStart();
+  SmallVector<Value> buffers(start.getInputs());
+  if (llvm::any_of(buffers,
+                   [](Value v) { return !isa<BaseMemRefType>(v.getType()); }))
+    return emitOpError("its comm.start was not bufferized");
+  rewriter.setInsertionPoint(*this);
+  WaitOp::create(rewriter, getLoc(), TypeRange(), getToken());
+  replaceOpWithBufferizedValues(rewriter, *this, buffers);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ComputeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ComputeOp::verify() {
+  double cost = getCostUs().convertToDouble();
+  if (!std::isfinite(cost) || cost < 0.0)
+    return emitOpError("cost_us must be a non-negative finite number of "
+                       "microseconds, got ")
+           << cost;
+  return success();
+}
+
+void ComputeOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // Opaque: it stands for real work and must keep its place in the step.
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+#define GET_OP_CLASSES
+#include "CommDialect/CommOps.cpp.inc"

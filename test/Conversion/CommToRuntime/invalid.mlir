@@ -1,0 +1,24 @@
+// RUN: commopt-opt %s --convert-comm-to-runtime -split-input-file -verify-diagnostics
+
+func.func @not_bufferized(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'comm.allreduce' op operates on tensors: run one-shot-bufferize before convert-comm-to-runtime}}
+  %0 = comm.allreduce %g : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @integer_gradient(%m: memref<4xi32>) {
+  // expected-error @+1 {{'comm.allreduce' op cannot be lowered: the runtime communicates f16, bf16, f32 and f64 gradients, not 'i32'}}
+  comm.allreduce %m : memref<4xi32>
+  return
+}
+
+// -----
+
+func.func @symbol_taken(%m: memref<4xf32>) {
+  // expected-error @+1 {{cannot declare runtime function @commrt_allreduce with type '(!llvm.ptr, i64, i32, i32) -> i32': the module already has it with type '(i32) -> ()'}}
+  comm.allreduce %m : memref<4xf32>
+  return
+}
+func.func private @commrt_allreduce(i32)

@@ -1,0 +1,65 @@
+// RUN: commopt-opt %s --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s
+
+// Collectives reduce their gradients' buffers in place; one-shot
+// bufferization copies a gradient first only when its old value is still
+// read afterwards.
+
+// CHECK-LABEL: func.func @in_place
+// CHECK-SAME: (%[[G:.*]]: memref<4xf32>) -> memref<4xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: comm.allreduce %[[G]] {reduce = #comm.reduce<avg>} : memref<4xf32>
+// CHECK: return %[[G]]
+func.func @in_place(%g: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = comm.allreduce %g {reduce = #comm.reduce<avg>} : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @old_value_still_read
+// CHECK-SAME: (%[[G:.*]]: memref<4xf32>)
+// CHECK: %[[COPY:.*]] = memref.alloc
+// CHECK: memref.copy %[[G]], %[[COPY]]
+// CHECK: comm.allreduce %[[COPY]] : memref<4xf32>
+// CHECK: return %[[COPY]], %[[G]]
+func.func @old_value_still_read(%g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = comm.allreduce %g : tensor<4xf32> -> tensor<4xf32>
+  return %0, %g : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @fused
+// CHECK-SAME: (%[[A:.*]]: memref<4xf32>, %[[B:.*]]: memref<2x2xf32>)
+// CHECK: comm.fused_allreduce %[[A]], %[[B]] {names = ["a", "b"]} : memref<4xf32>, memref<2x2xf32>
+// CHECK: return %[[A]], %[[B]]
+func.func @fused(%a: tensor<4xf32>, %b: tensor<2x2xf32>) -> (tensor<4xf32>, tensor<2x2xf32>) {
+  %0:2 = comm.fused_allreduce %a, %b {names = ["a", "b"]}
+      : tensor<4xf32>, tensor<2x2xf32> -> tensor<4xf32>, tensor<2x2xf32>
+  return %0#0, %0#1 : tensor<4xf32>, tensor<2x2xf32>
+}
+
+// CHECK-LABEL: func.func @start_wait
+// CHECK-SAME: (%[[A:.*]]: memref<4xf32>)
+// CHECK: %[[T:.*]] = comm.start %[[A]] {channel = 2 : i64} : memref<4xf32>
+// CHECK: comm.wait %[[T]]{{$}}
+// CHECK: return %[[A]]
+func.func @start_wait(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %t = comm.start %a {channel = 2} : tensor<4xf32>
+  %r = comm.wait %t : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// The gradient is read while its collective is in flight: the collective
+// must work on a copy.
+// CHECK-LABEL: func.func @read_while_in_flight
+// CHECK-SAME: (%[[A:.*]]: memref<4xf32>)
+// CHECK: %[[COPY:.*]] = memref.alloc
+// CHECK: memref.copy %[[A]], %[[COPY]]
+// CHECK: %[[T:.*]] = comm.start %[[COPY]]
+// CHECK: memref.load %[[A]]
+// CHECK: comm.wait %[[T]]
+// CHECK: return %[[COPY]]
+func.func @read_while_in_flight(%a: tensor<4xf32>) -> (tensor<4xf32>, f32) {
+  %t = comm.start %a : tensor<4xf32>
+  %c0 = arith.constant 0 : index
+  %x = tensor.extract %a[%c0] : tensor<4xf32>
+  %r = comm.wait %t : tensor<4xf32>
+  return %r, %x : tensor<4xf32>, f32
+}

@@ -1,0 +1,259 @@
+// RUN: commopt-opt %s -split-input-file -verify-diagnostics
+
+func.func @result_type_mismatch(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op result #0 has type 'tensor<8xf32>', but its gradient has type 'tensor<4xf32>'}}
+  %0 = comm.allreduce %g : tensor<4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @tensor_without_result(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op expects one result per gradient (1), but has 0}}
+  comm.allreduce %g : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @memref_with_result(%m: memref<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op on memrefs reduces in place and has no results, but has 1}}
+  %0 = comm.allreduce %m : memref<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @avg_on_integers(%g: tensor<4xi32>) {
+  // expected-error @+1 {{'comm.allreduce' op reduce <avg> needs a floating-point element type, but the gradients are 'i32'}}
+  %0 = comm.allreduce %g {reduce = #comm.reduce<avg>} : tensor<4xi32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @wire_not_narrower(%g: tensor<4xf16>) {
+  // expected-error @+1 {{'comm.allreduce' op wire type 'f16' must be narrower than the element type 'f16'}}
+  %0 = comm.allreduce %g {wire = f16} : tensor<4xf16> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @wire_on_integers(%g: tensor<4xi32>) {
+  // expected-error @+1 {{'comm.allreduce' op wire precision applies to floating-point gradients and types only, got wire 'f16' for 'i32' gradients}}
+  %0 = comm.allreduce %g {wire = f16} : tensor<4xi32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @wire_not_a_float(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op wire precision applies to floating-point gradients and types only, got wire 'i8' for 'f32' gradients}}
+  %0 = comm.allreduce %g {wire = i8} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @wire_unsupported_float(%g: tensor<4xf64>) {
+  // expected-error @+1 {{'comm.allreduce' op wire type must be f16 or bf16, got 'f32'}}
+  %0 = comm.allreduce %g {wire = f32} : tensor<4xf64> -> tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @prescale_not_positive(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op prescale must be a positive finite number, got -2.5}}
+  %0 = comm.allreduce %g {wire = f16, prescale = -2.5} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @prescale_on_integers(%g: tensor<4xi64>) {
+  // expected-error @+1 {{'comm.allreduce' op prescale needs floating-point gradients, got 'i64'}}
+  %0 = comm.allreduce %g {prescale = 0.5} : tensor<4xi64> -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @unknown_reduce(%g: tensor<4xf32>) {
+  // expected-error @+2 {{expected ::mlir::comm::ReduceKind to be one of: sum, avg, max, min}}
+  // expected-error @+1 {{failed to parse Comm_ReduceKindAttr parameter 'value' which is to be a `::mlir::comm::ReduceKind`}}
+  %0 = comm.allreduce %g {reduce = #comm.reduce<prod>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @empty_fused() {
+  // expected-error @+1 {{'comm.fused_allreduce' op expects at least one gradient}}
+  "comm.fused_allreduce"() : () -> ()
+  return
+}
+
+// -----
+
+func.func @fused_mixed_element_types(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op expects all gradients to share one element type, but operand #1 has 'f16' and operand #0 has 'f32'}}
+  %0:2 = comm.fused_allreduce %a, %b : tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @fused_mixed_forms(%a: tensor<4xf32>, %m: memref<4xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op expects all gradients to be tensors or all to be memrefs, but operand #1 is 'memref<4xf32>'}}
+  %0 = comm.fused_allreduce %a, %m : tensor<4xf32>, memref<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_result_count(%a: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op expects one result per gradient (2), but has 1}}
+  %0 = comm.fused_allreduce %a, %b : tensor<4xf32>, tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_result_order(%a: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op result #0 has type 'tensor<8xf32>', but its gradient has type 'tensor<4xf32>'}}
+  %0:2 = comm.fused_allreduce %a, %b : tensor<4xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_names_count(%a: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op has 1 names for 2 gradients}}
+  %0:2 = comm.fused_allreduce %a, %b {names = ["a"]} : tensor<4xf32>, tensor<8xf32> -> tensor<4xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @not_a_gradient(%a: tensor<4xcomplex<f32>>) {
+  // expected-error @+1 {{'comm.allreduce' op operand #0 must be ranked tensor or memref of floats or signless integers}}
+  %0 = comm.allreduce %a : tensor<4xcomplex<f32>> -> tensor<4xcomplex<f32>>
+  return
+}
+
+// -----
+
+func.func @token_never_waited(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.start' op token is never waited on: every comm.start needs exactly one comm.wait}}
+  %t = comm.start %a : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @token_waited_twice(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.start' op token is waited on more than once: every comm.start needs exactly one comm.wait}}
+  %t = comm.start %a : tensor<4xf32>
+  %0 = comm.wait %t : tensor<4xf32>
+  %1 = comm.wait %t : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func private @consume(!comm.token)
+
+func.func @token_escapes(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.start' op token must be consumed by comm.wait, not by func.call}}
+  %t = comm.start %a : tensor<4xf32>
+  func.call @consume(%t) : (!comm.token) -> ()
+  return
+}
+
+// -----
+
+func.func @start_empty() {
+  // expected-error @+1 {{'comm.start' op expects at least one gradient}}
+  %t = "comm.start"() : () -> !comm.token
+  comm.wait %t
+  return
+}
+
+// -----
+
+func.func @start_negative_channel(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.start' op attribute 'channel' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %t = comm.start %a {channel = -1} : tensor<4xf32>
+  %0 = comm.wait %t : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @wait_token_from_argument(%t: !comm.token) {
+  // expected-error @+1 {{'comm.wait' op token must come directly from a comm.start}}
+  %0 = comm.wait %t : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @wait_result_count(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  %t = comm.start %a, %b : tensor<4xf32>, tensor<4xf32>
+  // expected-error @+1 {{'comm.wait' op expects one result per gradient of its comm.start (2), but has 1}}
+  %0 = comm.wait %t : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @wait_result_type(%a: tensor<4xf32>) {
+  %t = comm.start %a : tensor<4xf32>
+  // expected-error @+1 {{'comm.wait' op result #0 has type 'tensor<4xf64>', but the gradient started has type 'tensor<4xf32>'}}
+  %0 = comm.wait %t : tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @wait_buffer_form_with_results(%m: memref<4xf32>) {
+  %t = comm.start %m : memref<4xf32>
+  // expected-error @+1 {{'comm.wait' op waits on a collective over memrefs, which reduces them in place: expected no results, got 1}}
+  %0 = comm.wait %t : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @negative_cost() {
+  // expected-error @+1 {{'comm.compute' op cost_us must be a non-negative finite number of microseconds, got -1}}
+  comm.compute () {cost_us = -1.0} : () -> ()
+  return
+}
+
+// -----
+
+func.func @missing_cost() {
+  // expected-error @+1 {{'comm.compute' op requires attribute 'cost_us'}}
+  comm.compute () {name = "x"} : () -> ()
+  return
+}
+
+// -----
+
+func.func @negative_layer() {
+  // expected-error @+1 {{'comm.compute' op attribute 'layer' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  comm.compute () {cost_us = 1.0, layer = -3} : () -> ()
+  return
+}
+
+// -----
+
+func.func @unknown_phase() {
+  // expected-error @+2 {{expected ::mlir::comm::Phase to be one of: forward, backward, optimizer}}
+  // expected-error @+1 {{failed to parse Comm_PhaseAttr parameter 'value' which is to be a `::mlir::comm::Phase`}}
+  comm.compute () {cost_us = 1.0, phase = #comm.phase<sideways>} : () -> ()
+  return
+}

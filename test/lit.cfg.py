@@ -1,0 +1,54 @@
+# -*- Python -*-
+# lit configuration of commopt's tests: FileCheck tests of the dialect, the
+# passes and the translations, and integration tests that run lowered modules
+# on several MPI ranks.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "COMMOPT"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".json", ".txt"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.commopt_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "USER"])
+llvm_config.use_default_substitutions()
+# `not`, `count` and FileCheck anywhere in a RUN line.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.commopt_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["commopt-opt", "commopt-translate", "mlir-runner"], tool_dirs)
+
+# Test helpers written in Python use the standard library only; Debian's own
+# interpreter is the one TOOLCHAIN.md names.
+config.substitutions.append(("%python", "/usr/bin/python3"))
+
+# Multi-rank runs. OpenMPI must be allowed to run as root (CI does) and to
+# place more ranks than cores; vader's single-copy mechanism needs ptrace
+# rights that containers often lack.
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+config.substitutions.append(("%mpirun", config.mpiexec))
+config.substitutions.append(
+    ("%commrt_lib", os.path.join(config.commopt_lib_dir, "libcommrt.so")))
+for library in ["mlir_c_runner_utils", "mlir_runner_utils"]:
+    config.substitutions.append(
+        ("%" + library, os.path.join(config.llvm_lib_dir, f"lib{library}.so")))
+
+# Real model profiles live beside the checkout; tests that read them need
+# the folder.
+profiles = os.path.join(config.commopt_src_root, "..", "shared", "profiles",
+                        "pipedream")
+if os.path.isdir(profiles):
+    config.available_features.add("pipedream-profiles")
+    config.substitutions.append(("%pipedream", os.path.realpath(profiles)))
+else:
+    lit_config.note("../shared/profiles/pipedream not found: tests that "
+                    "need the pipedream profiles are skipped")
