@@ -1,0 +1,236 @@
+//===- MpiAllreduceTest.cpp - commrt collectives across MPI ranks ---------===//
+//
+// Run under mpirun with any number of ranks (CTest uses 2 and 4). Values are
+// small integers and halves, exact in every dtype, so results compare
+// exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtils.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using commrt::testing::dtypeName;
+using commrt::testing::failedWith;
+using commrt::testing::reduceName;
+using commrt::testing::TypedBuffer;
+
+namespace {
+
+int rank() { return commrt_rank(); }
+int size() { return commrt_size(); }
+
+/// The value rank `r` contributes at index `i`: +-(1..7) * (r + 1).
+double contribution(int r, int64_t i) {
+  double magnitude = static_cast<double>(i % 7 + 1);
+  return (i % 2 ? -magnitude : magnitude) * (r + 1);
+}
+
+/// The result of `reduce` over all ranks' contributions at index `i`.
+double expected(commrt_reduce reduce, int64_t i) {
+  double first = contribution(0, i), last = contribution(size() - 1, i);
+  double sum = first * size() * (size() + 1) / 2;
+  switch (reduce) {
+  case COMMRT_SUM:
+    return sum;
+  case COMMRT_AVG:
+    return sum / size();
+  case COMMRT_MAX:
+    return std::max(first, last);
+  case COMMRT_MIN:
+    return std::min(first, last);
+  }
+  return 0;
+}
+
+TEST(Runtime, RanksMatchMpi) {
+  int worldRank, worldSize;
+  MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  EXPECT_EQ(rank(), worldRank);
+  EXPECT_EQ(size(), worldSize);
+  EXPECT_EQ(commrt_backend_in_use(), COMMRT_BACKEND_MPI);
+}
+
+using DtypeAndReduce = std::tuple<commrt_dtype, commrt_reduce>;
+
+class AllreduceTest : public ::testing::TestWithParam<DtypeAndReduce> {};
+
+TEST_P(AllreduceTest, ReducesExactlyInPlace) {
+  auto [dtype, reduce] = GetParam();
+  const int64_t count = 1000;
+  // One guard element on either side must stay untouched.
+  TypedBuffer buffer(dtype, count + 2);
+  buffer.set(0, 42.0);
+  buffer.set(count + 1, 43.0);
+  for (int64_t i = 0; i < count; ++i)
+    buffer.set(i + 1, contribution(rank(), i));
+  void *data = static_cast<char *>(buffer.data()) + commrt::elementSize(dtype);
+  ASSERT_EQ(commrt_allreduce(data, count, dtype, reduce), COMMRT_SUCCESS)
+      << commrt_last_error();
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(buffer.get(i + 1), expected(reduce, i)) << "index " << i;
+  EXPECT_EQ(buffer.get(0), 42.0);
+  EXPECT_EQ(buffer.get(count + 1), 43.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, AllreduceTest,
+    ::testing::Combine(
+        ::testing::Values(COMMRT_F32, COMMRT_F64, COMMRT_F16, COMMRT_BF16),
+        ::testing::Values(COMMRT_SUM, COMMRT_AVG, COMMRT_MAX, COMMRT_MIN)),
+    [](const ::testing::TestParamInfo<DtypeAndReduce> &info) {
+      return std::string(dtypeName(std::get<0>(info.param))) + "_" +
+             reduceName(std::get<1>(info.param));
+    });
+
+class LargeAllreduceTest : public ::testing::TestWithParam<commrt_dtype> {};
+
+TEST_P(LargeAllreduceTest, SumsAMillionElements) {
+  commrt_dtype dtype = GetParam();
+  const int64_t count = 1 << 20;
+  TypedBuffer buffer(dtype, count);
+  for (int64_t i = 0; i < count; ++i)
+    buffer.set(i, contribution(rank(), i));
+  ASSERT_EQ(commrt_allreduce(buffer.data(), count, dtype, COMMRT_SUM),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(buffer.get(i), expected(COMMRT_SUM, i)) << "index " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, LargeAllreduceTest,
+    ::testing::Values(COMMRT_F32, COMMRT_F64, COMMRT_F16, COMMRT_BF16),
+    [](const ::testing::TestParamInfo<commrt_dtype> &info) {
+      return dtypeName(info.param);
+    });
+
+class AllreduceWireTest : public ::testing::TestWithParam<DtypeAndReduce> {};
+
+TEST_P(AllreduceWireTest, ReducesThroughTheWireType) {
+  auto [wire, reduce] = GetParam();
+  const int64_t count = 1000;
+  std::vector<float> data(count);
+  // 2^-12 is lost on the wire in both types: the results are those of the
+  // integers alone.
+  for (int64_t i = 0; i < count; ++i)
+    data[i] = static_cast<float>(contribution(rank(), i)) * (1.0f + 0x1p-12f);
+  ASSERT_EQ(commrt_allreduce_wire(data.data(), count, wire, reduce, 0.5f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  // Within a few ulps of f32: unpacking for AVG multiplies by 1/size.
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_FLOAT_EQ(data[i], expected(reduce, i)) << "index " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WireTypes, AllreduceWireTest,
+    ::testing::Combine(::testing::Values(COMMRT_F16, COMMRT_BF16),
+                       ::testing::Values(COMMRT_SUM, COMMRT_AVG, COMMRT_MAX,
+                                         COMMRT_MIN)),
+    [](const ::testing::TestParamInfo<DtypeAndReduce> &info) {
+      return std::string(dtypeName(std::get<0>(info.param))) + "_" +
+             reduceName(std::get<1>(info.param));
+    });
+
+/// Tests that run with consistency checks on and need two or more ranks.
+class CheckedTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (size() < 2)
+      GTEST_SKIP() << "needs two or more ranks";
+    ASSERT_EQ(commrt_set_consistency_checks(1), COMMRT_SUCCESS);
+  }
+  void TearDown() override { commrt_set_consistency_checks(0); }
+
+  /// Runs a valid allreduce, showing that an error left no rank behind.
+  void expectRanksStillInStep() {
+    double value = 1.0;
+    ASSERT_EQ(commrt_allreduce(&value, 1, COMMRT_F64, COMMRT_SUM),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    EXPECT_EQ(value, size());
+  }
+
+  int lastRank() { return size() - 1; }
+};
+
+TEST_F(CheckedTest, CountMismatchFailsOnEveryRank) {
+  float data[4] = {};
+  int64_t count = rank() == 0 ? 3 : 4;
+  EXPECT_TRUE(failedWith(commrt_allreduce(data, count, COMMRT_F32, COMMRT_SUM),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_allreduce: ranks disagree on count (min 3, "
+                         "max 4)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, DtypeMismatchFailsOnEveryRank) {
+  double data[4] = {};
+  int32_t dtype = rank() == lastRank() ? COMMRT_F64 : COMMRT_F32;
+  EXPECT_TRUE(failedWith(commrt_allreduce(data, 4, dtype, COMMRT_MAX),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_allreduce: ranks disagree on dtype (min 0, "
+                         "max 1)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, ReduceMismatchFailsOnEveryRank) {
+  float data[4] = {};
+  int32_t reduce = rank() == 0 ? COMMRT_MIN : COMMRT_SUM;
+  EXPECT_TRUE(failedWith(commrt_allreduce(data, 4, COMMRT_F32, reduce),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_allreduce: ranks disagree on reduce (min 0, "
+                         "max 3)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, WireMismatchFailsOnEveryRank) {
+  float data[4] = {};
+  int32_t wire = rank() == 0 ? COMMRT_BF16 : COMMRT_F16;
+  EXPECT_TRUE(failedWith(
+      commrt_allreduce_wire(data, 4, wire, COMMRT_SUM, 1.0f),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_allreduce_wire: ranks disagree on wire (min 2, max 3)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, InvalidArgumentOnOneRankFailsOnEveryRank) {
+  float data[4] = {};
+  bool bad = rank() == lastRank();
+  int32_t status =
+      commrt_allreduce(bad ? nullptr : data, 4, COMMRT_F32, COMMRT_SUM);
+  std::string message = bad ? "commrt_allreduce: buffer is null but count is 4"
+                            : "commrt_allreduce: rank " +
+                                  std::to_string(lastRank()) +
+                                  " passed an invalid argument";
+  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT, message));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, InvalidDtypeOnRankZeroFailsOnEveryRank) {
+  float data[4] = {};
+  int32_t status =
+      commrt_allreduce(data, 4, rank() == 0 ? 9 : COMMRT_F32, COMMRT_SUM);
+  std::string message =
+      rank() == 0
+          ? "commrt_allreduce: dtype 9 is not a commrt_dtype (expected 0..3)"
+          : "commrt_allreduce: rank 0 passed an invalid argument";
+  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT, message));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, MatchingCallsSucceed) {
+  EXPECT_EQ(commrt_allreduce(nullptr, 0, COMMRT_F32, COMMRT_SUM),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  expectRanksStillInStep();
+}
+
+} // namespace
