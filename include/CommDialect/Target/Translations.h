@@ -1,0 +1,19 @@
+//===- Translations.h - Registration of commopt's translations --*- C++ -*-===//
+//
+// Registers commopt's translations with the mlir-translate registry, for
+// commopt-translate and any other MlirTranslateMain-based tool.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMDIALECT_TARGET_TRANSLATIONS_H
+#define COMMDIALECT_TARGET_TRANSLATIONS_H
+
+namespace mlir::comm {
+
+/// Registers `--import-grad-profile` and `--import-pipedream`. Safe to call
+/// more than once.
+void registerCommOptTranslations();
+
+} // namespace mlir::comm
+
+#endif // COMMDIALECT_TARGET_TRANSLATIONS_H

@@ -1,0 +1,59 @@
+//===- TrainStepBuilder.cpp - Builds imported training steps --------------===//
+//
+// Builds the @train_step skeleton that profile imports produce, op by op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainStepBuilder.h"
+
+#include "CommDialect/CommDialect.h"
+
+using namespace mlir;
+using namespace mlir::comm;
+
+TrainStepBuilder::TrainStepBuilder(MLIRContext *context, Location loc,
+                                   StringRef model, StringRef source)
+    : module(ModuleOp::create(loc)), builder(context) {
+  context->loadDialect<CommDialect, func::FuncDialect>();
+  (*module)->setAttr("comm.model", builder.getStringAttr(model));
+  (*module)->setAttr("comm.source", builder.getStringAttr(source));
+  builder.setInsertionPointToEnd(module->getBody());
+  trainStep = func::FuncOp::create(builder, loc, "train_step",
+                                   builder.getFunctionType({}, {}));
+  builder.setInsertionPointToEnd(trainStep.addEntryBlock());
+}
+
+void TrainStepBuilder::addForward(Location loc, StringRef name, double costUs,
+                                  std::optional<int64_t> layer) {
+  IntegerAttr layerAttr = layer ? builder.getI64IntegerAttr(*layer) : nullptr;
+  ComputeOp::create(builder, loc, TypeRange(), ValueRange(),
+                    builder.getF64FloatAttr(costUs),
+                    builder.getStringAttr(name), layerAttr,
+                    PhaseAttr::get(builder.getContext(), Phase::forward));
+}
+
+void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
+                                   int64_t layer,
+                                   ArrayRef<GradientSpec> gradients) {
+  SmallVector<Type> types;
+  types.reserve(gradients.size());
+  for (const GradientSpec &gradient : gradients)
+    types.push_back(gradient.type);
+  auto step = ComputeOp::create(
+      builder, loc, types, ValueRange(), builder.getF64FloatAttr(costUs),
+      builder.getStringAttr(name), builder.getI64IntegerAttr(layer),
+      PhaseAttr::get(builder.getContext(), Phase::backward));
+  for (auto [gradient, value] : llvm::zip_equal(gradients, step.getResults()))
+    reduced.push_back(AllReduceOp::create(builder, loc, gradient.type, value,
+                                          ReduceKind::avg, /*wire=*/nullptr,
+                                          /*prescale=*/nullptr,
+                                          builder.getStringAttr(gradient.name))
+                          .getResult());
+}
+
+OwningOpRef<ModuleOp> TrainStepBuilder::finish() {
+  func::ReturnOp::create(builder, trainStep.getLoc(), reduced);
+  trainStep.setFunctionType(
+      builder.getFunctionType({}, ValueRange(reduced).getTypes()));
+  return std::move(module);
+}

@@ -1,0 +1,50 @@
+// Invalid gradient profiles, one fault each: the import fails with an error
+// that names the field (or, for malformed JSON, its line and column).
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-malformed.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=MALFORMED
+// MALFORMED: grad-profile-malformed.json:4:3: error: malformed JSON: Expected , or } after object property
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-not-object.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOT-OBJECT
+// NOT-OBJECT: grad-profile-not-object.json:1:1: error: expected object
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-bad-format.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=FORMAT
+// FORMAT: grad-profile-bad-format.json:1:1: error: format: expected "commopt-grad-profile", got "pytorch-profile"
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-bad-version.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=VERSION
+// VERSION: grad-profile-bad-version.json:1:1: error: version: unsupported version 2; expected 1
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-missing-field.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=MISSING
+// MISSING: grad-profile-missing-field.json:1:1: error: layers[1].backward_us: missing value
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-missing-forward.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NO-FORWARD
+// NO-FORWARD: grad-profile-missing-forward.json:1:1: error: forward_us: missing value; it may be left out only when every layer has its own forward_us, and layers[1] has none
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-wrong-type.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TYPE
+// TYPE: grad-profile-wrong-type.json:1:1: error: layers[0].params[0].shape: expected array
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-negative-backward.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NEG-BACKWARD
+// NEG-BACKWARD: grad-profile-negative-backward.json:1:1: error: layers[1].backward_us: time must be a finite number of microseconds >= 0, got -3.5
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-negative-forward.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NEG-FORWARD
+// NEG-FORWARD: grad-profile-negative-forward.json:1:1: error: forward_us: time must be a finite number of microseconds >= 0, got -1
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-zero-dim.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DIM
+// DIM: grad-profile-zero-dim.json:1:1: error: layers[0].params[1].shape[1]: dimension must be positive, got 0
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-unknown-dtype.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DTYPE
+// DTYPE: grad-profile-unknown-dtype.json:1:1: error: layers[3].params[0].dtype: unknown dtype "f8"; expected f16, bf16, f32 or f64
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-duplicate-param.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DUPLICATE
+// DUPLICATE: grad-profile-duplicate-param.json:1:1: error: layers[1].params[0].name: duplicate parameter name "fc.weight" (first at layers[0].params[0])
