@@ -1,0 +1,148 @@
+//===- ClusterModel.h - Description of a training cluster -------*- C++ -*-===//
+//
+// The cluster that every cost query is made against: how many ranks, how
+// they are grouped into nodes, the latency and bandwidth of the links inside
+// and between nodes, the allreduce algorithm, and how many collectives may be
+// in flight at once. Loaded from JSON or from a named preset; see
+// docs/CostModel.md for the file format and where each preset's figures come
+// from.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMDIALECT_ANALYSIS_CLUSTERMODEL_H
+#define COMMDIALECT_ANALYSIS_CLUSTERMODEL_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir::comm {
+
+/// How a dense allreduce is carried out.
+enum class AllreduceAlgorithm {
+  /// Ring reduce-scatter followed by ring allgather over all ranks.
+  Ring,
+  /// Latency-optimised: a pipelined (double) binary tree for allreduce,
+  /// recursive halving/doubling for reduce-scatter and allgather.
+  Tree,
+  /// Two levels: reduce-scatter inside each node, allreduce of each shard
+  /// across nodes, allgather inside each node.
+  Hierarchical,
+};
+
+/// How collectives that run at the same time on different channels share the
+/// network.
+enum class ChannelSharing {
+  /// Collectives in their bandwidth phase split the bandwidth equally: with k
+  /// of them active, each progresses at 1/k of the full rate. Latency is not
+  /// shared.
+  Shared,
+  /// Every channel has the full bandwidth to itself (e.g. channels that use
+  /// different links).
+  Independent,
+};
+
+/// Returns the JSON spelling of an algorithm ("ring", "tree", "hierarchical").
+llvm::StringRef stringifyAllreduceAlgorithm(AllreduceAlgorithm algorithm);
+/// Parses the JSON spelling of an algorithm.
+std::optional<AllreduceAlgorithm> symbolizeAllreduceAlgorithm(llvm::StringRef);
+/// Returns the JSON spelling of a sharing mode ("shared", "independent").
+llvm::StringRef stringifyChannelSharing(ChannelSharing sharing);
+/// Parses the JSON spelling of a sharing mode.
+std::optional<ChannelSharing> symbolizeChannelSharing(llvm::StringRef);
+
+/// One level of the network in the alpha-beta (Hockney) model: sending one
+/// message of n bytes over it costs alphaUs + n * betaUsPerByte.
+struct LinkLevel {
+  /// Per-message latency in microseconds.
+  double alphaUs = 0;
+  /// Transfer time per byte in microseconds (1 / bandwidth).
+  double betaUsPerByte = 0;
+
+  /// A level given by its latency and its bandwidth in gigabits per second
+  /// (10^9 bit/s).
+  static LinkLevel fromBandwidth(double alphaUs, double gigabitsPerSecond);
+  /// The level's bandwidth in gigabits per second.
+  double bandwidthGbps() const;
+
+  bool operator==(const LinkLevel &other) const {
+    return alphaUs == other.alphaUs && betaUsPerByte == other.betaUsPerByte;
+  }
+};
+
+/// A data-parallel training cluster as the cost model sees it.
+///
+/// Ranks are grouped into nodes of `ranksPerNode` consecutive ranks. `intra`
+/// describes the links between ranks of one node, `inter` the network between
+/// nodes; the inter level's bandwidth is the node's (one NIC per node, shared
+/// by all ranks of the node when they communicate at once).
+struct ClusterModel {
+  /// Preset or file name, for reports.
+  std::string name;
+  /// Where the figures come from (free text, for reports and docs).
+  std::string source;
+  /// Number of ranks (data-parallel workers), at least 1.
+  int64_t ranks = 1;
+  /// Ranks per node; divides `ranks`.
+  int64_t ranksPerNode = 1;
+  /// Links between ranks of one node.
+  LinkLevel intra;
+  /// Network between nodes.
+  LinkLevel inter;
+  /// Algorithm used for allreduce (and the matching reduce-scatter,
+  /// allgather and broadcast forms).
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::Ring;
+  /// Number of communication channels (streams) that may each run one
+  /// collective at a time; at least 1.
+  unsigned channels = 1;
+  /// How concurrently running collectives share bandwidth.
+  ChannelSharing sharing = ChannelSharing::Shared;
+
+  /// Number of nodes (ranks / ranksPerNode).
+  int64_t nodes() const { return ranks / ranksPerNode; }
+
+  /// The level a flat (single-level) algorithm over all ranks is limited by:
+  /// the inter-node level when there is more than one node, the intra-node
+  /// level otherwise.
+  const LinkLevel &flatLevel() const { return nodes() > 1 ? inter : intra; }
+
+  /// Checks the invariants (ranks >= 1, ranksPerNode divides ranks, finite
+  /// non-negative alphas, positive finite bandwidths, channels >= 1). The
+  /// error names the offending field as in the JSON form, e.g.
+  /// "expected a positive number at cluster.levels.inter.beta_s_per_byte".
+  llvm::Error verify() const;
+
+  /// Parses a cluster description from JSON text (format in
+  /// docs/CostModel.md). Errors name the offending field.
+  static llvm::Expected<ClusterModel> fromJSON(llvm::StringRef text);
+  /// Reads and parses a cluster description file.
+  static llvm::Expected<ClusterModel> loadFile(llvm::StringRef path);
+  /// Returns the named preset, or an error listing the known names.
+  static llvm::Expected<ClusterModel> preset(llvm::StringRef name);
+  /// Names of all presets.
+  static llvm::ArrayRef<llvm::StringRef> presetNames();
+  /// Returns the preset called `nameOrPath` if there is one, otherwise loads
+  /// the file at that path.
+  static llvm::Expected<ClusterModel> parse(llvm::StringRef nameOrPath);
+
+  /// Serialises the description; `fromJSON` of the printed value gives back an
+  /// equal model.
+  llvm::json::Value toJSON() const;
+
+  bool operator==(const ClusterModel &other) const;
+};
+
+/// Reads a cluster description from an already parsed JSON value, reporting
+/// the first problem at `path` (LLVM's json::fromJSON convention, so that a
+/// cluster can be embedded in other JSON documents).
+bool fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
+              llvm::json::Path path);
+
+} // namespace mlir::comm
+
+#endif // COMMDIALECT_ANALYSIS_CLUSTERMODEL_H

@@ -1,0 +1,113 @@
+//===- CollectiveCost.h - Alpha-beta costs of collectives -------*- C++ -*-===//
+//
+// Times of dense and sparse collectives on a ClusterModel, in the alpha-beta
+// model: a latency part (per-message costs) and a bandwidth part (bytes times
+// seconds per byte), kept apart so that the timeline simulator can share
+// bandwidth between concurrent collectives. Every formula, with its source,
+// is in docs/CostModel.md. All times are in microseconds; a cluster of one
+// rank costs nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMDIALECT_ANALYSIS_COLLECTIVECOST_H
+#define COMMDIALECT_ANALYSIS_COLLECTIVECOST_H
+
+#include "CommDialect/Analysis/ClusterModel.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace mlir::comm {
+
+/// The time of one collective, split into the part that does not depend on
+/// bandwidth (latency terms) and the part that does, at the full bandwidth of
+/// the links.
+struct CollectiveCost {
+  /// Sum of the per-message latency terms, in microseconds.
+  double latencyUs = 0;
+  /// Sum of the per-byte terms at full bandwidth, in microseconds.
+  double bandwidthUs = 0;
+
+  /// The collective's time when it runs alone.
+  double totalUs() const { return latencyUs + bandwidthUs; }
+
+  CollectiveCost &operator+=(const CollectiveCost &other) {
+    latencyUs += other.latencyUs;
+    bandwidthUs += other.bandwidthUs;
+    return *this;
+  }
+  friend CollectiveCost operator+(CollectiveCost lhs,
+                                  const CollectiveCost &rhs) {
+    return lhs += rhs;
+  }
+};
+
+/// Allreduce of `bytes` bytes (the size of each rank's buffer) with the
+/// cluster's algorithm.
+CollectiveCost allreduceCost(const ClusterModel &cluster, double bytes);
+
+/// Allreduce of `bytes` bytes with an explicitly chosen algorithm.
+CollectiveCost allreduceCost(const ClusterModel &cluster, double bytes,
+                             AllreduceAlgorithm algorithm);
+
+/// Reduce-scatter of a `totalBytes` buffer per rank (each rank ends up with
+/// totalBytes / ranks bytes of the reduced result).
+CollectiveCost reduceScatterCost(const ClusterModel &cluster,
+                                 double totalBytes);
+
+/// Allgather whose result is `totalBytes` bytes (each rank contributes
+/// totalBytes / ranks bytes).
+CollectiveCost allgatherCost(const ClusterModel &cluster, double totalBytes);
+
+/// All-to-all in which every rank sends `bytesPerRank` bytes in total, split
+/// evenly among all ranks (its own share stays local).
+CollectiveCost allToAllCost(const ClusterModel &cluster, double bytesPerRank);
+
+/// Broadcast of `bytes` bytes from one rank to all.
+CollectiveCost broadcastCost(const ClusterModel &cluster, double bytes);
+
+/// How a sparsified gradient is exchanged.
+enum class SparseExchangeScheme {
+  /// RedSync: allgather of every rank's (index, value) pairs.
+  Allgather,
+  /// Zen: pairs go to the rank owning their hash partition (all-to-all), the
+  /// owners reduce them, the reduced partitions are allgathered.
+  Hash,
+  /// GradientFlow: allreduce of per-chunk norms, then allreduce of the chunks
+  /// that all ranks selected.
+  Chunk,
+};
+
+/// The shape of one sparsified gradient as the exchange costs need it.
+struct SparseGradient {
+  /// Number of elements of the dense gradient.
+  int64_t denseElements = 0;
+  /// Fraction of elements each rank selects (Allgather, Hash), or fraction of
+  /// chunks selected (Chunk); in (0, 1].
+  double density = 1;
+  /// Bytes per value on the wire (4 for f32, 2 for f16/bf16).
+  int64_t valueBytes = 4;
+  /// Bytes per index on the wire.
+  int64_t indexBytes = 4;
+  /// Chunk scheme: elements per chunk.
+  int64_t chunkElements = 32768;
+  /// Chunk scheme: bytes per chunk norm.
+  int64_t normBytes = 4;
+  /// Hash scheme: density of the reduced result (union of all ranks'
+  /// selections). When absent, ranks are assumed to select independently:
+  /// 1 - (1 - density)^ranks.
+  std::optional<double> reducedDensity;
+};
+
+/// Density of the union of `ranks` independent uniform selections of density
+/// `density` each: 1 - (1 - density)^ranks.
+double unionDensity(double density, int64_t ranks);
+
+/// Cost of exchanging (and summing) a sparsified gradient with `scheme`.
+CollectiveCost sparseAllreduceCost(const ClusterModel &cluster,
+                                   SparseExchangeScheme scheme,
+                                   const SparseGradient &gradient);
+
+} // namespace mlir::comm
+
+#endif // COMMDIALECT_ANALYSIS_COLLECTIVECOST_H

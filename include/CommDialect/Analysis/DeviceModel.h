@@ -1,0 +1,75 @@
+//===- DeviceModel.h - Roofline model of a compute device -------*- C++ -*-===//
+//
+// Peak arithmetic rate and memory bandwidth of one accelerator, used to
+// estimate the time of compute ops that come without a measured cost. Loaded
+// from JSON or from a named preset (datasheet figures, see
+// docs/CostModel.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMDIALECT_ANALYSIS_DEVICEMODEL_H
+#define COMMDIALECT_ANALYSIS_DEVICEMODEL_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace mlir::comm {
+
+/// A compute device in the roofline model.
+struct DeviceModel {
+  /// Preset or file name, for reports.
+  std::string name;
+  /// Where the figures come from (free text).
+  std::string source;
+  /// Peak FP32 rate without tensor cores, in TFLOP/s (10^12 FLOP/s).
+  double peakTflops = 0;
+  /// Peak dense FP16/BF16 tensor-core rate in TFLOP/s; 0 when the device has
+  /// no tensor cores.
+  double peakTensorTflops = 0;
+  /// Memory bandwidth in GB/s (10^9 bytes per second).
+  double memoryGBps = 0;
+  /// Fixed cost added to every estimated op (kernel launch), in
+  /// microseconds.
+  double launchOverheadUs = 0;
+
+  /// Time of an op that performs `flops` floating-point operations and moves
+  /// `bytes` bytes to or from memory: launchOverheadUs + max(flops / peak,
+  /// bytes / bandwidth), in microseconds. With `tensorCores`, the peak is the
+  /// tensor-core rate when the device has one.
+  double rooflineUs(double flops, double bytes, bool tensorCores = false) const;
+
+  /// Checks that the rates are positive and finite and the overhead is
+  /// non-negative; the error names the JSON field.
+  llvm::Error verify() const;
+
+  /// Parses a device description from JSON text (format in
+  /// docs/CostModel.md). Errors name the offending field.
+  static llvm::Expected<DeviceModel> fromJSON(llvm::StringRef text);
+  /// Reads and parses a device description file.
+  static llvm::Expected<DeviceModel> loadFile(llvm::StringRef path);
+  /// Returns the named preset, or an error listing the known names.
+  static llvm::Expected<DeviceModel> preset(llvm::StringRef name);
+  /// Names of all presets.
+  static llvm::ArrayRef<llvm::StringRef> presetNames();
+  /// Returns the preset called `nameOrPath` if there is one, otherwise loads
+  /// the file at that path.
+  static llvm::Expected<DeviceModel> parse(llvm::StringRef nameOrPath);
+
+  /// Serialises the description; `fromJSON` of it gives back an equal model.
+  llvm::json::Value toJSON() const;
+
+  bool operator==(const DeviceModel &other) const;
+};
+
+/// Reads a device description from a parsed JSON value, reporting the first
+/// problem at `path`.
+bool fromJSON(const llvm::json::Value &value, DeviceModel &device,
+              llvm::json::Path path);
+
+} // namespace mlir::comm
+
+#endif // COMMDIALECT_ANALYSIS_DEVICEMODEL_H

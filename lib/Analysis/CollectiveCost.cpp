@@ -1,0 +1,223 @@
+//===- CollectiveCost.cpp - Alpha-beta costs of collectives ---------------===//
+//
+// The formulas of docs/CostModel.md, section "Collective costs". Notation in
+// the comments: p ranks, q ranks per node, m = p / q nodes, n bytes; a and b
+// are a level's alpha (us) and beta (us per byte), with suffix f for the flat
+// level, i for intra-node and e for inter-node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/CollectiveCost.h"
+
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::comm;
+
+/// ceil(log2(p)) as a double.
+static double ceilLog2(int64_t p) {
+  return static_cast<double>(llvm::Log2_64_Ceil(static_cast<uint64_t>(p)));
+}
+
+/// One ring pass over `p` ranks of one level (the reduce-scatter or allgather
+/// half of a ring allreduce): (p-1) a + (p-1)/p n b.
+static CollectiveCost ringPass(const LinkLevel &level, int64_t p,
+                               double bytes) {
+  if (p <= 1)
+    return {};
+  double steps = static_cast<double>(p - 1);
+  return {steps * level.alphaUs,
+          steps / static_cast<double>(p) * bytes * level.betaUsPerByte};
+}
+
+/// Van de Geijn's broadcast over `p` ranks of one level (binomial scatter,
+/// then ring allgather): (ceil(lg p) + p - 1) a + 2 (p-1)/p n b.
+static CollectiveCost scatterAllgatherBroadcast(const LinkLevel &level,
+                                                int64_t p, double bytes) {
+  if (p <= 1)
+    return {};
+  double frac = static_cast<double>(p - 1) / static_cast<double>(p);
+  return {(ceilLog2(p) + static_cast<double>(p - 1)) * level.alphaUs,
+          2.0 * frac * bytes * level.betaUsPerByte};
+}
+
+/// Reduce-scatter and allgather have the same cost form in every algorithm.
+static CollectiveCost halfAllreduceCost(const ClusterModel &cluster,
+                                        double totalBytes) {
+  int64_t p = cluster.ranks;
+  if (p <= 1)
+    return {};
+  const LinkLevel &flat = cluster.flatLevel();
+  switch (cluster.algorithm) {
+  case AllreduceAlgorithm::Ring:
+    // (p-1) af + (p-1)/p n bf.
+    return ringPass(flat, p, totalBytes);
+  case AllreduceAlgorithm::Tree: {
+    // Recursive halving / doubling (Bruck for any p): ceil(lg p) af +
+    // (p-1)/p n bf.
+    double frac = static_cast<double>(p - 1) / static_cast<double>(p);
+    return {ceilLog2(p) * flat.alphaUs, frac * totalBytes * flat.betaUsPerByte};
+  }
+  case AllreduceAlgorithm::Hierarchical:
+    // Inside each node over q ranks, then across the m nodes: the q rings
+    // that cross nodes at once share the node's link, which carries
+    // (m-1)/m n bytes in total.
+    return ringPass(cluster.intra, cluster.ranksPerNode, totalBytes) +
+           ringPass(cluster.inter, cluster.nodes(), totalBytes);
+  }
+  llvm_unreachable("unknown allreduce algorithm");
+}
+
+CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
+                                   AllreduceAlgorithm algorithm) {
+  assert(bytes >= 0 && "negative message size");
+  int64_t p = cluster.ranks;
+  if (p <= 1)
+    return {};
+  const LinkLevel &flat = cluster.flatLevel();
+  switch (algorithm) {
+  case AllreduceAlgorithm::Ring: {
+    // Reduce-scatter + allgather: 2(p-1) af + 2(p-1)/p n bf.
+    CollectiveCost pass = ringPass(flat, p, bytes);
+    return pass + pass;
+  }
+  case AllreduceAlgorithm::Tree:
+    // Pipelined (double) binary tree, reduce then broadcast:
+    // 2 ceil(lg p) af + 2 n bf.
+    return {2.0 * ceilLog2(p) * flat.alphaUs, 2.0 * bytes * flat.betaUsPerByte};
+  case AllreduceAlgorithm::Hierarchical: {
+    // Intra-node reduce-scatter, inter-node ring allreduce of the shards,
+    // intra-node allgather: 2(q-1) ai + 2(q-1)/q n bi + 2(m-1) ae +
+    // 2(m-1)/m n be.
+    CollectiveCost intra = ringPass(cluster.intra, cluster.ranksPerNode, bytes);
+    CollectiveCost inter = ringPass(cluster.inter, cluster.nodes(), bytes);
+    return intra + intra + inter + inter;
+  }
+  }
+  llvm_unreachable("unknown allreduce algorithm");
+}
+
+CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes) {
+  return allreduceCost(cluster, bytes, cluster.algorithm);
+}
+
+CollectiveCost comm::reduceScatterCost(const ClusterModel &cluster,
+                                       double totalBytes) {
+  assert(totalBytes >= 0 && "negative message size");
+  return halfAllreduceCost(cluster, totalBytes);
+}
+
+CollectiveCost comm::allgatherCost(const ClusterModel &cluster,
+                                   double totalBytes) {
+  assert(totalBytes >= 0 && "negative message size");
+  return halfAllreduceCost(cluster, totalBytes);
+}
+
+CollectiveCost comm::allToAllCost(const ClusterModel &cluster,
+                                  double bytesPerRank) {
+  assert(bytesPerRank >= 0 && "negative message size");
+  int64_t p = cluster.ranks;
+  if (p <= 1)
+    return {};
+  double pd = static_cast<double>(p);
+  int64_t m = cluster.nodes();
+  if (m == 1) {
+    // Pairwise exchange: (p-1) ai + (p-1)/p n bi.
+    return ringPass(cluster.intra, p, bytesPerRank);
+  }
+  // Pairwise exchange across nodes: (p-1) ae latency terms; each node's link
+  // carries the q ranks' shares for other nodes, q (m-1)/m n bytes, while the
+  // (q-1)/p n bytes per rank for local peers go over the intra-node links at
+  // the same time.
+  double q = static_cast<double>(cluster.ranksPerNode);
+  double md = static_cast<double>(m);
+  double interUs =
+      q * (md - 1) / md * bytesPerRank * cluster.inter.betaUsPerByte;
+  double intraUs = (q - 1) / pd * bytesPerRank * cluster.intra.betaUsPerByte;
+  return {(pd - 1) * cluster.inter.alphaUs, std::max(interUs, intraUs)};
+}
+
+CollectiveCost comm::broadcastCost(const ClusterModel &cluster, double bytes) {
+  assert(bytes >= 0 && "negative message size");
+  int64_t p = cluster.ranks;
+  if (p <= 1)
+    return {};
+  const LinkLevel &flat = cluster.flatLevel();
+  switch (cluster.algorithm) {
+  case AllreduceAlgorithm::Ring:
+    return scatterAllgatherBroadcast(flat, p, bytes);
+  case AllreduceAlgorithm::Tree:
+    // Binomial tree: ceil(lg p) (af + n bf).
+    return {ceilLog2(p) * flat.alphaUs,
+            ceilLog2(p) * bytes * flat.betaUsPerByte};
+  case AllreduceAlgorithm::Hierarchical:
+    // Across the nodes' leaders, then inside every node.
+    return scatterAllgatherBroadcast(cluster.inter, cluster.nodes(), bytes) +
+           scatterAllgatherBroadcast(cluster.intra, cluster.ranksPerNode,
+                                     bytes);
+  }
+  llvm_unreachable("unknown allreduce algorithm");
+}
+
+double comm::unionDensity(double density, int64_t ranks) {
+  assert(density >= 0 && density <= 1 && "density out of [0, 1]");
+  // 1 - (1 - d)^p, written to stay accurate for tiny d.
+  return -std::expm1(static_cast<double>(ranks) * std::log1p(-density));
+}
+
+CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
+                                         SparseExchangeScheme scheme,
+                                         const SparseGradient &gradient) {
+  assert(gradient.denseElements >= 0 && "negative element count");
+  assert(gradient.density > 0 && gradient.density <= 1 &&
+         "density out of (0, 1]");
+  assert(gradient.valueBytes > 0 && gradient.indexBytes >= 0 &&
+         "bad element sizes");
+  int64_t p = cluster.ranks;
+  if (p <= 1)
+    return {};
+  double n = static_cast<double>(gradient.denseElements);
+  double valueBytes = static_cast<double>(gradient.valueBytes);
+  double pairBytes = valueBytes + static_cast<double>(gradient.indexBytes);
+  // Expected number of elements each rank selects.
+  double k = gradient.density * n;
+
+  switch (scheme) {
+  case SparseExchangeScheme::Allgather:
+    // Every rank receives every rank's k pairs: allgather of p k pairs.
+    return allgatherCost(cluster, static_cast<double>(p) * k * pairBytes);
+  case SparseExchangeScheme::Hash: {
+    // Each rank sends its k pairs to their owners; each owner then holds
+    // 1/p of the reduced result, n u elements in all, and sends it as pairs
+    // or, when smaller, as its dense partition.
+    double u =
+        gradient.reducedDensity.value_or(unionDensity(gradient.density, p));
+    assert(u >= 0 && u <= 1 && "reduced density out of [0, 1]");
+    double gathered = std::min(n * u * pairBytes, n * valueBytes);
+    return allToAllCost(cluster, k * pairBytes) +
+           allgatherCost(cluster, gathered);
+  }
+  case SparseExchangeScheme::Chunk: {
+    assert(gradient.chunkElements > 0 && gradient.normBytes > 0 &&
+           "bad chunk parameters");
+    int64_t chunks =
+        llvm::divideCeil(gradient.denseElements, gradient.chunkElements);
+    // All ranks select the same ceil(d C) chunks after allreducing the C
+    // chunk norms; the selected chunks' values travel dense. The epsilon
+    // keeps a d C that is whole up to rounding from counting one chunk more.
+    double selected =
+        std::ceil(gradient.density * static_cast<double>(chunks) - 1e-9);
+    double selectedElements =
+        std::min(selected * static_cast<double>(gradient.chunkElements), n);
+    return allreduceCost(cluster, static_cast<double>(chunks) *
+                                      static_cast<double>(gradient.normBytes)) +
+           allreduceCost(cluster, selectedElements * valueBytes);
+  }
+  }
+  llvm_unreachable("unknown sparse exchange scheme");
+}

@@ -1,0 +1,213 @@
+//===- DeviceModel.cpp - Roofline model of a compute device ---------------===//
+//
+// The roofline estimate, JSON reading and writing and the device presets;
+// docs/CostModel.md gives the datasheet behind every preset.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/DeviceModel.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::comm;
+using llvm::json::Path;
+
+namespace {
+/// The value of the "format" field of a device description file.
+constexpr llvm::StringLiteral kFormat = "commopt-device";
+/// The only file format version so far.
+constexpr int64_t kVersion = 1;
+} // namespace
+
+double DeviceModel::rooflineUs(double flops, double bytes,
+                               bool tensorCores) const {
+  double tflops =
+      tensorCores && peakTensorTflops > 0 ? peakTensorTflops : peakTflops;
+  // flops / (T * 1e12) s = flops / (T * 1e6) us;
+  // bytes / (G * 1e9) s = bytes / (G * 1e3) us.
+  double computeUs = flops / (tflops * 1e6);
+  double memoryUs = bytes / (memoryGBps * 1e3);
+  return launchOverheadUs + std::max(computeUs, memoryUs);
+}
+
+/// Reports the first broken invariant of `device` below `path`.
+static bool verifyDevice(const DeviceModel &device, Path path) {
+  auto positive = [](double x) { return std::isfinite(x) && x > 0; };
+  auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0; };
+  if (!positive(device.peakTflops)) {
+    path.field("peak_tflops").report("expected a positive number");
+    return false;
+  }
+  if (!nonNegative(device.peakTensorTflops)) {
+    path.field("peak_tensor_tflops").report("expected a non-negative number");
+    return false;
+  }
+  if (!positive(device.memoryGBps)) {
+    path.field("memory_gbps").report("expected a positive number");
+    return false;
+  }
+  if (!nonNegative(device.launchOverheadUs)) {
+    path.field("launch_overhead_us").report("expected a non-negative number");
+    return false;
+  }
+  return true;
+}
+
+llvm::Error DeviceModel::verify() const {
+  Path::Root root("device");
+  if (verifyDevice(*this, root))
+    return llvm::Error::success();
+  return root.getError();
+}
+
+bool comm::fromJSON(const llvm::json::Value &value, DeviceModel &device,
+                    Path path) {
+  llvm::json::ObjectMapper mapper(value, path);
+  DeviceModel result;
+  std::string format = kFormat.str();
+  int64_t version = kVersion;
+  if (!mapper || !mapper.mapOptional("format", format) ||
+      !mapper.mapOptional("version", version))
+    return false;
+  if (format != kFormat) {
+    path.field("format").report("expected \"commopt-device\"");
+    return false;
+  }
+  if (version != kVersion) {
+    path.field("version").report("unsupported version (expected 1)");
+    return false;
+  }
+  if (!mapper.mapOptional("name", result.name) ||
+      !mapper.mapOptional("source", result.source) ||
+      !mapper.map("peak_tflops", result.peakTflops) ||
+      !mapper.mapOptional("peak_tensor_tflops", result.peakTensorTflops) ||
+      !mapper.map("memory_gbps", result.memoryGBps) ||
+      !mapper.mapOptional("launch_overhead_us", result.launchOverheadUs) ||
+      !verifyDevice(result, path))
+    return false;
+  device = std::move(result);
+  return true;
+}
+
+llvm::Expected<DeviceModel> DeviceModel::fromJSON(llvm::StringRef text) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+  if (!value)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "invalid device description: %s",
+                                   llvm::toString(value.takeError()).c_str());
+  DeviceModel device;
+  Path::Root root("device");
+  if (!comm::fromJSON(*value, device, root))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "invalid device description: %s",
+                                   llvm::toString(root.getError()).c_str());
+  return device;
+}
+
+llvm::Expected<DeviceModel> DeviceModel::loadFile(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return llvm::createStringError(
+        buffer.getError(), "cannot read device description '%s': %s",
+        path.str().c_str(), buffer.getError().message().c_str());
+  llvm::Expected<DeviceModel> device = fromJSON((*buffer)->getBuffer());
+  if (!device)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
+                                   path.str().c_str(),
+                                   llvm::toString(device.takeError()).c_str());
+  return device;
+}
+
+llvm::json::Value DeviceModel::toJSON() const {
+  return llvm::json::Object{
+      {"format", kFormat},
+      {"version", kVersion},
+      {"name", name},
+      {"source", source},
+      {"peak_tflops", peakTflops},
+      {"peak_tensor_tflops", peakTensorTflops},
+      {"memory_gbps", memoryGBps},
+      {"launch_overhead_us", launchOverheadUs},
+  };
+}
+
+bool DeviceModel::operator==(const DeviceModel &other) const {
+  return name == other.name && source == other.source &&
+         peakTflops == other.peakTflops &&
+         peakTensorTflops == other.peakTensorTflops &&
+         memoryGBps == other.memoryGBps &&
+         launchOverheadUs == other.launchOverheadUs;
+}
+
+namespace {
+/// One preset: its name and its figures.
+struct DevicePreset {
+  llvm::StringLiteral name;
+  llvm::StringLiteral source;
+  double peakTflops;
+  double peakTensorTflops;
+  double memoryGBps;
+};
+
+constexpr DevicePreset kPresets[] = {
+    {"v100",
+     "NVIDIA Tesla V100 SXM2 datasheet: 15.7 TFLOP/s FP32, 125 TFLOP/s "
+     "tensor, 900 GB/s HBM2",
+     15.7, 125.0, 900.0},
+    {"p40",
+     "NVIDIA Tesla P40 datasheet: 12 TFLOP/s FP32, no tensor cores, "
+     "346 GB/s GDDR5",
+     12.0, 0.0, 346.0},
+    {"h100",
+     "NVIDIA H100 SXM5 datasheet: 67 TFLOP/s FP32, 989.5 TFLOP/s dense "
+     "FP16/BF16 tensor (half the 1979 quoted with sparsity), 3.35 TB/s HBM3",
+     67.0, 989.5, 3350.0},
+};
+} // namespace
+
+llvm::ArrayRef<llvm::StringRef> DeviceModel::presetNames() {
+  static const llvm::SmallVector<llvm::StringRef> names = [] {
+    llvm::SmallVector<llvm::StringRef> result;
+    for (const DevicePreset &entry : kPresets)
+      result.push_back(entry.name);
+    return result;
+  }();
+  return names;
+}
+
+llvm::Expected<DeviceModel> DeviceModel::preset(llvm::StringRef name) {
+  for (const DevicePreset &entry : kPresets) {
+    if (entry.name != name)
+      continue;
+    DeviceModel device;
+    device.name = entry.name.str();
+    device.source = entry.source.str();
+    device.peakTflops = entry.peakTflops;
+    device.peakTensorTflops = entry.peakTensorTflops;
+    device.memoryGBps = entry.memoryGBps;
+    return device;
+  }
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(), "unknown device preset '%s' (known: %s)",
+      name.str().c_str(), llvm::join(presetNames(), ", ").c_str());
+}
+
+llvm::Expected<DeviceModel> DeviceModel::parse(llvm::StringRef nameOrPath) {
+  if (llvm::is_contained(presetNames(), nameOrPath))
+    return preset(nameOrPath);
+  if (!llvm::sys::fs::exists(nameOrPath))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "'%s' is neither a device preset (%s) nor a file",
+        nameOrPath.str().c_str(), llvm::join(presetNames(), ", ").c_str());
+  return loadFile(nameOrPath);
+}

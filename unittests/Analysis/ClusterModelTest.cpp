@@ -1,0 +1,283 @@
+//===- ClusterModelTest.cpp - Tests of the cluster description ------------===//
+//
+// Presets, JSON loading and its error messages, and the JSON round trip.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/ClusterModel.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <functional>
+
+using namespace mlir::comm;
+
+namespace {
+
+/// A valid two-level description: 16 ranks, 4 per node.
+llvm::json::Object baseCluster() {
+  return llvm::json::Object{
+      {"format", "commopt-cluster"},
+      {"version", 1},
+      {"name", "test-16"},
+      {"ranks", 16},
+      {"ranks_per_node", 4},
+      {"allreduce", "hierarchical"},
+      {"channels", 3},
+      {"channel_sharing", "independent"},
+      {"levels",
+       llvm::json::Object{
+           {"intra",
+            llvm::json::Object{{"alpha_us", 2.0}, {"bandwidth_gbps", 100.0}}},
+           {"inter", llvm::json::Object{{"alpha_us", 10.0},
+                                        {"beta_s_per_byte", 1e-9}}}}}};
+}
+
+std::string print(llvm::json::Value value) {
+  return llvm::formatv("{0}", value).str();
+}
+
+/// Parses `baseCluster()` changed by `edit`; returns the error text, or ""
+/// when it parsed.
+std::string errorAfter(const std::function<void(llvm::json::Object &)> &edit) {
+  llvm::json::Object object = baseCluster();
+  edit(object);
+  llvm::Expected<ClusterModel> cluster =
+      ClusterModel::fromJSON(print(std::move(object)));
+  if (cluster)
+    return "";
+  return llvm::toString(cluster.takeError());
+}
+
+llvm::json::Object &level(llvm::json::Object &cluster, llvm::StringRef name) {
+  return *cluster.getObject("levels")->getObject(name);
+}
+
+/// Writes `text` to a fresh temporary file and returns its path.
+std::string writeTemporary(llvm::StringRef text) {
+  llvm::SmallString<128> path;
+  int fd;
+  EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("cluster", "json", fd, path));
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << text;
+  return path.str().str();
+}
+
+TEST(ClusterModel, PresetsAreValid) {
+  ASSERT_EQ(ClusterModel::presetNames().size(), 5u);
+  for (llvm::StringRef name : ClusterModel::presetNames()) {
+    llvm::Expected<ClusterModel> cluster = ClusterModel::preset(name);
+    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+    EXPECT_EQ(cluster->name, name);
+    EXPECT_FALSE(cluster->source.empty());
+    EXPECT_EQ(llvm::toString(cluster->verify()), "");
+  }
+}
+
+TEST(ClusterModel, PresetShapes) {
+  ClusterModel gf = llvm::cantFail(ClusterModel::preset("gradientflow-64"));
+  EXPECT_EQ(gf.ranks, 64);
+  EXPECT_EQ(gf.ranksPerNode, 8);
+  EXPECT_EQ(gf.nodes(), 8);
+  EXPECT_EQ(&gf.flatLevel(), &gf.inter);
+
+  ClusterModel nv = llvm::cantFail(ClusterModel::preset("nvlink-8"));
+  EXPECT_EQ(nv.nodes(), 1);
+  EXPECT_EQ(&nv.flatLevel(), &nv.intra);
+
+  ClusterModel big = llvm::cantFail(ClusterModel::preset("ib100-512"));
+  EXPECT_EQ(big.ranks, 512);
+  EXPECT_EQ(big.ranksPerNode, 8);
+  EXPECT_NEAR(big.inter.bandwidthGbps(), 100.0, 1e-9);
+
+  // MG-WFBP's 56 Gb IB fit: a = 235.8368 us over 2(16-1) = 30 ring steps
+  // gives 7.8612 us per step; b = 4.0595e-10 s/B over 2*15/16 = 1.875 gives
+  // 2.1651e-10 s/B = 2.1651e-4 us/B.
+  ClusterModel ib = llvm::cantFail(ClusterModel::preset("ib56-16"));
+  EXPECT_NEAR(ib.inter.alphaUs, 235.83677659915685 / 30, 1e-12);
+  EXPECT_NEAR(ib.inter.betaUsPerByte, 4.0594787739537565e-4 / 1.875, 1e-15);
+}
+
+TEST(ClusterModel, PresetsRoundTripThroughJSON) {
+  for (llvm::StringRef name : ClusterModel::presetNames()) {
+    ClusterModel cluster = llvm::cantFail(ClusterModel::preset(name));
+    std::string text = print(cluster.toJSON());
+    llvm::Expected<ClusterModel> back = ClusterModel::fromJSON(text);
+    ASSERT_TRUE(bool(back))
+        << name.str() << ": " << llvm::toString(back.takeError());
+    EXPECT_EQ(back->name, cluster.name);
+    EXPECT_EQ(back->source, cluster.source);
+    EXPECT_EQ(back->ranks, cluster.ranks);
+    EXPECT_EQ(back->ranksPerNode, cluster.ranksPerNode);
+    EXPECT_EQ(back->algorithm, cluster.algorithm);
+    EXPECT_EQ(back->channels, cluster.channels);
+    EXPECT_EQ(back->sharing, cluster.sharing);
+    // beta travels in s/B and is stored in us/B: equal up to rounding.
+    EXPECT_DOUBLE_EQ(back->intra.alphaUs, cluster.intra.alphaUs);
+    EXPECT_DOUBLE_EQ(back->intra.betaUsPerByte, cluster.intra.betaUsPerByte);
+    EXPECT_DOUBLE_EQ(back->inter.alphaUs, cluster.inter.alphaUs);
+    EXPECT_DOUBLE_EQ(back->inter.betaUsPerByte, cluster.inter.betaUsPerByte);
+  }
+}
+
+TEST(ClusterModel, LoadsGoodFile) {
+  std::string path = writeTemporary(print(baseCluster()));
+  llvm::Expected<ClusterModel> cluster = ClusterModel::loadFile(path);
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  EXPECT_EQ(cluster->name, "test-16");
+  EXPECT_EQ(cluster->ranks, 16);
+  EXPECT_EQ(cluster->ranksPerNode, 4);
+  EXPECT_EQ(cluster->algorithm, AllreduceAlgorithm::Hierarchical);
+  EXPECT_EQ(cluster->channels, 3u);
+  EXPECT_EQ(cluster->sharing, ChannelSharing::Independent);
+  EXPECT_EQ(cluster->intra.alphaUs, 2.0);
+  // 100 Gbit/s = 12.5e9 B/s: 1 / 12.5e9 s/B = 8e-11 s/B = 8e-5 us/B.
+  EXPECT_NEAR(cluster->intra.betaUsPerByte, 8e-5, 1e-18);
+  EXPECT_EQ(cluster->inter.alphaUs, 10.0);
+  // 1e-9 s/B = 1e-3 us/B.
+  EXPECT_NEAR(cluster->inter.betaUsPerByte, 1e-3, 1e-18);
+
+  // parse() takes the same path.
+  llvm::Expected<ClusterModel> parsed = ClusterModel::parse(path);
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(*parsed, *cluster);
+  llvm::sys::fs::remove(path);
+}
+
+TEST(ClusterModel, DefaultsAndOptionalLevels) {
+  // One node: the inter level may be left out, and takes intra's figures.
+  llvm::Expected<ClusterModel> cluster = ClusterModel::fromJSON(R"({
+    "ranks": 8, "ranks_per_node": 8,
+    "levels": {"intra": {"alpha_us": 1, "bandwidth_gbps": 800}}})");
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  EXPECT_EQ(cluster->algorithm, AllreduceAlgorithm::Ring);
+  EXPECT_EQ(cluster->channels, 1u);
+  EXPECT_EQ(cluster->sharing, ChannelSharing::Shared);
+  EXPECT_EQ(cluster->inter, cluster->intra);
+}
+
+TEST(ClusterModel, ParseNamesPresetOrFile) {
+  llvm::Expected<ClusterModel> cluster = ClusterModel::parse("nvlink-8");
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  EXPECT_EQ(cluster->name, "nvlink-8");
+
+  std::string unknown = llvm::toString(ClusterModel::parse("nope").takeError());
+  EXPECT_NE(unknown.find("'nope'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("gradientflow-64"), std::string::npos) << unknown;
+
+  std::string preset = llvm::toString(ClusterModel::preset("nope").takeError());
+  EXPECT_NE(preset.find("unknown cluster preset 'nope'"), std::string::npos)
+      << preset;
+}
+
+TEST(ClusterModel, MissingFileNamesPath) {
+  std::string error = llvm::toString(
+      ClusterModel::loadFile("/nonexistent/cluster.json").takeError());
+  EXPECT_NE(error.find("/nonexistent/cluster.json"), std::string::npos)
+      << error;
+}
+
+TEST(ClusterModel, SyntaxError) {
+  std::string error =
+      llvm::toString(ClusterModel::fromJSON("{\"ranks\": ").takeError());
+  EXPECT_NE(error.find("invalid cluster description"), std::string::npos)
+      << error;
+}
+
+/// Every bad field gives an error that names it.
+TEST(ClusterModel, BadFieldsAreNamed) {
+  struct Case {
+    std::function<void(llvm::json::Object &)> edit;
+    const char *expected;
+  };
+  Case cases[] = {
+      {[](llvm::json::Object &o) { o["ranks"] = 0; },
+       "expected a positive integer at cluster.ranks"},
+      {[](llvm::json::Object &o) { o["ranks"] = "many"; },
+       "expected integer at cluster.ranks"},
+      {[](llvm::json::Object &o) { o.erase("ranks"); },
+       "missing value at cluster.ranks"},
+      {[](llvm::json::Object &o) { o["ranks_per_node"] = 3; },
+       "must divide ranks at cluster.ranks_per_node"},
+      {[](llvm::json::Object &o) { o["ranks_per_node"] = -4; },
+       "expected a positive integer at cluster.ranks_per_node"},
+      {[](llvm::json::Object &o) { o["channels"] = 0; },
+       "expected a positive integer at cluster.channels"},
+      {[](llvm::json::Object &o) { o["allreduce"] = "butterfly"; },
+       "at cluster.allreduce"},
+      {[](llvm::json::Object &o) { o["channel_sharing"] = "fair"; },
+       "at cluster.channel_sharing"},
+      {[](llvm::json::Object &o) { o["format"] = "other"; },
+       "at cluster.format"},
+      {[](llvm::json::Object &o) { o["version"] = 2; }, "at cluster.version"},
+      {[](llvm::json::Object &o) { o.erase("levels"); },
+       "missing value at cluster.levels"},
+      {[](llvm::json::Object &o) { o.getObject("levels")->erase("inter"); },
+       "missing value at cluster.levels.inter"},
+      {[](llvm::json::Object &o) { o.getObject("levels")->erase("intra"); },
+       "missing value at cluster.levels.intra"},
+      {[](llvm::json::Object &o) { level(o, "inter")["alpha_us"] = -1.0; },
+       "expected a non-negative number at cluster.levels.inter.alpha_us"},
+      {[](llvm::json::Object &o) { level(o, "inter").erase("alpha_us"); },
+       "missing value at cluster.levels.inter.alpha_us"},
+      {[](llvm::json::Object &o) {
+         level(o, "inter")["beta_s_per_byte"] = 0.0;
+       },
+       "expected a positive number at cluster.levels.inter.beta_s_per_byte"},
+      {[](llvm::json::Object &o) {
+         level(o, "intra")["bandwidth_gbps"] = -5.0;
+       },
+       "expected a positive number at cluster.levels.intra.bandwidth_gbps"},
+      {[](llvm::json::Object &o) {
+         level(o, "intra")["beta_s_per_byte"] = 1e-10;
+       },
+       "exactly one of beta_s_per_byte and bandwidth_gbps at "
+       "cluster.levels.intra"},
+      {[](llvm::json::Object &o) {
+         level(o, "inter").erase("beta_s_per_byte");
+       },
+       "exactly one of beta_s_per_byte and bandwidth_gbps at "
+       "cluster.levels.inter"},
+  };
+  EXPECT_EQ(errorAfter([](llvm::json::Object &) {}), "");
+  for (const Case &c : cases) {
+    std::string error = errorAfter(c.edit);
+    EXPECT_NE(error.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in '" << error << "'";
+  }
+}
+
+TEST(ClusterModel, VerifyNamesField) {
+  ClusterModel cluster = llvm::cantFail(ClusterModel::preset("nvlink-8"));
+  EXPECT_EQ(llvm::toString(cluster.verify()), "");
+  cluster.ranksPerNode = 3;
+  std::string error = llvm::toString(cluster.verify());
+  EXPECT_NE(error.find("cluster.ranks_per_node"), std::string::npos) << error;
+  cluster.ranksPerNode = 8;
+  cluster.inter.betaUsPerByte = 0;
+  error = llvm::toString(cluster.verify());
+  EXPECT_NE(error.find("cluster.levels.inter.beta_s_per_byte"),
+            std::string::npos)
+      << error;
+}
+
+TEST(ClusterModel, EnumSpellings) {
+  for (AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::Tree,
+        AllreduceAlgorithm::Hierarchical})
+    EXPECT_EQ(
+        symbolizeAllreduceAlgorithm(stringifyAllreduceAlgorithm(algorithm)),
+        algorithm);
+  for (ChannelSharing sharing :
+       {ChannelSharing::Shared, ChannelSharing::Independent})
+    EXPECT_EQ(symbolizeChannelSharing(stringifyChannelSharing(sharing)),
+              sharing);
+  EXPECT_FALSE(symbolizeAllreduceAlgorithm("butterfly"));
+}
+
+} // namespace

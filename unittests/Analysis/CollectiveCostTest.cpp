@@ -1,0 +1,268 @@
+//===- CollectiveCostTest.cpp - Tests of the collective cost formulas -----===//
+//
+// Every formula against hand-computed values. The test cluster has round
+// figures: p = 16 ranks, q = 4 per node, m = 4 nodes; inter-node a = 10 us,
+// b = 1e-3 us/B (1 GB/s); intra-node a = 1 us, b = 1e-4 us/B (10 GB/s).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/CollectiveCost.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace mlir::comm;
+
+namespace {
+
+ClusterModel testCluster(AllreduceAlgorithm algorithm) {
+  ClusterModel cluster;
+  cluster.name = "test";
+  cluster.ranks = 16;
+  cluster.ranksPerNode = 4;
+  cluster.intra = LinkLevel{1.0, 1e-4};
+  cluster.inter = LinkLevel{10.0, 1e-3};
+  cluster.algorithm = algorithm;
+  return cluster;
+}
+
+/// Checks both parts of a cost.
+void expectCost(const CollectiveCost &cost, double latencyUs,
+                double bandwidthUs) {
+  EXPECT_NEAR(cost.latencyUs, latencyUs, 1e-9 * std::max(1.0, latencyUs));
+  EXPECT_NEAR(cost.bandwidthUs, bandwidthUs, 1e-9 * std::max(1.0, bandwidthUs));
+}
+
+constexpr double kBytes = 1e6;
+
+TEST(CollectiveCost, RingAllreduce) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  // 2(p-1) a = 2*15*10 = 300; 2(p-1)/p n b = 2*15/16 * 1e6 * 1e-3 = 1875.
+  CollectiveCost cost = allreduceCost(cluster, kBytes);
+  expectCost(cost, 300, 1875);
+  EXPECT_NEAR(cost.totalUs(), 2175, 1e-9);
+}
+
+TEST(CollectiveCost, TreeAllreduce) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Tree);
+  // 2 ceil(lg 16) a = 2*4*10 = 80; 2 n b = 2 * 1e6 * 1e-3 = 2000.
+  expectCost(allreduceCost(cluster, kBytes), 80, 2000);
+  // ceil(lg 12) = 4: 2*4*10 = 80; with p = 12 the bandwidth part is still
+  // 2 n b = 2000.
+  cluster.ranks = 12;
+  expectCost(allreduceCost(cluster, kBytes), 80, 2000);
+}
+
+TEST(CollectiveCost, HierarchicalAllreduce) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Hierarchical);
+  // Intra: 2(q-1) ai = 2*3*1 = 6; 2(q-1)/q n bi = 2*3/4 * 1e6 * 1e-4 = 150.
+  // Inter: 2(m-1) ae = 2*3*10 = 60; 2(m-1)/m n be = 2*3/4 * 1e6 * 1e-3 =
+  // 1500. Total: 66 + 1650 = 1716.
+  expectCost(allreduceCost(cluster, kBytes), 66, 1650);
+}
+
+TEST(CollectiveCost, ExplicitAlgorithmOverridesCluster) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  expectCost(allreduceCost(cluster, kBytes, AllreduceAlgorithm::Hierarchical),
+             66, 1650);
+}
+
+TEST(CollectiveCost, SingleNodeUsesIntraLevel) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  cluster.ranks = 4;
+  // Ring over 4 ranks of one node: 2*3*1 = 6; 2*3/4 * 1e6 * 1e-4 = 150.
+  expectCost(allreduceCost(cluster, kBytes), 6, 150);
+  // Hierarchical on one node is the intra-node ring.
+  expectCost(allreduceCost(cluster, kBytes, AllreduceAlgorithm::Hierarchical),
+             6, 150);
+}
+
+TEST(CollectiveCost, OneRankPerNodeHierarchicalIsFlatRing) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Hierarchical);
+  cluster.ranksPerNode = 1;
+  // m = 16: 2*15*10 = 300; 2*15/16 * 1e6 * 1e-3 = 1875, as the ring.
+  expectCost(allreduceCost(cluster, kBytes), 300, 1875);
+}
+
+TEST(CollectiveCost, Allgather) {
+  // Ring: (p-1) a = 150; (p-1)/p N b = 15/16 * 1e6 * 1e-3 = 937.5.
+  expectCost(allgatherCost(testCluster(AllreduceAlgorithm::Ring), kBytes), 150,
+             937.5);
+  // Tree (recursive doubling): ceil(lg 16) a = 40; bandwidth as the ring.
+  expectCost(allgatherCost(testCluster(AllreduceAlgorithm::Tree), kBytes), 40,
+             937.5);
+  // Hierarchical: intra (q-1) ai = 3, (q-1)/q N bi = 3/4 * 100 = 75; inter
+  // (m-1) ae = 30, (m-1)/m N be = 3/4 * 1000 = 750. 33 + 825.
+  expectCost(
+      allgatherCost(testCluster(AllreduceAlgorithm::Hierarchical), kBytes), 33,
+      825);
+}
+
+TEST(CollectiveCost, ReduceScatterMatchesAllgather) {
+  for (AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::Tree,
+        AllreduceAlgorithm::Hierarchical}) {
+    ClusterModel cluster = testCluster(algorithm);
+    CollectiveCost rs = reduceScatterCost(cluster, kBytes);
+    CollectiveCost ag = allgatherCost(cluster, kBytes);
+    EXPECT_EQ(rs.latencyUs, ag.latencyUs);
+    EXPECT_EQ(rs.bandwidthUs, ag.bandwidthUs);
+  }
+  // Ring allreduce is exactly reduce-scatter + allgather.
+  ClusterModel ring = testCluster(AllreduceAlgorithm::Ring);
+  EXPECT_DOUBLE_EQ(
+      allreduceCost(ring, kBytes).totalUs(),
+      (reduceScatterCost(ring, kBytes) + allgatherCost(ring, kBytes))
+          .totalUs());
+}
+
+TEST(CollectiveCost, AllToAll) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  // (p-1) ae = 15*10 = 150. Node link: q (m-1)/m n be = 4 * 3/4 * 1e6 *
+  // 1e-3 = 3000; local peers (q-1)/p n bi = 3/16 * 1e6 * 1e-4 = 18.75; the
+  // larger one counts: 3000.
+  expectCost(allToAllCost(cluster, kBytes), 150, 3000);
+  // One node of 4: (p-1) ai = 3; (p-1)/p n bi = 3/4 * 100 = 75.
+  cluster.ranks = 4;
+  expectCost(allToAllCost(cluster, kBytes), 3, 75);
+}
+
+TEST(CollectiveCost, Broadcast) {
+  // Ring (scatter + allgather): (ceil(lg 16) + 15) a = 19*10 = 190;
+  // 2 (p-1)/p n b = 2*15/16 * 1000 = 1875.
+  expectCost(broadcastCost(testCluster(AllreduceAlgorithm::Ring), kBytes), 190,
+             1875);
+  // Binomial tree: ceil(lg 16) (a + n b) = 4*10 + 4*1000.
+  expectCost(broadcastCost(testCluster(AllreduceAlgorithm::Tree), kBytes), 40,
+             4000);
+  // Hierarchical: inter over m = 4: (2 + 3)*10 = 50, 2*3/4 * 1000 = 1500;
+  // intra over q = 4: (2 + 3)*1 = 5, 2*3/4 * 100 = 150. 55 + 1650.
+  expectCost(
+      broadcastCost(testCluster(AllreduceAlgorithm::Hierarchical), kBytes), 55,
+      1650);
+}
+
+TEST(CollectiveCost, OneRankCostsNothing) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  cluster.ranks = 1;
+  cluster.ranksPerNode = 1;
+  SparseGradient gradient;
+  gradient.denseElements = 1000;
+  gradient.density = 0.1;
+  for (AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::Tree,
+        AllreduceAlgorithm::Hierarchical}) {
+    cluster.algorithm = algorithm;
+    expectCost(allreduceCost(cluster, kBytes), 0, 0);
+    expectCost(allgatherCost(cluster, kBytes), 0, 0);
+    expectCost(reduceScatterCost(cluster, kBytes), 0, 0);
+    expectCost(allToAllCost(cluster, kBytes), 0, 0);
+    expectCost(broadcastCost(cluster, kBytes), 0, 0);
+    for (SparseExchangeScheme scheme :
+         {SparseExchangeScheme::Allgather, SparseExchangeScheme::Hash,
+          SparseExchangeScheme::Chunk})
+      expectCost(sparseAllreduceCost(cluster, scheme, gradient), 0, 0);
+  }
+}
+
+TEST(CollectiveCost, WirePrecisionHalvesBandwidthPart) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  CollectiveCost f32 = allreduceCost(cluster, 4 * 1e6);
+  CollectiveCost f16 = allreduceCost(cluster, 2 * 1e6);
+  EXPECT_EQ(f16.latencyUs, f32.latencyUs);
+  EXPECT_DOUBLE_EQ(2 * f16.bandwidthUs, f32.bandwidthUs);
+}
+
+/// The MG-WFBP presets reproduce MG-WFBP's fitted allreduce times a + b M.
+TEST(CollectiveCost, MgwfbpPresetsReproduceFits) {
+  ClusterModel ib = llvm::cantFail(ClusterModel::preset("ib56-16"));
+  // a + b M = 235.8368 us + 4.0595e-10 s/B * 1e6 B = 235.8368 + 405.9479.
+  EXPECT_NEAR(allreduceCost(ib, 1e6).totalUs(),
+              235.83677659915685 + 405.94787739537565, 1e-6);
+  ClusterModel eth = llvm::cantFail(ClusterModel::preset("ethernet10-16"));
+  // 908.0981 us + 7.3957e-10 s/B * 1e6 B = 908.0981 + 739.5651.
+  EXPECT_NEAR(allreduceCost(eth, 1e6).totalUs(),
+              908.0981007148093 + 739.5651186836712, 1e-6);
+}
+
+/// Sparse gradient of 1e6 f32 elements, density 1%, int32 indices:
+/// k = 1e4 selected per rank, 8 bytes per pair.
+SparseGradient testGradient() {
+  SparseGradient gradient;
+  gradient.denseElements = 1000000;
+  gradient.density = 0.01;
+  gradient.valueBytes = 4;
+  gradient.indexBytes = 4;
+  return gradient;
+}
+
+TEST(CollectiveCost, SparseAllgather) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  // Allgather of p k pairs = 16 * 1e4 * 8 = 1.28e6 B:
+  // 15*10 = 150; 15/16 * 1.28e6 * 1e-3 = 1200.
+  expectCost(sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather,
+                                 testGradient()),
+             150, 1200);
+}
+
+TEST(CollectiveCost, SparseHash) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  SparseGradient gradient = testGradient();
+  gradient.reducedDensity = 0.1;
+  // All-to-all of k pairs = 8e4 B per rank: 15*10 = 150;
+  // max(4 * 3/4 * 8e4 * 1e-3, 3/16 * 8e4 * 1e-4) = max(240, 1.5) = 240.
+  // Allgather of n u pairs = 1e6 * 0.1 * 8 = 8e5 B (< dense 4e6 B):
+  // 150; 15/16 * 8e5 * 1e-3 = 750. Total: 300 + 990.
+  expectCost(sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, gradient),
+             300, 990);
+  // A dense result is cheaper once u > 1/2 (f32 values, i32 indices):
+  // u = 0.9 gathers min(7.2e6, 4e6) = 4e6 B: 15/16 * 4e6 * 1e-3 = 3750.
+  gradient.reducedDensity = 0.9;
+  expectCost(sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, gradient),
+             300, 240 + 3750);
+}
+
+TEST(CollectiveCost, SparseHashDefaultsToIndependentUnion) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  SparseGradient implicit = testGradient();
+  SparseGradient explicitUnion = testGradient();
+  explicitUnion.reducedDensity = 1 - std::pow(0.99, 16);
+  EXPECT_NEAR(
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, implicit)
+          .totalUs(),
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, explicitUnion)
+          .totalUs(),
+      1e-9);
+}
+
+TEST(CollectiveCost, UnionDensity) {
+  // 1 - (1 - 0.5)^2 = 0.75.
+  EXPECT_DOUBLE_EQ(unionDensity(0.5, 2), 0.75);
+  EXPECT_DOUBLE_EQ(unionDensity(1.0, 4), 1.0);
+  EXPECT_DOUBLE_EQ(unionDensity(0.25, 1), 0.25);
+  // Tiny densities: 1 - (1 - 1e-9)^1000 ~= 1e-6.
+  EXPECT_NEAR(unionDensity(1e-9, 1000), 1e-6, 1e-12);
+}
+
+TEST(CollectiveCost, SparseChunk) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  SparseGradient gradient = testGradient();
+  gradient.chunkElements = 1000;
+  // C = 1e6 / 1000 = 1000 chunks; norms: 1000 * 4 = 4000 B, ring allreduce
+  // 300 + 2*15/16 * 4000 * 1e-3 = 300 + 7.5. Selected ceil(0.01 * 1000) =
+  // 10 chunks = 1e4 elements = 4e4 B: 300 + 2*15/16 * 4e4 * 1e-3 = 300 + 75.
+  expectCost(
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Chunk, gradient), 600,
+      82.5);
+  // A partial last chunk: 2500 elements in chunks of 1000 -> C = 3; density
+  // 1 selects all 3 chunks but only 2500 elements = 1e4 B travel:
+  // norms 12 B: 300 + 1.875 * 12e-3 = 300 + 0.0225; values: 300 + 1.875 * 10.
+  gradient.denseElements = 2500;
+  gradient.density = 1;
+  expectCost(
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Chunk, gradient), 600,
+      0.0225 + 18.75);
+}
+
+} // namespace

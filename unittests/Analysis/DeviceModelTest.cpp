@@ -1,0 +1,91 @@
+//===- DeviceModelTest.cpp - Tests of the roofline device model -----------===//
+//
+// Roofline estimates against hand-computed values, presets, JSON errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/DeviceModel.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::comm;
+
+namespace {
+
+TEST(DeviceModel, Presets) {
+  EXPECT_EQ(DeviceModel::presetNames().size(), 3u);
+  for (llvm::StringRef name : DeviceModel::presetNames()) {
+    llvm::Expected<DeviceModel> device = DeviceModel::preset(name);
+    ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+    EXPECT_EQ(device->name, name);
+    EXPECT_EQ(llvm::toString(device->verify()), "");
+    // Same units in memory and in JSON: the round trip is exact.
+    std::string text = llvm::formatv("{0}", device->toJSON()).str();
+    llvm::Expected<DeviceModel> back = DeviceModel::fromJSON(text);
+    ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+    EXPECT_EQ(*back, *device);
+  }
+  std::string error = llvm::toString(DeviceModel::parse("tpu-v9").takeError());
+  EXPECT_NE(error.find("'tpu-v9'"), std::string::npos) << error;
+}
+
+TEST(DeviceModel, ComputeBound) {
+  DeviceModel v100 = llvm::cantFail(DeviceModel::preset("v100"));
+  // 1.57e9 FLOP / 15.7e12 FLOP/s = 1e-4 s = 100 us; 1e6 B / 900e9 B/s =
+  // 1.11 us. The larger: 100 us.
+  EXPECT_NEAR(v100.rooflineUs(1.57e9, 1e6), 100.0, 1e-9);
+  // Tensor cores: 1.25e9 FLOP / 125e12 FLOP/s = 10 us.
+  EXPECT_NEAR(v100.rooflineUs(1.25e9, 1e6, /*tensorCores=*/true), 10.0, 1e-9);
+}
+
+TEST(DeviceModel, MemoryBound) {
+  DeviceModel v100 = llvm::cantFail(DeviceModel::preset("v100"));
+  // 9e6 B / 900e9 B/s = 10 us; 1e6 FLOP / 15.7e12 FLOP/s = 0.064 us.
+  EXPECT_NEAR(v100.rooflineUs(1e6, 9e6), 10.0, 1e-9);
+}
+
+TEST(DeviceModel, NoTensorCoresFallsBackToFp32) {
+  DeviceModel p40 = llvm::cantFail(DeviceModel::preset("p40"));
+  // 1.2e9 FLOP / 12e12 FLOP/s = 100 us with or without tensorCores.
+  EXPECT_NEAR(p40.rooflineUs(1.2e9, 0, /*tensorCores=*/true), 100.0, 1e-9);
+}
+
+TEST(DeviceModel, LaunchOverhead) {
+  llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(
+      R"({"name": "toy", "peak_tflops": 1, "memory_gbps": 1,
+          "launch_overhead_us": 5})");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  // 5 us + max(1e6 FLOP / 1e12 FLOP/s = 1 us, 2e3 B / 1e9 B/s = 2 us).
+  EXPECT_NEAR(device->rooflineUs(1e6, 2e3), 7.0, 1e-12);
+  // An empty op costs the overhead alone.
+  EXPECT_NEAR(device->rooflineUs(0, 0), 5.0, 1e-12);
+}
+
+TEST(DeviceModel, BadFieldsAreNamed) {
+  struct Case {
+    const char *json;
+    const char *expected;
+  };
+  Case cases[] = {
+      {R"({"peak_tflops": 0, "memory_gbps": 1})",
+       "expected a positive number at device.peak_tflops"},
+      {R"({"peak_tflops": 1})", "missing value at device.memory_gbps"},
+      {R"({"peak_tflops": 1, "memory_gbps": "fast"})",
+       "expected number at device.memory_gbps"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1, "launch_overhead_us": -1})",
+       "expected a non-negative number at device.launch_overhead_us"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1, "peak_tensor_tflops": -2})",
+       "expected a non-negative number at device.peak_tensor_tflops"},
+      {R"([1, 2])", "expected object"},
+  };
+  for (const Case &c : cases) {
+    std::string error =
+        llvm::toString(DeviceModel::fromJSON(c.json).takeError());
+    EXPECT_NE(error.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in '" << error << "'";
+  }
+}
+
+} // namespace
