@@ -44,7 +44,8 @@ static LogicalResult verifyCollective(Operation *op, ValueRange inputs,
     return op->emitOpError("expects at least one gradient");
 
   bool isTensor = isa<RankedTensorType>(inputs.front().getType());
-  Type elementType = cast<ShapedType>(inputs.front().getType()).getElementType();
+  Type elementType =
+      cast<ShapedType>(inputs.front().getType()).getElementType();
   for (auto [index, input] : llvm::enumerate(inputs)) {
     auto type = cast<ShapedType>(input.getType());
     if (isa<RankedTensorType>(type) != isTensor)
@@ -110,8 +111,7 @@ static LogicalResult verifyCollective(Operation *op, ValueRange inputs,
 
   if (names && (*names).size() != inputs.size())
     return op->emitOpError("has ")
-           << (*names).size() << " names for " << inputs.size()
-           << " gradients";
+           << (*names).size() << " names for " << inputs.size() << " gradients";
   return success();
 }
 
@@ -134,11 +134,9 @@ static void getCollectiveEffects(
 /// Bufferizes a collective in tensor form into the same op on the operands'
 /// buffers, which it reduces in place. The new op has `bufferizedResultTypes`
 /// (none, or the start's token); tensor results become the buffers.
-static LogicalResult
-bufferizeInPlaceCollective(Operation *op, TypeRange bufferizedResultTypes,
-                           RewriterBase &rewriter,
-                           const BufferizationOptions &options,
-                           BufferizationState &state) {
+static LogicalResult bufferizeInPlaceCollective(
+    Operation *op, TypeRange bufferizedResultTypes, RewriterBase &rewriter,
+    const BufferizationOptions &options, BufferizationState &state) {
   SmallVector<Value> buffers;
   for (Value input : op->getOperands()) {
     FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);

@@ -157,9 +157,8 @@ private:
       BucketKey key{allreduce.getReduce(),
                     getElementTypeOrSelf(allreduce.getInput().getType()),
                     allreduce.getWireAttr(), allreduce.getPrescaleAttr()};
-      auto *it = llvm::find_if(open, [&](auto &entry) {
-        return entry.first == key;
-      });
+      auto *it =
+          llvm::find_if(open, [&](auto &entry) { return entry.first == key; });
       if (it == open.end()) {
         open.push_back({key, OpenBucket()});
         it = std::prev(open.end());
@@ -175,14 +174,15 @@ private:
       bucket->members.push_back(allreduce);
       bucket->bytes += *bytes;
       Operation *user = getFirstUserInBlock(allreduce.getResult(), &block);
-      if (user && (!bucket->deadline || user->isBeforeInBlock(bucket->deadline)))
+      if (user &&
+          (!bucket->deadline || user->isBeforeInBlock(bucket->deadline)))
         bucket->deadline = user;
       // DDP: close once the cap is reached.
       if (bucket->bytes >= currentCap())
-        closeAt(llvm::find_if(open, [&](auto &entry) {
-                  return &entry.second == bucket;
-                }) -
-                open.begin());
+        closeAt(
+            llvm::find_if(
+                open, [&](auto &entry) { return &entry.second == bucket; }) -
+            open.begin());
     }
     // Gradients whose results are never used in this block.
     while (!open.empty())

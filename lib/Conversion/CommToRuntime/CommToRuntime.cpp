@@ -40,10 +40,10 @@ public:
                                       FunctionType type) {
     if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
       if (existing.getFunctionType() != type)
-        return emitError(loc) << "cannot declare runtime function @" << name
-                              << " with type " << type
-                              << ": the module already has it with type "
-                              << existing.getFunctionType();
+        return emitError(loc)
+               << "cannot declare runtime function @" << name << " with type "
+               << type << ": the module already has it with type "
+               << existing.getFunctionType();
       return existing;
     }
     if (module.lookupSymbol(name))
@@ -62,8 +62,8 @@ public:
     auto i32 = b.getI32Type();
     FailureOr<func::FuncOp> callee = getFunction(
         loc, name, b.getFunctionType(ValueRange(args).getTypes(), {i32}));
-    FailureOr<func::FuncOp> check = getFunction(
-        loc, "commrt_abort_on_error", b.getFunctionType({i32}, {}));
+    FailureOr<func::FuncOp> check =
+        getFunction(loc, "commrt_abort_on_error", b.getFunctionType({i32}, {}));
     if (failed(callee) || failed(check))
       return failure();
     auto call = func::CallOp::create(b, loc, *callee, args);
@@ -142,13 +142,12 @@ static Value getDataPointer(OpBuilder &b, Location loc, Value memref) {
   auto type = cast<MemRefType>(memref.getType());
   auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value elementBytes = arith::ConstantIndexOp::create(
-      b, loc, type.getElementTypeBitWidth() / 8);
+  Value elementBytes =
+      arith::ConstantIndexOp::create(b, loc, type.getElementTypeBitWidth() / 8);
   Value offsetBytes =
       b.createOrFold<arith::MulIOp>(loc, metadata.getOffset(), elementBytes);
   Value address = b.createOrFold<arith::AddIOp>(loc, base, offsetBytes);
-  Value address64 =
-      arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
   return LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), address64);
 }
@@ -166,8 +165,8 @@ static LogicalResult lowerAllReduce(Operation *op, ValueRange buffers,
                                     RuntimeCallBuilder &runtime) {
   Location loc = op->getLoc();
   OpBuilder b(op);
-  Type elementType = cast<MemRefType>(buffers.front().getType())
-                         .getElementType();
+  Type elementType =
+      cast<MemRefType>(buffers.front().getType()).getElementType();
   FailureOr<commrt_dtype> dtype = getRuntimeDType(elementType);
   if (failed(dtype))
     return op->emitOpError("cannot be lowered: the runtime communicates f16, "
@@ -217,13 +216,12 @@ static LogicalResult lowerAllReduce(Operation *op, ValueRange buffers,
       stride = b.createOrFold<arith::MulIOp>(loc, stride, sizes[dim]);
     }
     SmallVector<int64_t> dynamicStrides(type.getRank(), ShapedType::kDynamic);
-    auto viewType = MemRefType::get(
-        type.getShape(), elementType,
-        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
-                               dynamicStrides));
-    Value view = memref::ReinterpretCastOp::create(b, loc, viewType, fusion,
-                                                   OpFoldResult(offset),
-                                                   viewSizes, viewStrides);
+    auto viewType = MemRefType::get(type.getShape(), elementType,
+                                    StridedLayoutAttr::get(b.getContext(),
+                                                           ShapedType::kDynamic,
+                                                           dynamicStrides));
+    Value view = memref::ReinterpretCastOp::create(
+        b, loc, viewType, fusion, OpFoldResult(offset), viewSizes, viewStrides);
     memref::CopyOp::create(b, loc, buffer, view);
     views.push_back(view);
   }
@@ -298,8 +296,8 @@ private:
                              "reduced-precision wire path");
 
     if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
-      if (failed(lowerAllReduce(op, allreduce.getInput(),
-                                allreduce.getReduce(), runtime)))
+      if (failed(lowerAllReduce(op, allreduce.getInput(), allreduce.getReduce(),
+                                runtime)))
         return failure();
       rewriter.eraseOp(op);
       return success();

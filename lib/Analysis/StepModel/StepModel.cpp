@@ -1,0 +1,211 @@
+//===- StepModel.cpp - A function's training step, for the simulator ------===//
+
+#include "CommDialect/Analysis/StepModel.h"
+
+#include "CommDialect/CommDialect.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace mlir::comm;
+
+/// Bytes of a statically shaped tensor or memref, with `elementBits` per
+/// element; zero for anything else.
+static double getShapedBytes(Type type, unsigned elementBits) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0.0;
+  return static_cast<double>(shaped.getNumElements()) * elementBits / 8.0;
+}
+
+static unsigned getElementBits(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  return element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 0;
+}
+
+double mlir::comm::getCollectiveBytes(TypeRange types, Type wire) {
+  double bytes = 0.0;
+  for (Type type : types)
+    bytes += getShapedBytes(type, wire ? wire.getIntOrFloatBitWidth()
+                                       : getElementBits(type));
+  return bytes;
+}
+
+/// Flops and bytes of a tensor op for the roofline: a linalg op runs its
+/// body once per point of its iteration space; an elementwise arith/math op
+/// on tensors does one operation per element. Everything else is free.
+static double estimateOpUs(Operation *op, const DeviceModel &device) {
+  double bytes = 0.0;
+  for (Type type : op->getOperandTypes())
+    bytes += getShapedBytes(type, getElementBits(type));
+  for (Type type : op->getResultTypes())
+    bytes += getShapedBytes(type, getElementBits(type));
+
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
+    double points = 1.0;
+    for (int64_t range : ranges) {
+      if (ShapedType::isDynamic(range))
+        return 0.0;
+      points *= static_cast<double>(range);
+    }
+    // Body ops other than the terminator; a multiply-add counts as two.
+    double opsPerPoint = std::max<double>(
+        1.0,
+        static_cast<double>(linalgOp.getBlock()->getOperations().size() - 1));
+    bool contraction = linalg::isaContractionOpInterface(linalgOp);
+    return device.rooflineUs(points * opsPerPoint, bytes, contraction);
+  }
+
+  StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
+  if ((dialect == "arith" || dialect == "math") && op->getNumResults() == 1) {
+    auto type = dyn_cast<ShapedType>(op->getResult(0).getType());
+    if (!type || !type.hasStaticShape())
+      return 0.0;
+    return device.rooflineUs(static_cast<double>(type.getNumElements()), bytes);
+  }
+  return 0.0;
+}
+
+double mlir::comm::estimateComputeUs(Operation *op, const DeviceModel &device) {
+  if (auto compute = dyn_cast<ComputeOp>(op))
+    return compute.getCostUs().convertToDouble();
+  if (auto cost = op->getAttrOfType<FloatAttr>("comm.cost_us"))
+    return cost.getValueAsDouble();
+  if (op->getNumRegions() == 0)
+    return estimateOpUs(op, device);
+  double total = 0.0;
+  for (Region &region : op->getRegions())
+    for (Operation &nested : region.getOps())
+      total += estimateComputeUs(&nested, device);
+  return total;
+}
+
+/// The layers whose backward steps produce `values` (comm.compute `layer`).
+static SmallVector<int64_t, 2> getProducingLayers(ValueRange values) {
+  SmallVector<int64_t, 2> layers;
+  for (Value value : values) {
+    auto compute = value.getDefiningOp<ComputeOp>();
+    if (!compute || !compute.getLayer())
+      continue;
+    int64_t layer = static_cast<int64_t>(*compute.getLayer());
+    if (!llvm::is_contained(layers, layer))
+      layers.push_back(layer);
+  }
+  return layers;
+}
+
+static TaskPhase getTaskPhase(ComputeOp compute) {
+  if (!compute.getPhase())
+    return TaskPhase::Other;
+  switch (*compute.getPhase()) {
+  case Phase::forward:
+    return TaskPhase::Forward;
+  case Phase::backward:
+    return TaskPhase::Backward;
+  case Phase::optimizer:
+    return TaskPhase::Other;
+  }
+  llvm_unreachable("unknown phase");
+}
+
+static std::string getLabel(Operation *op, std::optional<StringRef> name) {
+  if (name)
+    return name->str();
+  return op->getName().getStringRef().str();
+}
+
+FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
+                                                const ClusterModel &cluster,
+                                                const DeviceModel &device) {
+  StepModel model;
+  StepDescription &step = model.step;
+  auto lastComputeTask = [&]() -> std::optional<size_t> {
+    if (step.computeTasks.empty())
+      return std::nullopt;
+    return step.computeTasks.size() - 1;
+  };
+  auto addCollective = [&](Operation *op, ValueRange inputs, Type wire,
+                           std::string label) -> CollectiveTask & {
+    double bytes = getCollectiveBytes(inputs.getTypes(), wire);
+    CollectiveTask task;
+    task.label = std::move(label);
+    task.cost = allreduceCost(cluster, bytes);
+    task.issuedAfter = lastComputeTask();
+    task.layers = getProducingLayers(inputs);
+    step.collectives.push_back(std::move(task));
+    model.collectiveOps.push_back(op);
+    model.collectiveBytes.push_back(bytes);
+    return step.collectives.back();
+  };
+
+  // Collectives started but not yet waited on, by their start op.
+  llvm::DenseMap<Operation *, size_t> inFlight;
+  for (Operation &op : func.getBody().front()) {
+    if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
+      addCollective(&op, allreduce.getInput(),
+                    allreduce.getWireAttr() ? allreduce.getWireAttr().getValue()
+                                            : Type(),
+                    getLabel(&op, allreduce.getName()))
+          .blocking = true;
+      continue;
+    }
+    if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
+      std::string label = "bucket of " + std::to_string(fused.getNumOperands());
+      addCollective(
+          &op, fused.getInputs(),
+          fused.getWireAttr() ? fused.getWireAttr().getValue() : Type(), label)
+          .blocking = true;
+      continue;
+    }
+    if (auto start = dyn_cast<StartOp>(op)) {
+      std::string label =
+          start.getNumOperands() == 1 && start.getNames()
+              ? cast<StringAttr>((*start.getNames())[0]).str()
+              : "bucket of " + std::to_string(start.getNumOperands());
+      CollectiveTask &task = addCollective(
+          &op, start.getInputs(),
+          start.getWireAttr() ? start.getWireAttr().getValue() : Type(), label);
+      task.channel = static_cast<unsigned>(start.getChannel());
+      task.priority = start.getPriority();
+      WaitOp wait = cast<WaitOp>(*start.getToken().getUsers().begin());
+      if (wait->getBlock() != &func.getBody().front())
+        return start.emitOpError("cannot be estimated: its comm.wait is in "
+                                 "another block");
+      inFlight[&op] = step.collectives.size() - 1;
+      continue;
+    }
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      // The next compute task cannot start before the collective ends.
+      step.collectives[inFlight.lookup(wait.getStart())].waitBefore =
+          step.computeTasks.size();
+      continue;
+    }
+
+    double costUs = estimateComputeUs(&op, device);
+    if (costUs <= 0.0)
+      continue;
+    ComputeTask task;
+    task.durationUs = costUs;
+    if (auto compute = dyn_cast<ComputeOp>(op)) {
+      task.label = getLabel(&op, compute.getName());
+      task.phase = getTaskPhase(compute);
+      if (compute.getLayer())
+        task.layer = static_cast<int64_t>(*compute.getLayer());
+    } else {
+      task.label = op.getName().getStringRef().str();
+    }
+    model.hasLayeredForward |=
+        task.phase == TaskPhase::Forward && task.layer >= 0;
+    step.computeTasks.push_back(std::move(task));
+    model.computeOps.push_back(&op);
+  }
+
+  // Without per-layer forward tasks, no forward task waits for a layer's
+  // gradients: they must all be reduced before the next step starts.
+  if (!model.hasLayeredForward)
+    for (CollectiveTask &task : step.collectives)
+      task.layers.clear();
+  return model;
+}
