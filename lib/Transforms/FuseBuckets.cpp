@@ -1,17 +1,21 @@
 //===- FuseBuckets.cpp - Fuse gradient allreduces into buckets ------------===//
 //
 // Implements `comm-fuse-buckets`: tensor fusion of allreduces in gradient-
-// ready order, as PyTorch DDP's buckets, Horovod's fusion buffer and XLA's
-// all-reduce combiner do.
+// ready order, by a size threshold (as PyTorch DDP's buckets, Horovod's
+// fusion buffer and XLA's all-reduce combiner do) or by the cost model.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommDialect/Analysis/Bucketing.h"
+#include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
 #include "CommDialect/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <limits>
 
 namespace mlir::comm {
 #define GEN_PASS_DEF_COMMFUSEBUCKETS
@@ -24,13 +28,14 @@ using namespace mlir::comm;
 namespace {
 
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+constexpr size_t kNoDeadline = std::numeric_limits<size_t>::max();
 
 /// What gradients must agree on to share one collective.
 struct BucketKey {
   ReduceKind reduce;
   Type elementType;
-  Attribute wire;
-  Attribute prescale;
+  TypeAttr wire;
+  FloatAttr prescale;
 
   bool operator==(const BucketKey &other) const {
     return reduce == other.reduce && elementType == other.elementType &&
@@ -38,51 +43,140 @@ struct BucketKey {
   }
 };
 
-/// A bucket being filled.
-struct OpenBucket {
-  SmallVector<AllReduceOp> members;
-  int64_t bytes = 0;
-  /// The first op of the block that uses a member's result: the bucket must
-  /// be issued before it.
-  Operation *deadline = nullptr;
+/// A gradient allreduce that may join a bucket.
+struct Candidate {
+  AllReduceOp op;
+  BucketKey key;
+  /// Bytes on the wire.
+  int64_t bytes;
+  /// Position of the op in its block.
+  size_t position;
+  /// Position of the first op of the block that uses the result, which the
+  /// gradient's bucket must precede; kNoDeadline if none.
+  size_t deadline;
 };
 
-/// The size in bytes of a statically shaped gradient, or nullopt.
-static std::optional<int64_t> getGradientBytes(AllReduceOp op) {
-  auto type = dyn_cast<RankedTensorType>(op.getInput().getType());
-  if (!type || !type.hasStaticShape())
-    return std::nullopt;
-  return type.getNumElements() *
-         static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+/// Indices of the candidates of one bucket, in program order.
+using Bucket = SmallVector<size_t>;
+
+/// The threshold rule: a size cap, a cap for the first bucket, and whether
+/// a bucket may overflow its cap by its last gradient.
+struct ThresholdRule {
+  int64_t capBytes;
+  int64_t firstCapBytes;
+  bool overflow;
+
+  static ThresholdRule fromMiB(double capMb, double firstCapMb, bool overflow) {
+    auto cap = static_cast<int64_t>(capMb * kBytesPerMiB);
+    return {cap,
+            firstCapMb > 0.0 ? static_cast<int64_t>(firstCapMb * kBytesPerMiB)
+                             : cap,
+            overflow};
+  }
+};
+
+/// The settings of the peers the cost policy must never lose to.
+const ThresholdRule kPeerRules[] = {
+    ThresholdRule::fromMiB(25.0, 1.0, true),   // PyTorch DDP
+    ThresholdRule::fromMiB(128.0, 0.0, false), // Horovod
+    ThresholdRule::fromMiB(64.0, 0.0, false),  // Horovod, older docs
+    ThresholdRule::fromMiB(30.0, 0.0, false),  // XLA all-reduce combiner
+};
+
+/// The allreduces of `block` that can be fused, in program order: tensor
+/// form, static shape.
+SmallVector<Candidate> collectCandidates(Block &block) {
+  llvm::DenseMap<Operation *, size_t> positions;
+  for (auto [position, op] : llvm::enumerate(block))
+    positions[&op] = position;
+
+  SmallVector<Candidate> candidates;
+  for (Operation &op : block) {
+    auto allreduce = dyn_cast<AllReduceOp>(&op);
+    if (!allreduce || !allreduce.getResult())
+      continue;
+    auto type = cast<RankedTensorType>(allreduce.getInput().getType());
+    if (!type.hasStaticShape())
+      continue;
+    Type wire =
+        allreduce.getWireAttr() ? allreduce.getWireAttr().getValue() : Type();
+    size_t deadline = kNoDeadline;
+    for (Operation *user : allreduce.getResult().getUsers())
+      if (Operation *ancestor = block.findAncestorOpInBlock(*user))
+        deadline = std::min(deadline, positions.lookup(ancestor));
+    candidates.push_back(
+        {allreduce,
+         {allreduce.getReduce(), type.getElementType(), allreduce.getWireAttr(),
+          allreduce.getPrescaleAttr()},
+         static_cast<int64_t>(getCollectiveBytes(type, wire)),
+         positions.lookup(&op),
+         deadline});
+  }
+  return candidates;
 }
 
-/// The earliest op of `block` that uses `value`, directly or from a nested
-/// region; null if none.
-static Operation *getFirstUserInBlock(Value value, Block *block) {
-  Operation *first = nullptr;
-  for (Operation *user : value.getUsers()) {
-    Operation *ancestor = block->findAncestorOpInBlock(*user);
-    if (ancestor && (!first || ancestor->isBeforeInBlock(first)))
-      first = ancestor;
+/// Buckets by the threshold rule, filling one open bucket per kind of
+/// gradient; a bucket closes when full or before one of its results is used.
+SmallVector<Bucket> planThreshold(ArrayRef<Candidate> candidates,
+                                  const ThresholdRule &rule) {
+  struct OpenBucket {
+    BucketKey key;
+    Bucket members;
+    int64_t bytes = 0;
+    size_t deadline = kNoDeadline;
+  };
+  SmallVector<Bucket> buckets;
+  SmallVector<OpenBucket> open;
+  bool firstBucket = true;
+  auto close = [&](size_t index) {
+    buckets.push_back(std::move(open[index].members));
+    open.erase(open.begin() + index);
+    firstBucket = false;
+  };
+
+  for (auto [index, candidate] : llvm::enumerate(candidates)) {
+    for (size_t i = open.size(); i-- > 0;)
+      if (open[i].deadline <= candidate.position)
+        close(i);
+    int64_t cap = firstBucket ? rule.firstCapBytes : rule.capBytes;
+    auto *bucket = llvm::find_if(
+        open, [&](const OpenBucket &b) { return b.key == candidate.key; });
+    if (bucket != open.end() && !rule.overflow &&
+        bucket->bytes + candidate.bytes > cap) {
+      close(bucket - open.begin());
+      bucket = open.end();
+    }
+    if (bucket == open.end()) {
+      open.push_back({candidate.key, {}, 0, kNoDeadline});
+      bucket = std::prev(open.end());
+    }
+    bucket->members.push_back(index);
+    bucket->bytes += candidate.bytes;
+    bucket->deadline = std::min(bucket->deadline, candidate.deadline);
+    if (bucket->bytes >= cap)
+      close(bucket - open.begin());
   }
-  return first;
+  while (!open.empty())
+    close(0);
+  return buckets;
 }
 
 /// Replaces the members of a bucket by one comm.fused_allreduce placed right
 /// after the last member, where every gradient is ready.
-static void emitBucket(OpenBucket &bucket) {
-  if (bucket.members.size() < 2)
+void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
+  if (bucket.size() < 2)
     return;
-  AllReduceOp last = bucket.members.back();
+  AllReduceOp last = candidates[bucket.back()].op;
   OpBuilder builder(last->getContext());
   builder.setInsertionPointAfter(last);
 
   SmallVector<Value> inputs;
   SmallVector<Type> types;
   SmallVector<Attribute> names;
-  bool anyName = false;
   SmallVector<Location> locations;
-  for (AllReduceOp member : bucket.members) {
+  bool anyName = false;
+  for (size_t index : bucket) {
+    AllReduceOp member = candidates[index].op;
     inputs.push_back(member.getInput());
     types.push_back(member.getInput().getType());
     anyName |= member.getName().has_value();
@@ -93,7 +187,8 @@ static void emitBucket(OpenBucket &bucket) {
       builder, builder.getFusedLoc(locations), types, inputs,
       last.getReduceAttr(), last.getWireAttr(), last.getPrescaleAttr(),
       anyName ? builder.getArrayAttr(names) : ArrayAttr());
-  for (auto [member, result] : llvm::zip(bucket.members, fused.getResults())) {
+  for (auto [index, result] : llvm::zip(bucket, fused.getResults())) {
+    AllReduceOp member = candidates[index].op;
     member.getResult().replaceAllUsesWith(result);
     member.erase();
   }
@@ -104,90 +199,154 @@ struct CommFuseBucketsPass
   using Base::Base;
 
   LogicalResult initialize(MLIRContext *context) final {
-    if (policy != "threshold")
-      return emitError(UnknownLoc::get(context))
-             << "comm-fuse-buckets: unknown policy '" << policy
-             << "'; expected 'threshold'";
+    Location loc = UnknownLoc::get(context);
+    if (policy != "threshold" && policy != "cost")
+      return emitError(loc) << "comm-fuse-buckets: unknown policy '" << policy
+                            << "'; expected 'threshold' or 'cost'";
     if (!(bucketCapMb > 0.0))
-      return emitError(UnknownLoc::get(context))
+      return emitError(loc)
              << "comm-fuse-buckets: bucket-cap-mb must be positive, got "
              << bucketCapMb;
     if (!(firstBucketMb >= 0.0))
-      return emitError(UnknownLoc::get(context))
+      return emitError(loc)
              << "comm-fuse-buckets: first-bucket-mb must be non-negative, got "
              << firstBucketMb;
+    if (policy == "cost") {
+      llvm::Expected<ClusterModel> clusterModel = ClusterModel::parse(cluster);
+      if (!clusterModel)
+        return emitError(loc)
+               << "comm-fuse-buckets: cluster '" << cluster
+               << "': " << llvm::toString(clusterModel.takeError());
+      llvm::Expected<DeviceModel> deviceModel = DeviceModel::parse(device);
+      if (!deviceModel)
+        return emitError(loc)
+               << "comm-fuse-buckets: device '" << device
+               << "': " << llvm::toString(deviceModel.takeError());
+      clusterModel_ = std::move(*clusterModel);
+      deviceModel_ = std::move(*deviceModel);
+    }
     return success();
   }
 
   void runOnOperation() final {
-    getOperation()->walk([&](Block *block) { fuseBlock(*block); });
+    func::FuncOp func = getOperation();
+    ThresholdRule rule =
+        ThresholdRule::fromMiB(bucketCapMb, firstBucketMb, overflow);
+    func->walk([&](Block *block) {
+      SmallVector<Candidate> candidates = collectCandidates(*block);
+      SmallVector<Bucket> buckets;
+      if (policy == "cost" && block == &func.getBody().front()) {
+        FailureOr<SmallVector<Bucket>> planned = planFunction(func, candidates);
+        if (failed(planned))
+          return signalPassFailure();
+        buckets = std::move(*planned);
+      } else {
+        buckets = planThreshold(candidates, rule);
+      }
+      for (const Bucket &bucket : buckets)
+        emitBucket(candidates, bucket);
+    });
   }
 
 private:
-  /// Fills buckets in program order: one open bucket per kind of gradient;
-  /// a bucket is emitted when it is full or before the first use of one of
-  /// its results.
-  void fuseBlock(Block &block) {
-    int64_t capBytes = static_cast<int64_t>(bucketCapMb * kBytesPerMiB);
-    int64_t firstCapBytes =
-        firstBucketMb > 0.0 ? static_cast<int64_t>(firstBucketMb * kBytesPerMiB)
-                            : capBytes;
-    bool firstBucket = true;
-    auto currentCap = [&] { return firstBucket ? firstCapBytes : capBytes; };
+  /// The cost policy for the function's body: per class of gradients that
+  /// may share buckets, the optimal plan (planOptimalBuckets) unless a
+  /// peer's threshold rule simulates faster.
+  FailureOr<SmallVector<Bucket>> planFunction(func::FuncOp func,
+                                              ArrayRef<Candidate> candidates) {
+    FailureOr<StepModel> model =
+        buildStepModel(func, *clusterModel_, *deviceModel_);
+    if (failed(model))
+      return failure();
+    // When each compute task ends if nothing stalls it.
+    SmallVector<double> computeEndUs;
+    double now = 0.0;
+    for (const ComputeTask &task : model->step.computeTasks)
+      computeEndUs.push_back(now += task.durationUs);
+    llvm::DenseMap<Operation *, std::optional<size_t>> issuedAfter;
+    for (auto [op, task] :
+         llvm::zip(model->collectiveOps, model->step.collectives))
+      issuedAfter[op] = task.issuedAfter;
 
-    SmallVector<std::pair<BucketKey, OpenBucket>> open;
-    auto closeAt = [&](size_t index) {
-      emitBucket(open[index].second);
-      open.erase(open.begin() + index);
-      firstBucket = false;
-    };
+    // The cluster's allreduce cost is affine in bytes.
+    double costOne = allreduceCost(*clusterModel_, kBytesPerMiB).totalUs();
+    double costTwo = allreduceCost(*clusterModel_, 2 * kBytesPerMiB).totalUs();
+    AffineCost cost;
+    cost.usPerByte = (costTwo - costOne) / kBytesPerMiB;
+    cost.latencyUs = costOne - cost.usPerByte * kBytesPerMiB;
 
-    for (Operation &op : llvm::make_early_inc_range(block)) {
-      // Issue every bucket whose results this op needs.
-      for (size_t i = open.size(); i-- > 0;)
-        if (open[i].second.deadline == &op)
-          closeAt(i);
-
-      auto allreduce = dyn_cast<AllReduceOp>(&op);
-      std::optional<int64_t> bytes =
-          allreduce ? getGradientBytes(allreduce) : std::nullopt;
-      if (!bytes)
+    SmallVector<Bucket> buckets;
+    SmallVector<bool> planned(candidates.size(), false);
+    for (size_t first = 0; first < candidates.size(); ++first) {
+      if (planned[first])
         continue;
-
-      BucketKey key{allreduce.getReduce(),
-                    getElementTypeOrSelf(allreduce.getInput().getType()),
-                    allreduce.getWireAttr(), allreduce.getPrescaleAttr()};
-      auto *it =
-          llvm::find_if(open, [&](auto &entry) { return entry.first == key; });
-      if (it == open.end()) {
-        open.push_back({key, OpenBucket()});
-        it = std::prev(open.end());
+      // One class: the candidates that may share buckets with `first`.
+      SmallVector<Candidate> members;
+      SmallVector<size_t> indices;
+      SmallVector<BucketItem> items;
+      SmallVector<std::optional<size_t>> issued;
+      for (size_t index = first; index < candidates.size(); ++index) {
+        if (planned[index] || !(candidates[index].key == candidates[first].key))
+          continue;
+        planned[index] = true;
+        const Candidate &candidate = candidates[index];
+        std::optional<size_t> after = issuedAfter.lookup(candidate.op);
+        members.push_back(candidate);
+        indices.push_back(index);
+        issued.push_back(after);
+        items.push_back({static_cast<double>(candidate.bytes),
+                         after ? computeEndUs[*after] : 0.0, candidate.position,
+                         candidate.deadline});
       }
-      OpenBucket *bucket = &it->second;
-      // Horovod/XLA: never exceed the cap; start a new bucket instead.
-      if (!overflow && !bucket->members.empty() &&
-          bucket->bytes + *bytes > currentCap()) {
-        closeAt(it - open.begin());
-        open.push_back({key, OpenBucket()});
-        bucket = &open.back().second;
+      SmallVector<Bucket> best;
+      for (BucketRange range : planOptimalBuckets(items, cost))
+        best.push_back(llvm::to_vector(llvm::seq(range.first, range.last)));
+      double bestUs = simulate(model->step, members, issued, best);
+      for (const ThresholdRule &rule : kPeerRules) {
+        SmallVector<Bucket> peer = planThreshold(members, rule);
+        double peerUs = simulate(model->step, members, issued, peer);
+        if (peerUs < bestUs) {
+          bestUs = peerUs;
+          best = std::move(peer);
+        }
       }
-      bucket->members.push_back(allreduce);
-      bucket->bytes += *bytes;
-      Operation *user = getFirstUserInBlock(allreduce.getResult(), &block);
-      if (user &&
-          (!bucket->deadline || user->isBeforeInBlock(bucket->deadline)))
-        bucket->deadline = user;
-      // DDP: close once the cap is reached.
-      if (bucket->bytes >= currentCap())
-        closeAt(
-            llvm::find_if(
-                open, [&](auto &entry) { return &entry.second == bucket; }) -
-            open.begin());
+      for (Bucket &bucket : best) {
+        for (size_t &member : bucket)
+          member = indices[member];
+        buckets.push_back(std::move(bucket));
+      }
     }
-    // Gradients whose results are never used in this block.
-    while (!open.empty())
-      closeAt(0);
+    return buckets;
   }
+
+  /// The simulated step time of `step`'s compute with `buckets` of
+  /// `members` overlapped on one channel; `issued[k]` is the compute task
+  /// after which member k is ready.
+  double simulate(const StepDescription &step, ArrayRef<Candidate> members,
+                  ArrayRef<std::optional<size_t>> issued,
+                  ArrayRef<Bucket> buckets) {
+    StepDescription plan;
+    plan.computeTasks = step.computeTasks;
+    for (const Bucket &bucket : buckets) {
+      double bytes = 0.0;
+      for (size_t member : bucket)
+        bytes += static_cast<double>(members[member].bytes);
+      CollectiveTask task;
+      task.cost = allreduceCost(*clusterModel_, bytes);
+      task.issuedAfter = issued[bucket.back()];
+      plan.collectives.push_back(std::move(task));
+    }
+    llvm::Expected<TimelineResult> result =
+        simulateStep(plan, SimulationOptions{1, clusterModel_->sharing});
+    if (!result) {
+      llvm::consumeError(result.takeError());
+      return std::numeric_limits<double>::infinity();
+    }
+    return result->stepUs;
+  }
+
+  std::optional<ClusterModel> clusterModel_;
+  std::optional<DeviceModel> deviceModel_;
 };
 
 } // namespace

@@ -2,10 +2,14 @@
 // RUN: not commopt-opt %s --comm-fuse-buckets="bucket-cap-mb=0" 2>&1 | FileCheck %s --check-prefix=CAP
 // RUN: not commopt-opt %s --comm-fuse-buckets="first-bucket-mb=-1" 2>&1 | FileCheck %s --check-prefix=FIRST
 // RUN: not commopt-opt %s --comm-fuse-buckets="bucket-cap-mb=lots" 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: not commopt-opt %s --comm-fuse-buckets="policy=cost cluster=nowhere-42" 2>&1 | FileCheck %s --check-prefix=CLUSTER
+// RUN: not commopt-opt %s --comm-fuse-buckets="policy=cost device=abacus" 2>&1 | FileCheck %s --check-prefix=DEVICE
 
-// POLICY: error: comm-fuse-buckets: unknown policy 'greedy'; expected 'threshold'
+// POLICY: error: comm-fuse-buckets: unknown policy 'greedy'; expected 'threshold' or 'cost'
 // CAP: error: comm-fuse-buckets: bucket-cap-mb must be positive, got 0
 // FIRST: error: comm-fuse-buckets: first-bucket-mb must be non-negative, got -1
+// CLUSTER: error: comm-fuse-buckets: cluster 'nowhere-42': {{.*}}nowhere-42
+// DEVICE: error: comm-fuse-buckets: device 'abacus': {{.*}}abacus
 // PARSE: for the --bucket-cap-mb option: 'lots' value invalid for floating point argument
 
 func.func @f() {
