@@ -54,12 +54,15 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     exactly, by dynamic programming in linear time (collective costs are
     affine in bytes). It then simulates that plan and the DDP, Horovod and
     XLA settings and keeps the best, so it is never worse than any of them
-    under the model. It plans the function's body; gradients in nested
-    blocks are bucketed with the threshold rule.
+    under the model. Policy `mgwfbp` applies MG-WFBP's merge rule with the
+    same model: a gradient joins the bucket still waiting for the channel
+    when that bucket could not have started before the gradient was ready.
+    Both plan the function's body; gradients in nested blocks are bucketed
+    with the threshold rule.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"threshold\"",
-           "How bucket boundaries are chosen: threshold or cost">,
+           "How bucket boundaries are chosen: threshold, cost or mgwfbp">,
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
            "Bucket size cap in MiB (threshold policy)">,
     Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
@@ -69,9 +72,10 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
            "before it would exceed it (false, Horovod/XLA)">,
     Option<"cluster", "cluster", "std::string",
            /*default=*/"\"gradientflow-64\"",
-           "Cluster preset or JSON file (cost policy)">,
+           "Cluster preset or JSON file (cost and mgwfbp policies)">,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
-           "Device preset or JSON file for unprofiled compute (cost policy)">
+           "Device preset or JSON file for unprofiled compute (cost and "
+           "mgwfbp policies)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }

@@ -88,6 +88,33 @@ mlir::comm::planOptimalBuckets(llvm::ArrayRef<BucketItem> items,
   return buckets;
 }
 
+llvm::SmallVector<BucketRange>
+mlir::comm::planMergedWFBP(llvm::ArrayRef<BucketItem> items, AffineCost cost) {
+  llvm::SmallVector<BucketRange> buckets;
+  double channelFreeUs = 0.0; // when the issued buckets are done
+  size_t first = 0;           // the waiting bucket is [first, k)
+  double bytes = 0.0;
+  size_t deadline = std::numeric_limits<size_t>::max();
+  for (size_t k = 0; k < items.size(); ++k) {
+    const BucketItem &item = items[k];
+    if (k > first) {
+      double startUs = std::max(channelFreeUs, items[k - 1].readyUs);
+      if (startUs <= item.readyUs || deadline <= item.position) {
+        channelFreeUs = startUs + cost(bytes);
+        buckets.push_back({first, k});
+        first = k;
+        bytes = 0.0;
+        deadline = std::numeric_limits<size_t>::max();
+      }
+    }
+    bytes += item.bytes;
+    deadline = std::min(deadline, item.deadline);
+  }
+  if (first < items.size())
+    buckets.push_back({first, items.size()});
+  return buckets;
+}
+
 double mlir::comm::bucketsEndUs(llvm::ArrayRef<BucketItem> items,
                                 llvm::ArrayRef<BucketRange> buckets,
                                 AffineCost cost) {

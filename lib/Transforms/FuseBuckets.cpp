@@ -200,9 +200,9 @@ struct CommFuseBucketsPass
 
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);
-    if (policy != "threshold" && policy != "cost")
+    if (policy != "threshold" && policy != "cost" && policy != "mgwfbp")
       return emitError(loc) << "comm-fuse-buckets: unknown policy '" << policy
-                            << "'; expected 'threshold' or 'cost'";
+                            << "'; expected 'threshold', 'cost' or 'mgwfbp'";
     if (!(bucketCapMb > 0.0))
       return emitError(loc)
              << "comm-fuse-buckets: bucket-cap-mb must be positive, got "
@@ -211,7 +211,7 @@ struct CommFuseBucketsPass
       return emitError(loc)
              << "comm-fuse-buckets: first-bucket-mb must be non-negative, got "
              << firstBucketMb;
-    if (policy == "cost") {
+    if (policy != "threshold") {
       llvm::Expected<ClusterModel> clusterModel = ClusterModel::parse(cluster);
       if (!clusterModel)
         return emitError(loc)
@@ -235,7 +235,7 @@ struct CommFuseBucketsPass
     func->walk([&](Block *block) {
       SmallVector<Candidate> candidates = collectCandidates(*block);
       SmallVector<Bucket> buckets;
-      if (policy == "cost" && block == &func.getBody().front()) {
+      if (policy != "threshold" && block == &func.getBody().front()) {
         FailureOr<SmallVector<Bucket>> planned = planFunction(func, candidates);
         if (failed(planned))
           return signalPassFailure();
@@ -249,9 +249,10 @@ struct CommFuseBucketsPass
   }
 
 private:
-  /// The cost policy for the function's body: per class of gradients that
-  /// may share buckets, the optimal plan (planOptimalBuckets) unless a
-  /// peer's threshold rule simulates faster.
+  /// The cost-model policies for the function's body, per class of
+  /// gradients that may share buckets. `cost`: the optimal plan
+  /// (planOptimalBuckets) unless a peer's threshold rule simulates faster;
+  /// `mgwfbp`: MG-WFBP's merge rule.
   FailureOr<SmallVector<Bucket>> planFunction(func::FuncOp func,
                                               ArrayRef<Candidate> candidates) {
     FailureOr<StepModel> model =
@@ -299,10 +300,14 @@ private:
                          candidate.deadline});
       }
       SmallVector<Bucket> best;
-      for (BucketRange range : planOptimalBuckets(items, cost))
+      bool mergedWFBP = policy == "mgwfbp";
+      for (BucketRange range : mergedWFBP ? planMergedWFBP(items, cost)
+                                          : planOptimalBuckets(items, cost))
         best.push_back(llvm::to_vector(llvm::seq(range.first, range.last)));
-      double bestUs = simulate(model->step, members, issued, best);
-      for (const ThresholdRule &rule : kPeerRules) {
+      double bestUs =
+          mergedWFBP ? 0.0 : simulate(model->step, members, issued, best);
+      for (const ThresholdRule &rule :
+           mergedWFBP ? ArrayRef<ThresholdRule>() : ArrayRef(kPeerRules)) {
         SmallVector<Bucket> peer = planThreshold(members, rule);
         double peerUs = simulate(model->step, members, issued, peer);
         if (peerUs < bestUs) {

@@ -1,4 +1,5 @@
 // RUN: commopt-opt %s --comm-fuse-buckets="policy=cost cluster=%S/Inputs/two-ranks.json" -split-input-file | FileCheck %s
+// RUN: commopt-opt %s --comm-fuse-buckets="policy=mgwfbp cluster=%S/Inputs/two-ranks.json" -split-input-file | FileCheck %s --check-prefix=MGWFBP
 
 // On the two-rank test cluster a ring allreduce of n bytes costs
 // 2 (p - 1) alpha + 2 (p - 1) / p n beta = 50 us + n / 1000 us.
@@ -10,6 +11,11 @@
 // CHECK: %[[G3:.*]] = comm.compute() {cost_us = 1.000000e+01 : f64, name = "g3"}
 // CHECK-NEXT: %[[F:.*]]:3 = comm.fused_allreduce %{{.*}}, %{{.*}}, %[[G3]] {names = ["g1", "g2", "g3"], reduce = #comm.reduce<avg>}
 // CHECK-NEXT: return %[[F]]#0, %[[F]]#1, %[[F]]#2
+// MG-WFBP sends g1 at once ([10, 64]); g2 (ready 20) and g3 (ready 30)
+// arrive while the channel is busy and wait together: one bucket at 64.
+// MGWFBP-LABEL: func.func @latency_bound
+// MGWFBP: comm.allreduce %{{.*}} {name = "g1", reduce = #comm.reduce<avg>}
+// MGWFBP: comm.fused_allreduce %{{.*}}, %{{.*}} {names = ["g2", "g3"], reduce = #comm.reduce<avg>}
 func.func @latency_bound() -> (tensor<1000xf32>, tensor<1000xf32>, tensor<10000xf32>) {
   %g1 = comm.compute () {cost_us = 10.0, name = "g1"} : () -> tensor<1000xf32>
   %r1 = comm.allreduce %g1 {name = "g1", reduce = #comm.reduce<avg>} : tensor<1000xf32> -> tensor<1000xf32>

@@ -79,8 +79,50 @@ TEST(Bucketing, DeadlineSplitsABucket) {
   EXPECT_DOUBLE_EQ(bucketsEndUs(items, buckets, slow), 54.0 + 54.0);
 }
 
+TEST(Bucketing, MergedWFBPMergesWhileTheChannelIsBusy) {
+  // Cost 50 us + 1 us/byte. g0 (100 B) ready at 0 is sent at once: [0, 150].
+  // g1 ready at 10 and g2 at 20 arrive while the channel is busy: they wait
+  // together and go as one bucket at 150 (ends 150 + 50 + 8 = 208). g3 ready
+  // at 300 finds the channel free: the waiting bucket was issued, g3 goes
+  // alone.
+  AffineCost cost{50.0, 1.0};
+  std::vector<BucketItem> items = {{100, 0, 0, kNone},
+                                   {4, 10, 1, kNone},
+                                   {4, 20, 2, kNone},
+                                   {4, 300, 3, kNone}};
+  llvm::SmallVector<BucketRange> buckets = planMergedWFBP(items, cost);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0].first, 0u);
+  EXPECT_EQ(buckets[0].last, 1u);
+  EXPECT_EQ(buckets[1].first, 1u);
+  EXPECT_EQ(buckets[1].last, 3u);
+  EXPECT_EQ(buckets[2].first, 3u);
+  EXPECT_DOUBLE_EQ(bucketsEndUs(items, buckets, cost), 300.0 + 54.0);
+}
+
+TEST(Bucketing, MergedWFBPRespectsDeadlinesAndIsNeverBetterThanOptimal) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    size_t n = 1 + rng() % 30;
+    AffineCost cost{std::uniform_real_distribution<double>(0.0, 300.0)(rng),
+                    1e-4};
+    std::vector<BucketItem> items(n);
+    double ready = 0.0;
+    for (size_t k = 0; k < n; ++k) {
+      ready += std::uniform_real_distribution<double>(0.0, 500.0)(rng);
+      items[k] = {std::uniform_real_distribution<double>(1.0, 1e6)(rng), ready,
+                  2 * k, rng() % 4 == 0 ? 2 * k + 1 : kNone};
+    }
+    llvm::SmallVector<BucketRange> merged = planMergedWFBP(items, cost);
+    expectValid(items, merged);
+    EXPECT_GE(bucketsEndUs(items, merged, cost) + 1e-9,
+              bruteForceEndUs(items, cost));
+  }
+}
+
 TEST(Bucketing, EmptyInput) {
   EXPECT_TRUE(planOptimalBuckets({}, AffineCost{1.0, 1.0}).empty());
+  EXPECT_TRUE(planMergedWFBP({}, AffineCost{1.0, 1.0}).empty());
 }
 
 TEST(Bucketing, MatchesTheQuadraticOptimumOnRandomSteps) {

@@ -51,6 +51,16 @@ struct BucketRange {
 llvm::SmallVector<BucketRange>
 planOptimalBuckets(llvm::ArrayRef<BucketItem> items, AffineCost cost);
 
+/// MG-WFBP's merge rule (Shi et al., "MG-WFBP: Efficient Data Communication
+/// for Distributed Synchronous SGD Algorithms", 2019): walking the gradients
+/// in ready order, a gradient joins the bucket still waiting for the
+/// channel when that bucket could not have started before the gradient is
+/// ready, which saves one start-up latency at no delay; otherwise the
+/// waiting bucket is issued. Deadlines close a bucket as in
+/// planOptimalBuckets.
+llvm::SmallVector<BucketRange> planMergedWFBP(llvm::ArrayRef<BucketItem> items,
+                                              AffineCost cost);
+
 /// When the last collective of `buckets` ends under the same model.
 double bucketsEndUs(llvm::ArrayRef<BucketItem> items,
                     llvm::ArrayRef<BucketRange> buckets, AffineCost cost);
