@@ -80,4 +80,111 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }
 
+def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> {
+  let summary = "Split collectives into start/wait to overlap them with "
+                "compute";
+  let description = [{
+    Splits every blocking collective in tensor form (`comm.allreduce`,
+    `comm.fused_allreduce`) into a `comm.start` and a `comm.wait`, so that
+    communication runs while the rest of the step computes (XLA's async
+    start/done split):
+
+    - the start is placed right after the last of its operands is produced
+      (after the latest-defined operand in the block; at the start of the
+      block when every operand is a block argument or comes from an
+      enclosing region), never before an operand;
+    - the wait is placed right before the first op of the block that uses
+      one of its results (a use inside a nested region counts as a use by
+      the op of the block that holds it), or before the block's terminator
+      when the block does not use them.
+
+    Starts issued at one point keep the collectives' program order, and so
+    do waits before one user. The start and wait carry the collective's
+    `reduce`, `wire` and `prescale`; an allreduce's `name` becomes
+    `names = [name]`.
+
+    Channels (`channels=N`, the multi-stream idea of AIACC-Training): the
+    starts of each block are visited in issue order while tracking, per
+    channel, the bytes whose collective is in flight (started and not yet
+    waited on). Each new start goes to the channel with the fewest bytes in
+    flight; ties go to the channel with fewer collectives in flight, then to
+    the lowest channel number. Starts that were already in the input keep
+    their channel but count towards it. Gradients of dynamic shape count as
+    zero bytes. With `channels=1` everything runs on channel 0.
+
+    Priorities (`priorities=true`, ByteScheduler and P3): a start's
+    `priority` is the smallest `layer` among the backward `comm.compute`
+    steps (`phase = #comm.phase<backward>`) that directly define its
+    operands. Layers count in forward order, so the gradients that the next
+    step's forward needs first are the most urgent (lower is more urgent).
+    A collective none of whose operands comes from such a step gets no
+    priority.
+
+    Partitioning (`partition-mb=X`, ByteScheduler's tensor partitioning;
+    0 turns it off): a `comm.allreduce` of a statically shaped gradient of
+    more than X MiB is split into P = ceil(bytes / (X MiB)) pieces, at most
+    one per element, so that the pieces pipeline and more urgent
+    collectives can overtake the rest. The gradient is collapsed to 1-D
+    (`tensor.collapse_shape`, for rank > 1), cut into P contiguous
+    `tensor.extract_slice`s of near-equal size (the first `elements mod P`
+    pieces hold one element more), and every piece gets its own start and
+    wait, the whole's priority and its own channel. After the waits the
+    pieces are inserted (`tensor.insert_slice`) into a `tensor.empty` and
+    the result is expanded back (`tensor.expand_shape`). Fused buckets,
+    gradients of dynamic shape and tensors with an encoding are not
+    partitioned.
+    The pieces cost memory traffic: one-shot bufferization reassembles them
+    by copying each into a new buffer, and all pieces but the last are
+    reduced in a copy of their slice, so partition only gradients large
+    enough for pipelining to pay.
+
+    Left alone: collectives already split into start/wait, collectives in
+    buffer form (memref operands), and all other ops.
+
+    Run it after `comm-fuse-buckets`, on tensors (before bufferization).
+
+    Example (`channels=2`):
+
+    ```mlir
+    %gw, %gb = comm.compute () {cost_us = 480.0 : f64, layer = 7 : i64,
+                                phase = #comm.phase<backward>}
+        : () -> (tensor<1000x2048xf32>, tensor<1000xf32>)
+    %w = comm.allreduce %gw {name = "fc.weight"}
+        : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
+    %b = comm.allreduce %gb {name = "fc.bias"}
+        : tensor<1000xf32> -> tensor<1000xf32>
+    // ... more backward steps ...
+    return %w, %b : tensor<1000x2048xf32>, tensor<1000xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %gw, %gb = comm.compute () ...
+    %t0 = comm.start %gw {names = ["fc.weight"], priority = 7 : i64}
+        : tensor<1000x2048xf32>
+    %t1 = comm.start %gb {channel = 1 : i64, names = ["fc.bias"],
+                          priority = 7 : i64} : tensor<1000xf32>
+    // ... more backward steps ...
+    %w = comm.wait %t0 : tensor<1000x2048xf32>
+    %b = comm.wait %t1 : tensor<1000xf32>
+    return %w, %b : tensor<1000x2048xf32>, tensor<1000xf32>
+    ```
+  }];
+  let options = [
+    Option<"channels", "channels", "int", /*default=*/"2",
+           "Number of communication channels (streams) that collectives "
+           "are spread over; at least 1">,
+    Option<"priorities", "priorities", "bool", /*default=*/"true",
+           "Give each start the smallest backward layer that produces its "
+           "gradients as priority (lower is more urgent)">,
+    Option<"partitionMb", "partition-mb", "double", /*default=*/"0.0",
+           "Split single-gradient allreduces larger than this many MiB into "
+           "ceil(size / cap) pieces of near-equal size (0: never split)">
+  ];
+  let dependentDialects = [
+    "::mlir::comm::CommDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // COMM_PASSES_TD

@@ -1,0 +1,385 @@
+//===- ScheduleOverlap.cpp - Overlap collectives with compute -------------===//
+//
+// Implements `comm-schedule-overlap`: splits blocking collectives into
+// comm.start/comm.wait placed as early and as late as their data allows,
+// spreads them over channels (AIACC-Training's multiple streams), orders
+// them by layer (ByteScheduler, P3) and partitions large gradients into
+// pieces that pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/CommDialect.h"
+#include "CommDialect/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
+namespace mlir::comm {
+#define GEN_PASS_DEF_COMMSCHEDULEOVERLAP
+#include "CommDialect/CommPasses.h.inc"
+} // namespace mlir::comm
+
+using namespace mlir;
+using namespace mlir::comm;
+
+namespace {
+
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+
+/// What the pass was asked to do, after validation.
+struct ScheduleOptions {
+  int64_t channels;
+  bool priorities;
+  /// The partition cap in bytes; 0 when partitioning is off.
+  double partitionBytes;
+};
+
+/// One piece of a partitioned gradient: a contiguous range of its elements.
+struct Piece {
+  int64_t offset;
+  int64_t size;
+};
+
+/// What is in flight on one channel.
+struct ChannelLoad {
+  int64_t bytes = 0;
+  int64_t collectives = 0;
+};
+
+/// The bytes of one shaped value; dynamic shapes count as zero.
+static int64_t getBytes(Type type) {
+  auto shaped = cast<ShapedType>(type);
+  if (!shaped.hasStaticShape())
+    return 0;
+  return shaped.getNumElements() * static_cast<int64_t>(llvm::divideCeil(
+                                       shaped.getElementTypeBitWidth(), 8));
+}
+
+/// The bytes a collective over `gradients` moves.
+static int64_t getBytes(ValueRange gradients) {
+  int64_t bytes = 0;
+  for (Value gradient : gradients)
+    bytes += getBytes(gradient.getType());
+  return bytes;
+}
+
+/// Whether `op` is a blocking collective in tensor form: the ops this pass
+/// splits.
+static bool isBlockingTensorCollective(Operation *op) {
+  return isa<AllReduceOp, FusedAllReduceOp>(op) &&
+         llvm::all_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>);
+}
+
+/// The smallest `layer` of the backward comm.compute steps that define
+/// `gradients`, or nullopt if none does.
+static std::optional<int64_t> getLayerPriority(ValueRange gradients) {
+  std::optional<int64_t> priority;
+  for (Value gradient : gradients) {
+    auto step = gradient.getDefiningOp<ComputeOp>();
+    if (!step || !step.getLayer() || step.getPhase() != Phase::backward)
+      continue;
+    auto layer = static_cast<int64_t>(*step.getLayer());
+    priority = priority ? std::min(*priority, layer) : layer;
+  }
+  return priority;
+}
+
+/// The number of pieces `op` is partitioned into with a cap of
+/// `partitionBytes` (0: off): ceil(bytes / cap), at most one per element;
+/// 1 when the gradient is not partitioned.
+static int64_t getNumPieces(AllReduceOp op, double partitionBytes) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (partitionBytes <= 0.0 || !type.hasStaticShape() || type.getEncoding())
+    return 1;
+  double pieces =
+      std::ceil(static_cast<double>(getBytes(type)) / partitionBytes);
+  int64_t elements = type.getNumElements();
+  if (pieces >= static_cast<double>(elements))
+    return std::max<int64_t>(elements, 1);
+  return std::max<int64_t>(static_cast<int64_t>(pieces), 1);
+}
+
+/// Cuts `elements` into `numPieces` contiguous pieces of near-equal size:
+/// the first `elements % numPieces` pieces hold one element more.
+static SmallVector<Piece> getPieces(int64_t elements, int64_t numPieces) {
+  SmallVector<Piece> pieces;
+  int64_t offset = 0;
+  for (int64_t i = 0; i < numPieces; ++i) {
+    int64_t size = elements / numPieces + (i < elements % numPieces ? 1 : 0);
+    pieces.push_back({offset, size});
+    offset += size;
+  }
+  return pieces;
+}
+
+/// The reassociation that collapses a tensor of `rank` dimensions into one.
+static SmallVector<ReassociationIndices> getCollapseAll(int64_t rank) {
+  ReassociationIndices all;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    all.push_back(dim);
+  return {all};
+}
+
+/// The channel with the smallest (bytes, collectives, number) load.
+static uint64_t pickChannel(ArrayRef<ChannelLoad> loads) {
+  const ChannelLoad *best = llvm::min_element(loads, [](const ChannelLoad &a,
+                                                        const ChannelLoad &b) {
+    return std::tie(a.bytes, a.collectives) < std::tie(b.bytes, b.collectives);
+  });
+  return best - loads.begin();
+}
+
+/// The earliest op of `block` that uses one of `results`, directly or from a
+/// nested region; otherwise the block's terminator; null if the block has
+/// none, meaning its end.
+static Operation *getWaitPoint(ValueRange results, Block &block) {
+  Operation *first = nullptr;
+  for (Value result : results) {
+    for (Operation *user : result.getUsers()) {
+      Operation *ancestor = block.findAncestorOpInBlock(*user);
+      if (ancestor && (!first || ancestor->isBeforeInBlock(first)))
+        first = ancestor;
+    }
+  }
+  if (!first && block.mightHaveTerminator())
+    first = block.getTerminator();
+  return first;
+}
+
+/// Splits the collectives of one block and assigns their channels.
+class BlockScheduler {
+public:
+  BlockScheduler(Block &block, const ScheduleOptions &options)
+      : block(block), options(options),
+        builder(block.getParentOp()->getContext()) {}
+
+  void run() {
+    SmallVector<Operation *> collectives;
+    for (Operation &op : block)
+      if (isBlockingTensorCollective(&op))
+        collectives.push_back(&op);
+    for (Operation *op : collectives)
+      split(op);
+    assignChannels();
+  }
+
+private:
+  /// Replaces `op` by one start/wait pair, or by one per piece.
+  void split(Operation *op) {
+    auto allreduce = dyn_cast<AllReduceOp>(op);
+    int64_t numPieces =
+        allreduce ? getNumPieces(allreduce, options.partitionBytes) : 1;
+    if (numPieces > 1)
+      splitIntoPieces(allreduce, numPieces);
+    else
+      splitWhole(op);
+    op->erase();
+  }
+
+  /// Replaces `op` by a start right after its operands are ready and a wait
+  /// right before its first use.
+  void splitWhole(Operation *op) {
+    Operation *anchor = beginStartGroup(op->getOperands());
+    StartOp start =
+        createStart(op, op->getOperands(), getPriority(op->getOperands()));
+    endStartGroup(anchor);
+
+    setWaitInsertionPoint(op->getResults());
+    auto wait = WaitOp::create(builder, op->getLoc(), op->getResultTypes(),
+                               start.getToken());
+    op->replaceAllUsesWith(wait.getResults());
+  }
+
+  /// Replaces `op` by one start/wait pair per piece of its gradient, which
+  /// is flattened, sliced, and put back together after the waits.
+  void splitIntoPieces(AllReduceOp op, int64_t numPieces) {
+    Location loc = op.getLoc();
+    Value gradient = op.getInput();
+    auto type = cast<RankedTensorType>(gradient.getType());
+    std::optional<int64_t> priority = getPriority(gradient);
+    int64_t elements = type.getNumElements();
+    SmallVector<Piece> pieces = getPieces(elements, numPieces);
+
+    Operation *anchor = beginStartGroup(gradient);
+    Value flat = gradient;
+    if (type.getRank() != 1)
+      flat = tensor::CollapseShapeOp::create(builder, loc, gradient,
+                                             getCollapseAll(type.getRank()));
+    SmallVector<StartOp> starts;
+    for (const Piece &piece : pieces) {
+      Range range = getRange(piece);
+      Value slice = tensor::ExtractSliceOp::create(
+          builder, loc, flat, range.offset, range.size, range.stride);
+      starts.push_back(createStart(op, slice, priority));
+    }
+    endStartGroup(anchor);
+
+    setWaitInsertionPoint(op.getResult());
+    Value whole = tensor::EmptyOp::create(builder, loc, ArrayRef(elements),
+                                          type.getElementType());
+    for (auto [piece, start] : llvm::zip_equal(pieces, starts)) {
+      auto wait = WaitOp::create(builder, loc, start.getInputs().getTypes(),
+                                 start.getToken());
+      Range range = getRange(piece);
+      whole =
+          tensor::InsertSliceOp::create(builder, loc, wait.getResult(0), whole,
+                                        range.offset, range.size, range.stride);
+    }
+    if (type.getRank() != 1)
+      whole = tensor::ExpandShapeOp::create(builder, loc, type, whole,
+                                            getCollapseAll(type.getRank()));
+    op.getResult().replaceAllUsesWith(whole);
+  }
+
+  /// The static slice of a flattened gradient that `piece` covers.
+  Range getRange(const Piece &piece) {
+    return {builder.getIndexAttr(piece.offset),
+            builder.getIndexAttr(piece.size), builder.getIndexAttr(1)};
+  }
+
+  /// A start of a collective over `gradients` with the attributes of
+  /// `collective` (an allreduce's `name` becomes `names`). Its channel is
+  /// assigned later.
+  StartOp createStart(Operation *collective, ValueRange gradients,
+                      std::optional<int64_t> priority) {
+    ReduceKind reduce;
+    TypeAttr wire;
+    FloatAttr prescale;
+    ArrayAttr names;
+    if (auto allreduce = dyn_cast<AllReduceOp>(collective)) {
+      reduce = allreduce.getReduce();
+      wire = allreduce.getWireAttr();
+      prescale = allreduce.getPrescaleAttr();
+      if (std::optional<StringRef> name = allreduce.getName())
+        names = builder.getStrArrayAttr({*name});
+    } else {
+      auto fused = cast<FusedAllReduceOp>(collective);
+      reduce = fused.getReduce();
+      wire = fused.getWireAttr();
+      prescale = fused.getPrescaleAttr();
+      names = fused.getNamesAttr();
+    }
+    auto start = StartOp::create(
+        builder, collective->getLoc(), TokenType::get(builder.getContext()),
+        gradients, reduce, wire, prescale, names, /*channel=*/0,
+        priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr());
+    created.insert(start);
+    return start;
+  }
+
+  /// The priority of a collective over `gradients`, if priorities are on.
+  std::optional<int64_t> getPriority(ValueRange gradients) const {
+    return options.priorities ? getLayerPriority(gradients) : std::nullopt;
+  }
+
+  /// Sets the insertion point right after the op of the block that defines
+  /// the latest of `operands` (the block's start if none does), behind the
+  /// ops already placed there so that program order is kept. Returns that
+  /// op (null for the block's start) for endStartGroup.
+  Operation *beginStartGroup(ValueRange operands) {
+    Operation *anchor = nullptr;
+    for (Value operand : operands) {
+      Operation *def = operand.getDefiningOp();
+      if (def && def->getBlock() == &block &&
+          (!anchor || anchor->isBeforeInBlock(def)))
+        anchor = def;
+    }
+    auto placed = lastPlacedAfter.find(anchor);
+    if (placed != lastPlacedAfter.end())
+      builder.setInsertionPointAfter(placed->second);
+    else if (anchor)
+      builder.setInsertionPointAfter(anchor);
+    else
+      builder.setInsertionPointToStart(&block);
+    return anchor;
+  }
+
+  /// Records the last op created since beginStartGroup(`anchor`).
+  void endStartGroup(Operation *anchor) {
+    lastPlacedAfter[anchor] = &*std::prev(builder.getInsertionPoint());
+  }
+
+  /// Sets the insertion point right before the first use of `results` in
+  /// the block (before the terminator, or at the end, if there is none).
+  void setWaitInsertionPoint(ValueRange results) {
+    if (Operation *waitPoint = getWaitPoint(results, block))
+      builder.setInsertionPoint(waitPoint);
+    else
+      builder.setInsertionPointToEnd(&block);
+  }
+
+  /// Visits the starts in issue order and puts each created one on the
+  /// channel with the fewest bytes in flight, then the fewest collectives
+  /// in flight, then the lowest number. Starts that were in the input keep
+  /// their channel and count towards its load.
+  void assignChannels() {
+    // With S starts, at most S - 1 others are in flight at a choice, so one
+    // of the first S channels is idle and wins: the rest never matter.
+    auto numStarts =
+        static_cast<int64_t>(llvm::count_if(block, llvm::IsaPred<StartOp>));
+    SmallVector<ChannelLoad> loads(std::min(options.channels, numStarts));
+    DenseSet<Operation *> inFlight;
+    auto update = [&](StartOp start, int64_t sign) {
+      ChannelLoad &load = loads[start.getChannel()];
+      load.bytes += sign * getBytes(start.getInputs());
+      load.collectives += sign;
+    };
+
+    for (Operation &op : block) {
+      if (auto start = dyn_cast<StartOp>(op)) {
+        if (created.contains(start))
+          start.setChannel(pickChannel(loads));
+        if (start.getChannel() < loads.size()) {
+          update(start, +1);
+          inFlight.insert(start);
+        }
+      } else if (auto wait = dyn_cast<WaitOp>(op)) {
+        StartOp start = wait.getStart();
+        if (start && inFlight.erase(start))
+          update(start, -1);
+      }
+    }
+  }
+
+  Block &block;
+  const ScheduleOptions &options;
+  OpBuilder builder;
+  /// For each op of the block (null: the block's start), the last op
+  /// placed right after it, so that later starts go behind it.
+  DenseMap<Operation *, Operation *> lastPlacedAfter;
+  /// The starts this pass created in the block.
+  DenseSet<Operation *> created;
+};
+
+struct CommScheduleOverlapPass
+    : public comm::impl::CommScheduleOverlapBase<CommScheduleOverlapPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) final {
+    if (channels < 1)
+      return emitError(UnknownLoc::get(context))
+             << "comm-schedule-overlap: channels must be at least 1, got "
+             << static_cast<int>(channels);
+    if (!(partitionMb >= 0.0) || std::isinf(partitionMb))
+      return emitError(UnknownLoc::get(context))
+             << "comm-schedule-overlap: partition-mb must be a non-negative "
+                "finite number, got "
+             << static_cast<double>(partitionMb);
+    return success();
+  }
+
+  void runOnOperation() final {
+    ScheduleOptions options{channels, priorities, partitionMb * kBytesPerMiB};
+    SmallVector<Block *> blocks;
+    getOperation()->walk([&](Block *block) { blocks.push_back(block); });
+    for (Block *block : blocks)
+      BlockScheduler(*block, options).run();
+  }
+};
+
+} // namespace
