@@ -37,6 +37,45 @@ namespace comm {
 /// ready for mlir-runner or mlir-translate --mlir-to-llvmir.
 void buildLowerToLLVMPipeline(OpPassManager &pm);
 
+/// The options of the `comm-optimize` pipeline, passed through to its
+/// passes.
+struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
+  Option<std::string> cluster{
+      *this, "cluster",
+      llvm::cl::desc("Cluster preset or JSON file the plan is made for"),
+      llvm::cl::init("gradientflow-64")};
+  Option<std::string> device{
+      *this, "device",
+      llvm::cl::desc("Device preset or JSON file for compute without a "
+                     "profiled cost"),
+      llvm::cl::init("v100")};
+  Option<std::string> fusion{
+      *this, "fusion",
+      llvm::cl::desc("Bucketing policy: cost, threshold, mgwfbp or none"),
+      llvm::cl::init("cost")};
+  Option<double> bucketCapMb{
+      *this, "bucket-cap-mb",
+      llvm::cl::desc("Bucket cap in MiB for fusion=threshold"),
+      llvm::cl::init(25.0)};
+  Option<int> channels{
+      *this, "channels",
+      llvm::cl::desc("Communication channels (0: the cluster's)"),
+      llvm::cl::init(0)};
+  Option<bool> priorities{
+      *this, "priorities",
+      llvm::cl::desc("Give collectives priorities from their layers"),
+      llvm::cl::init(true)};
+  Option<double> partitionMb{
+      *this, "partition-mb",
+      llvm::cl::desc("Split single gradients larger than this (0: never)"),
+      llvm::cl::init(0.0)};
+};
+
+/// Adds commopt's planning pipeline to `pm` (on a module): tensor fusion
+/// (`comm-fuse-buckets`), then overlap scheduling
+/// (`comm-schedule-overlap`), each on every function.
+void buildOptimizePipeline(OpPassManager &pm, const OptimizeOptions &options);
+
 /// Registers every commopt pass and pipeline with the global registry, so
 /// that they appear in an mlir-opt-style tool's command line.
 void registerCommOptPasses();

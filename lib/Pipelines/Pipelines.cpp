@@ -7,6 +7,8 @@
 
 #include "CommDialect/Passes.h"
 
+#include "CommDialect/Analysis/ClusterModel.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -39,6 +41,31 @@ void comm::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void comm::buildOptimizePipeline(OpPassManager &pm,
+                                 const OptimizeOptions &options) {
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  if (options.fusion != "none") {
+    CommFuseBucketsOptions fuse;
+    fuse.policy = options.fusion;
+    fuse.bucketCapMb = options.bucketCapMb;
+    fuse.cluster = options.cluster;
+    fuse.device = options.device;
+    funcPm.addPass(createCommFuseBuckets(fuse));
+  }
+  CommScheduleOverlapOptions overlap;
+  // The cluster's channel count, when it can be read; a cluster that cannot
+  // is reported by the passes that need it.
+  overlap.channels = options.channels;
+  if (options.channels == 0) {
+    llvm::Expected<ClusterModel> cluster = ClusterModel::parse(options.cluster);
+    overlap.channels = cluster ? static_cast<int>(cluster->channels) : 1;
+    llvm::consumeError(cluster.takeError());
+  }
+  overlap.priorities = options.priorities;
+  overlap.partitionMb = options.partitionMb;
+  funcPm.addPass(createCommScheduleOverlap(overlap));
+}
+
 void comm::registerCommOptPasses() {
   registerCommPasses();
   PassPipelineRegistration<>(
@@ -46,4 +73,9 @@ void comm::registerCommOptPasses() {
       "Bufferize a module with comm ops, lower them to commrt runtime calls "
       "and everything to the LLVM dialect",
       buildLowerToLLVMPipeline);
+  PassPipelineRegistration<OptimizeOptions>(
+      "comm-optimize",
+      "Plan gradient communication: tensor fusion, then overlap scheduling "
+      "with channels and priorities, with the cost model of `cluster`",
+      buildOptimizePipeline);
 }
