@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what commopt needs to build, test and run on Debian 12: LLVM/MLIR
-# 22, clang and lld 22, Ninja, CMake, OpenMPI and GoogleTest. Runs apt-get
+# 22, clang and lld 22, Ninja, CMake, OpenMPI, GoogleTest, and PyTorch with
+# torchvision for the profile exporter (CPU only). Runs apt-get
 # only when a package is missing. CUDA 13 + NCCL are used when present in
 # /usr/local/cuda (they are not in Debian's archive); without them the
 # runtime builds its MPI backend only.
@@ -11,6 +12,7 @@ packages=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   libopenmpi-dev openmpi-bin
   libgtest-dev
+  python3 python3-torch python3-torchvision
 )
 
 missing=()

@@ -4,13 +4,14 @@
 # on several MPI ranks.
 
 import os
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "COMMOPT"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".json", ".txt"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.commopt_obj_root, "test")
@@ -52,3 +53,15 @@ if os.path.isdir(profiles):
 else:
     lit_config.note("../shared/profiles/pipedream not found: tests that "
                     "need the pipedream profiles are skipped")
+
+# The PyTorch exporter needs Debian's python3-torch and python3-torchvision.
+config.substitutions.append(
+    ("%commopt_export",
+     os.path.join(config.commopt_src_root, "tools", "commopt-export",
+                  "commopt-export.py")))
+if subprocess.run(["/usr/bin/python3", "-c", "import torch, torchvision"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("torch")
+else:
+    lit_config.note("python3-torch or python3-torchvision is missing: the "
+                    "exporter's tests are skipped")
