@@ -15,6 +15,12 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     runtime's message instead of continuing with wrong data. Non-contiguous
     memrefs are staged through a contiguous copy. Ops still in tensor form
     are an error: bufferize first.
+
+    A `comm.allreduce` of f32 with a `wire` type becomes
+    `commrt_allreduce_wire`, which casts and scales in the runtime's
+    pack/unpack kernels (`prescale` 1 when the op has none). The runtime has
+    no reduced-precision path for other gradients or for buckets yet: a
+    `wire` on an f64 gradient or on `comm.fused_allreduce` is an error.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
