@@ -18,6 +18,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <cmath>
+
 namespace mlir::comm {
 #define GEN_PASS_DEF_CONVERTCOMMTORUNTIME
 #include "CommDialect/CommPasses.h.inc"
@@ -156,12 +158,42 @@ static bool isContiguous(MemRefType type) {
   return type.areTrailingDimsContiguous(type.getRank());
 }
 
+/// The reduced precision an f32 allreduce travels in: the runtime's code of
+/// the wire type and the factor applied before the cast.
+struct WirePrecision {
+  commrt_dtype wire;
+  float prescale;
+};
+
+/// Reads the wire precision of a single-gradient allreduce, or fails with a
+/// diagnostic for what the runtime cannot do: wire precision on gradients
+/// other than f32, or a prescale outside f32's range.
+static FailureOr<WirePrecision> getWirePrecision(AllReduceOp op) {
+  Type elementType = getElementTypeOrSelf(op.getInput().getType());
+  if (!elementType.isF32())
+    return op.emitOpError("cannot be lowered: the runtime sends f32 "
+                          "gradients in reduced wire precision, not ")
+           << elementType;
+  // The verifier allows f16 and bf16 only.
+  commrt_dtype wire =
+      op.getWireAttr().getValue().isF16() ? COMMRT_F16 : COMMRT_BF16;
+  double prescale =
+      op.getPrescale() ? op.getPrescale()->convertToDouble() : 1.0;
+  auto prescaleF32 = static_cast<float>(prescale);
+  if (prescaleF32 == 0.0f || std::isinf(prescaleF32))
+    return op.emitOpError("cannot be lowered: prescale ")
+           << prescale << " is out of the range of f32";
+  return WirePrecision{wire, prescaleF32};
+}
+
 /// Lowers the allreduce of `buffers` (one or several gradients of one element
-/// type) to exactly one `commrt_allreduce`. A single contiguous buffer is
+/// type) to exactly one runtime call: `commrt_allreduce`, or
+/// `commrt_allreduce_wire` when `wire` is given. A single contiguous buffer is
 /// reduced where it is; otherwise the gradients are packed into a fusion
 /// buffer, reduced together and unpacked.
 static LogicalResult lowerAllReduce(Operation *op, ValueRange buffers,
                                     ReduceKind reduce,
+                                    std::optional<WirePrecision> wire,
                                     RuntimeCallBuilder &runtime) {
   Location loc = op->getLoc();
   OpBuilder b(op);
@@ -172,16 +204,24 @@ static LogicalResult lowerAllReduce(Operation *op, ValueRange buffers,
     return op->emitOpError("cannot be lowered: the runtime communicates f16, "
                            "bf16, f32 and f64 gradients, not ")
            << elementType;
-  Value dtypeValue = arith::ConstantIntOp::create(b, loc, *dtype, 32);
   Value reduceValue =
       arith::ConstantIntOp::create(b, loc, getRuntimeReduce(reduce), 32);
 
   auto emitAllReduce = [&](Value contiguous, Value elementCount) {
     Value count =
         b.createOrFold<arith::IndexCastOp>(loc, b.getI64Type(), elementCount);
+    Value pointer = getDataPointer(b, loc, contiguous);
+    if (!wire) {
+      Value dtypeValue = arith::ConstantIntOp::create(b, loc, *dtype, 32);
+      return runtime.emitCheckedCall(b, loc, "commrt_allreduce",
+                                     {pointer, count, dtypeValue, reduceValue});
+    }
+    Value wireValue = arith::ConstantIntOp::create(b, loc, wire->wire, 32);
+    Value prescale = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                                    APFloat(wire->prescale));
     return runtime.emitCheckedCall(
-        b, loc, "commrt_allreduce",
-        {getDataPointer(b, loc, contiguous), count, dtypeValue, reduceValue});
+        b, loc, "commrt_allreduce_wire",
+        {pointer, count, wireValue, reduceValue, prescale});
   };
 
   Value single = buffers.front();
@@ -291,20 +331,27 @@ private:
       return success();
     }
 
-    if (op->hasAttr("wire"))
-      return op->emitOpError("cannot be lowered yet: the runtime has no "
-                             "reduced-precision wire path");
-
     if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
+      std::optional<WirePrecision> wire;
+      if (allreduce.getWireAttr()) {
+        FailureOr<WirePrecision> precision = getWirePrecision(allreduce);
+        if (failed(precision))
+          return failure();
+        wire = *precision;
+      }
       if (failed(lowerAllReduce(op, allreduce.getInput(), allreduce.getReduce(),
-                                runtime)))
+                                wire, runtime)))
         return failure();
       rewriter.eraseOp(op);
       return success();
     }
     if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
+      if (fused.getWireAttr())
+        return fused.emitOpError(
+            "cannot be lowered: wire precision on comm.fused_allreduce is not "
+            "lowered yet");
       if (failed(lowerAllReduce(op, fused.getInputs(), fused.getReduce(),
-                                runtime)))
+                                /*wire=*/std::nullopt, runtime)))
         return failure();
       rewriter.eraseOp(op);
       return success();

@@ -76,6 +76,56 @@ func.func @fused(%a: memref<8xf16>, %b: memref<?x3xf16>) {
   return
 }
 
+// An f32 gradient with a wire type travels as f16 through
+// commrt_allreduce_wire, pre-divided by the op's prescale.
+// CHECK-LABEL: func.func @wire_f16
+// CHECK-SAME: (%[[M:.*]]: memref<8xf32>)
+// CHECK-DAG: %[[AVG:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[F16:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[PRESCALE:.*]] = arith.constant 1.562500e-02 : f32
+// CHECK-DAG: %[[COUNT:.*]] = arith.constant 8 : i64
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[M]]
+// CHECK: %[[ADDR:.*]] = arith.index_cast %[[BASE]] : index to i64
+// CHECK: %[[PTR:.*]] = llvm.inttoptr %[[ADDR]] : i64 to !llvm.ptr
+// CHECK: %[[STATUS:.*]] = call @commrt_allreduce_wire(%[[PTR]], %[[COUNT]], %[[F16]], %[[AVG]], %[[PRESCALE]]) : (!llvm.ptr, i64, i32, i32, f32) -> i32
+// CHECK: call @commrt_abort_on_error(%[[STATUS]]) : (i32) -> ()
+// CHECK-NOT: call @commrt_allreduce(
+func.func @wire_f16(%m: memref<8xf32>) {
+  comm.allreduce %m {prescale = 0.015625 : f64, reduce = #comm.reduce<avg>, wire = f16} : memref<8xf32>
+  return
+}
+
+// Without a prescale the factor is 1; bf16 is wire code 3.
+// CHECK-LABEL: func.func @wire_bf16_no_prescale
+// CHECK-DAG: %[[MAX:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[BF16:.*]] = arith.constant 3 : i32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: call @commrt_allreduce_wire(%{{.*}}, %{{.*}}, %[[BF16]], %[[MAX]], %[[ONE]])
+func.func @wire_bf16_no_prescale(%m: memref<?xf32>) {
+  comm.allreduce %m {reduce = #comm.reduce<max>, wire = bf16} : memref<?xf32>
+  return
+}
+
+// A strided view with a wire type is staged like the plain path.
+// CHECK-LABEL: func.func @wire_strided_view
+// CHECK-DAG: %[[SUM:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[F16:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[PRESCALE:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK: %[[VIEW:.*]] = memref.subview
+// CHECK: %[[STAGE:.*]] = memref.alloc
+// CHECK: %[[PACKED:.*]] = memref.reinterpret_cast %[[STAGE]]
+// CHECK: memref.copy %[[VIEW]], %[[PACKED]]
+// CHECK: %[[STATUS:.*]] = call @commrt_allreduce_wire(%{{.*}}, %{{.*}}, %[[F16]], %[[SUM]], %[[PRESCALE]])
+// CHECK: call @commrt_abort_on_error(%[[STATUS]])
+// CHECK: memref.copy %[[PACKED]], %[[VIEW]]
+// CHECK: memref.dealloc %[[STAGE]]
+func.func @wire_strided_view(%m: memref<4x4xf32>) {
+  %v = memref.subview %m[0, 1] [4, 2] [1, 1]
+      : memref<4x4xf32> to memref<4x2xf32, strided<[4, 1], offset: 1>>
+  comm.allreduce %v {prescale = 0.25 : f64, wire = f16} : memref<4x2xf32, strided<[4, 1], offset: 1>>
+  return
+}
+
 // CHECK-LABEL: func.func @queries
 // CHECK: %[[R:.*]] = call @commrt_rank() : () -> i32
 // CHECK: %[[RI:.*]] = arith.index_cast %[[R]] : i32 to index
@@ -96,6 +146,7 @@ func.func @left_alone(%m: memref<8xf32>) {
 }
 
 // CHECK-DAG: func.func private @commrt_allreduce(!llvm.ptr, i64, i32, i32) -> i32
+// CHECK-DAG: func.func private @commrt_allreduce_wire(!llvm.ptr, i64, i32, i32, f32) -> i32
 // CHECK-DAG: func.func private @commrt_abort_on_error(i32)
 // CHECK-DAG: func.func private @commrt_rank() -> i32
 // CHECK-DAG: func.func private @commrt_size() -> i32
