@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace commrt {
 
@@ -28,10 +29,44 @@ commrt_status fail(commrt_status status, const Parts &...parts) {
 /// Reports the MPI error code `error` returned by `call` as a backend error.
 commrt_status failMpi(const char *call, int error);
 
-/// A communication backend. Arguments reaching it have been validated: counts
-/// are positive, enums in range, buffers non-null. Failures return a status
-/// and set the last error without naming the entry point; the caller prefixes
-/// it.
+/// A validated allreduce: `buffers[i]` holds `counts[i]` (> 0) elements of
+/// `dtype`, packed with `prescale` into the wire type `wire` (a 16-bit
+/// commrt_dtype narrower than `dtype`, or COMMRT_WIRE_NONE), reduced with one
+/// collective and unpacked, as commrt_fused_allreduce describes.
+struct Plan {
+  std::vector<void *> buffers;
+  std::vector<int64_t> counts;
+  /// The sum of `counts`.
+  int64_t total = 0;
+  commrt_dtype dtype = COMMRT_F32;
+  commrt_reduce reduce = COMMRT_SUM;
+  int32_t wire = COMMRT_WIRE_NONE;
+  float prescale = 1.0f;
+
+  /// Whether the plan reduces its one buffer in place, with nothing to pack.
+  bool inPlace() const {
+    return buffers.size() == 1 && wire == COMMRT_WIRE_NONE && prescale == 1.0f;
+  }
+};
+
+/// A collective started on a channel.
+class Operation {
+public:
+  virtual ~Operation() = default;
+
+  /// Sets `done` to whether the collective has finished, without blocking.
+  virtual commrt_status test(bool &done) = 0;
+
+  /// Blocks until the collective has finished and returns its status, with
+  /// its message as the last error of the calling thread. May be called
+  /// again; it then returns the same status.
+  virtual commrt_status wait() = 0;
+};
+
+/// A communication backend. Plans reaching it have been validated and have a
+/// positive total count; channels are in range. Failures return a status and
+/// set the last error without naming the entry point; the caller prefixes
+/// it. Its destructor completes the collectives in flight.
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -39,27 +74,25 @@ public:
   /// The commrt_backend this object implements.
   virtual commrt_backend kind() const = 0;
 
-  /// In-place allreduce of `count` elements of `dtype` at `buffer`.
-  virtual commrt_status allreduce(void *buffer, int64_t count,
-                                  commrt_dtype dtype, commrt_reduce reduce) = 0;
+  /// Runs `plan` to completion.
+  virtual commrt_status run(const Plan &plan) = 0;
 
-  /// In-place allreduce of `count` f32 elements at `buffer` sent as the
-  /// 16-bit `wire` type after scaling by `prescale` (see
-  /// commrt_allreduce_wire).
-  virtual commrt_status allreduceWire(float *buffer, int64_t count,
-                                      commrt_dtype wire, commrt_reduce reduce,
-                                      float prescale) = 0;
+  /// Starts `plan` on `channel` and sets `operation` to it.
+  virtual commrt_status start(const Plan &plan, int channel,
+                              std::unique_ptr<Operation> &operation) = 0;
 };
 
-/// Creates the MPI backend over `comm`, a communicator whose error handler
-/// returns errors.
-std::unique_ptr<Backend> createMpiBackend(MPI_Comm comm);
+/// Creates the MPI backend with `channels` channels over `comm`, a
+/// communicator whose error handler returns errors. Collective over `comm`.
+commrt_status createMpiBackend(MPI_Comm comm, int channels,
+                               std::unique_ptr<Backend> &out);
 
 #if COMMRT_HAVE_NCCL
-/// Creates the NCCL backend, bootstrapped over `comm`. Fails with
-/// COMMRT_ERROR_UNAVAILABLE on every rank when any rank sees no CUDA device.
-/// Collective over `comm`.
-commrt_status createNcclBackend(MPI_Comm comm, std::unique_ptr<Backend> &out);
+/// Creates the NCCL backend with `channels` channels, bootstrapped over
+/// `comm`. Fails with COMMRT_ERROR_UNAVAILABLE on every rank when any rank
+/// sees no CUDA device. Collective over `comm`.
+commrt_status createNcclBackend(MPI_Comm comm, int channels,
+                                std::unique_ptr<Backend> &out);
 #endif
 
 } // namespace commrt

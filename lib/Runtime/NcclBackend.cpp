@@ -1,4 +1,14 @@
 //===- NcclBackend.cpp - Allreduce over NCCL, bootstrapped over MPI -------===//
+//
+// All work runs on CUDA streams: blocking collectives on the backend's main
+// stream, which they synchronise; asynchronous ones on their channel's
+// stream, each channel with an NCCL communicator of its own, and an event
+// that commrt_test queries and commrt_wait synchronises. Host buffers are
+// staged through device memory on the way in and through pinned host memory
+// on the way out, from which a host function on the stream copies them to
+// the caller's buffers, so that no step blocks the caller.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Backend.h"
 #include "WireFormat.h"
@@ -6,6 +16,8 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+
+#include <cstring>
 
 using namespace commrt;
 
@@ -57,91 +69,293 @@ ncclRedOp_t ncclOp(commrt_reduce reduce) {
   return ncclSum;
 }
 
+/// Makes every rank fail when `localStatus` failed on any rank; returns
+/// `localStatus` where it failed and `othersStatus` elsewhere.
+commrt_status agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
+                             commrt_status othersStatus, const char *what) {
+  int ok = localStatus == COMMRT_SUCCESS;
+  if (int error = MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm))
+    return failMpi("MPI_Allreduce", error);
+  if (localStatus != COMMRT_SUCCESS || ok)
+    return localStatus;
+  return fail(othersStatus, what, " failed on another rank");
+}
+
+/// A copy from pinned staging memory to a caller's host buffer.
+struct HostCopy {
+  void *to;
+  const void *from;
+  size_t bytes;
+};
+
+/// The host function that finishes a plan with host buffers: `copies` is a
+/// heap-allocated std::vector<HostCopy>, which it deletes.
+void CUDART_CB copyToHost(void *copies) {
+  auto *list = static_cast<std::vector<HostCopy> *>(copies);
+  for (const HostCopy &copy : *list)
+    std::memcpy(copy.to, copy.from, copy.bytes);
+  delete list;
+}
+
+/// A stream with its NCCL communicator and the scratch memory of the plans
+/// that run on it, kept and grown across plans.
+struct Stream {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  /// Device memory for the fusion buffer and the staging of host buffers.
+  void *device = nullptr;
+  size_t deviceBytes = 0;
+  /// Pinned host memory that results for host buffers pass through.
+  void *pinned = nullptr;
+  size_t pinnedBytes = 0;
+
+  /// Completes the work on the stream, then frees everything.
+  ~Stream() {
+    if (stream)
+      cudaStreamSynchronize(stream);
+    if (comm)
+      ncclCommDestroy(comm);
+    if (stream)
+      cudaStreamDestroy(stream);
+    cudaFree(device);
+    cudaFreeHost(pinned);
+  }
+
+  /// Grows the device memory to at least `bytes`, once the work queued on
+  /// the stream no longer uses it.
+  commrt_status reserveDevice(size_t bytes) {
+    if (bytes <= deviceBytes)
+      return COMMRT_SUCCESS;
+    if (commrt_status status =
+            checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream)))
+      return status;
+    cudaFree(device);
+    device = nullptr;
+    deviceBytes = 0;
+    if (commrt_status status =
+            checkCuda("cudaMalloc", cudaMalloc(&device, bytes)))
+      return status;
+    deviceBytes = bytes;
+    return COMMRT_SUCCESS;
+  }
+
+  /// Grows the pinned memory to at least `bytes`, once the work queued on
+  /// the stream no longer uses it.
+  commrt_status reservePinned(size_t bytes) {
+    if (bytes <= pinnedBytes)
+      return COMMRT_SUCCESS;
+    if (commrt_status status =
+            checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream)))
+      return status;
+    cudaFreeHost(pinned);
+    pinned = nullptr;
+    pinnedBytes = 0;
+    if (commrt_status status =
+            checkCuda("cudaMallocHost", cudaMallocHost(&pinned, bytes)))
+      return status;
+    pinnedBytes = bytes;
+    return COMMRT_SUCCESS;
+  }
+};
+
+/// A collective enqueued on a channel's stream, complete when its event is.
+class NcclOperation final : public Operation {
+public:
+  explicit NcclOperation(cudaEvent_t event) : event(event) {}
+  ~NcclOperation() override { cudaEventDestroy(event); }
+
+  commrt_status test(bool &done) override {
+    cudaError_t error = cudaEventQuery(event);
+    done = error != cudaErrorNotReady;
+    if (error == cudaErrorNotReady)
+      return COMMRT_SUCCESS;
+    return checkCuda("cudaEventQuery", error);
+  }
+
+  commrt_status wait() override {
+    return checkCuda("cudaEventSynchronize", cudaEventSynchronize(event));
+  }
+
+private:
+  cudaEvent_t event;
+};
+
+/// Rounds `bytes` up to a multiple of 256, the alignment of cudaMalloc.
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 class NcclBackend final : public Backend {
 public:
-  NcclBackend(ncclComm_t comm, int size, int device, cudaStream_t stream)
-      : comm(comm), size(size), device(device), stream(stream) {}
-
-  ~NcclBackend() override {
-    ncclCommDestroy(comm);
-    cudaStreamDestroy(stream);
-    cudaFree(scratch);
+  NcclBackend(MPI_Comm bootstrap, ncclComm_t comm, int rank, int size,
+              int device, cudaStream_t stream, int channels)
+      : bootstrap(bootstrap), rank(rank), size(size), device(device),
+        channels(channels) {
+    main.comm = comm;
+    main.stream = stream;
   }
 
   commrt_backend kind() const override { return COMMRT_BACKEND_NCCL; }
 
-  commrt_status allreduce(void *buffer, int64_t count, commrt_dtype dtype,
-                          commrt_reduce reduce) override {
-    size_t bytes = count * elementSize(dtype);
-    bool onDevice;
-    void *data = buffer;
-    if (commrt_status status = locate(buffer, onDevice))
+  commrt_status run(const Plan &plan) override {
+    if (commrt_status status = enqueue(plan, main))
       return status;
-    if (!onDevice) {
-      if (commrt_status status = reserveScratch(bytes))
-        return status;
-      data = scratch;
-      if (commrt_status status = copy(data, buffer, bytes))
-        return status;
-    }
-    if (commrt_status status =
-            checkNccl("ncclAllReduce",
-                      ncclAllReduce(data, data, count, ncclType(dtype),
-                                    ncclOp(reduce), comm, stream),
-                      comm))
-      return status;
-    if (!onDevice)
-      if (commrt_status status = copy(buffer, data, bytes))
-        return status;
-    return synchronize();
+    return checkCuda("cudaStreamSynchronize",
+                     cudaStreamSynchronize(main.stream));
   }
 
-  commrt_status allreduceWire(float *buffer, int64_t count, commrt_dtype wire,
-                              commrt_reduce reduce, float prescale) override {
-    size_t floatBytes = count * sizeof(float);
-    bool onDevice;
-    if (commrt_status status = locate(buffer, onDevice))
-      return status;
-    // Scratch holds the f32 staging copy of a host buffer, then the wire
-    // values.
-    size_t stagingBytes = onDevice ? 0 : floatBytes;
-    if (commrt_status status = reserveScratch(stagingBytes + count * 2))
-      return status;
-    float *data = onDevice ? buffer : static_cast<float *>(scratch);
-    auto *packed = reinterpret_cast<uint16_t *>(static_cast<char *>(scratch) +
-                                                stagingBytes);
-    if (!onDevice)
-      if (commrt_status status = copy(data, buffer, floatBytes))
+  commrt_status start(const Plan &plan, int channel,
+                      std::unique_ptr<Operation> &operation) override {
+    if (!channels[channel])
+      if (commrt_status status = createChannel(channel))
         return status;
-    if (commrt_status status =
-            checkCuda("packWire", cuda::packWire(data, packed, count, wire,
-                                                 prescale, stream)))
+    Stream &stream = *channels[channel];
+    if (commrt_status status = enqueue(plan, stream))
       return status;
+    cudaEvent_t event;
     if (commrt_status status =
-            checkNccl("ncclAllReduce",
-                      ncclAllReduce(packed, packed, count, ncclType(wire),
-                                    ncclOp(wireReduce(reduce)), comm, stream),
-                      comm))
+            checkCuda("cudaEventCreateWithFlags",
+                      cudaEventCreateWithFlags(&event, cudaEventDisableTiming)))
       return status;
     if (commrt_status status = checkCuda(
-            "unpackWire",
-            cuda::unpackWire(packed, data, count, wire,
-                             wireUnpackScale(reduce, prescale, size), stream)))
+            "cudaEventRecord", cudaEventRecord(event, stream.stream))) {
+      cudaEventDestroy(event);
       return status;
-    if (!onDevice)
-      if (commrt_status status = copy(buffer, data, floatBytes))
-        return status;
-    return synchronize();
+    }
+    operation = std::make_unique<NcclOperation>(event);
+    return COMMRT_SUCCESS;
   }
 
 private:
-  /// Makes the backend's device current on the calling thread and sets
-  /// `onDevice` to whether `pointer` is device (or managed) memory, which
-  /// NCCL can reduce in place; host memory is staged.
-  commrt_status locate(const void *pointer, bool &onDevice) {
+  /// Creates the stream and the NCCL communicator of `channel`. Collective.
+  commrt_status createChannel(int channel) {
+    auto created = std::make_unique<Stream>();
+    commrt_status status = checkCuda(
+        "cudaStreamCreateWithFlags",
+        cudaStreamCreateWithFlags(&created->stream, cudaStreamNonBlocking));
+    // Agree before any rank enters NCCL, so that none waits for one that
+    // gave up.
+    if (commrt_status agreed = agreeOnSuccess(
+            bootstrap, status, COMMRT_ERROR_BACKEND, "channel creation"))
+      return agreed;
+    status = checkNccl(
+        "ncclCommSplit",
+        ncclCommSplit(main.comm, 0, rank, &created->comm, nullptr), main.comm);
+    if (commrt_status agreed = agreeOnSuccess(
+            bootstrap, status, COMMRT_ERROR_BACKEND, "ncclCommSplit"))
+      return agreed;
+    channels[channel] = std::move(created);
+    return COMMRT_SUCCESS;
+  }
+
+  /// Enqueues `plan` on `stream`: packing, the collective and unpacking,
+  /// including the copies back to host buffers.
+  commrt_status enqueue(const Plan &plan, Stream &stream) {
     if (commrt_status status =
             checkCuda("cudaSetDevice", cudaSetDevice(device)))
       return status;
+    size_t buffers = plan.buffers.size();
+    std::vector<bool> onDevice(buffers);
+    size_t hostBytes = 0;
+    for (size_t i = 0; i < buffers; ++i) {
+      bool isDevice;
+      if (commrt_status status = locate(plan.buffers[i], isDevice))
+        return status;
+      onDevice[i] = isDevice;
+      if (!isDevice)
+        hostBytes += plan.counts[i] * elementSize(plan.dtype);
+    }
+    if (plan.inPlace() && onDevice[0])
+      return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
+                       stream);
+
+    // Device memory: `staged` holds the plan's data as dtype values, for
+    // host buffers and as the fusion buffer when no wire type is used;
+    // `travel` holds them as wire values.
+    commrt_dtype travelDtype = travelType(plan.dtype, plan.wire);
+    bool cast = travelDtype != plan.dtype;
+    size_t stagedBytes =
+        cast && hostBytes == 0 ? 0 : plan.total * elementSize(plan.dtype);
+    size_t travelBytes = cast ? plan.total * elementSize(travelDtype) : 0;
+    if (commrt_status status =
+            stream.reserveDevice(aligned(stagedBytes) + travelBytes))
+      return status;
+    if (commrt_status status = stream.reservePinned(hostBytes))
+      return status;
+    auto *staged = static_cast<char *>(stream.device);
+    char *travel = cast ? staged + aligned(stagedBytes) : staged;
+
+    // Pack: stage host buffers, then cast and scale into the fusion buffer.
+    int64_t offset = 0;
+    for (size_t i = 0; i < buffers; ++i) {
+      size_t bytes = plan.counts[i] * elementSize(plan.dtype);
+      const void *source = plan.buffers[i];
+      if (!onDevice[i]) {
+        char *stage = staged + offset * elementSize(plan.dtype);
+        if (commrt_status status = copy(stage, source, bytes, stream))
+          return status;
+        source = stage;
+      }
+      if (commrt_status status = checkCuda(
+              "convert",
+              cuda::convert(source, plan.dtype,
+                            travel + offset * elementSize(travelDtype),
+                            travelDtype, plan.counts[i], plan.prescale,
+                            stream.stream)))
+        return status;
+      offset += plan.counts[i];
+    }
+
+    if (commrt_status status =
+            allreduce(travel, plan.total, travelDtype,
+                      travelReduce(plan.wire, plan.reduce), stream))
+      return status;
+
+    // Unpack into device buffers directly, and through the staging memory
+    // and the pinned memory into host buffers.
+    double scale =
+        unpackScale(plan.dtype, plan.wire, plan.reduce, plan.prescale, size);
+    auto copies = std::make_unique<std::vector<HostCopy>>();
+    auto *pinned = static_cast<char *>(stream.pinned);
+    offset = 0;
+    for (size_t i = 0; i < buffers; ++i) {
+      size_t bytes = plan.counts[i] * elementSize(plan.dtype);
+      void *target = onDevice[i] ? plan.buffers[i]
+                                 : staged + offset * elementSize(plan.dtype);
+      if (commrt_status status = checkCuda(
+              "convert",
+              cuda::convert(travel + offset * elementSize(travelDtype),
+                            travelDtype, target, plan.dtype, plan.counts[i],
+                            scale, stream.stream)))
+        return status;
+      if (!onDevice[i]) {
+        if (commrt_status status = copy(pinned, target, bytes, stream))
+          return status;
+        copies->push_back({plan.buffers[i], pinned, bytes});
+        pinned += bytes;
+      }
+      offset += plan.counts[i];
+    }
+    if (copies->empty())
+      return COMMRT_SUCCESS;
+    if (commrt_status status = checkCuda(
+            "cudaLaunchHostFunc",
+            cudaLaunchHostFunc(stream.stream, copyToHost, copies.get())))
+      return status;
+    (void)copies.release(); // copyToHost deletes it.
+    return COMMRT_SUCCESS;
+  }
+
+  /// Enqueues an in-place allreduce of `count` device elements at `data`.
+  commrt_status allreduce(void *data, int64_t count, commrt_dtype dtype,
+                          commrt_reduce reduce, Stream &stream) {
+    return checkNccl("ncclAllReduce",
+                     ncclAllReduce(data, data, count, ncclType(dtype),
+                                   ncclOp(reduce), stream.comm, stream.stream),
+                     stream.comm);
+  }
+
+  /// Sets `onDevice` to whether `pointer` is device (or managed) memory,
+  /// which NCCL can reduce in place; host memory is staged.
+  commrt_status locate(const void *pointer, bool &onDevice) {
     cudaPointerAttributes attributes;
     if (commrt_status status =
             checkCuda("cudaPointerGetAttributes",
@@ -152,40 +366,24 @@ private:
     return COMMRT_SUCCESS;
   }
 
-  /// Grows the device scratch buffer to at least `bytes`.
-  commrt_status reserveScratch(size_t bytes) {
-    if (bytes <= scratchBytes)
-      return COMMRT_SUCCESS;
-    cudaFree(scratch);
-    scratch = nullptr;
-    scratchBytes = 0;
-    if (commrt_status status =
-            checkCuda("cudaMalloc", cudaMalloc(&scratch, bytes)))
-      return status;
-    scratchBytes = bytes;
-    return COMMRT_SUCCESS;
-  }
-
-  /// Enqueues a copy of `bytes` between host and device on the stream.
-  commrt_status copy(void *to, const void *from, size_t bytes) {
+  /// Enqueues a copy of `bytes` on `stream`, in whichever direction.
+  commrt_status copy(void *to, const void *from, size_t bytes, Stream &stream) {
     return checkCuda(
         "cudaMemcpyAsync",
-        cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream));
+        cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream.stream));
   }
 
-  /// Waits for the work enqueued on the stream.
-  commrt_status synchronize() {
-    return checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream));
-  }
-
-  ncclComm_t comm;
+  /// The communicator NCCL was bootstrapped over.
+  MPI_Comm bootstrap;
+  int rank;
   int size;
   int device;
-  /// The dedicated stream all work of the backend runs on.
-  cudaStream_t stream;
-  /// Device memory for staging host buffers and wire values.
-  void *scratch = nullptr;
-  size_t scratchBytes = 0;
+  /// The stream of blocking collectives.
+  Stream main;
+  /// The channels' streams, created by their first collective. Declared
+  /// after `main`, whose communicator they were split from, so that they
+  /// are destroyed first.
+  std::vector<std::unique_ptr<Stream>> channels;
 };
 
 /// Picks this rank's device: its rank among the ranks of its node, modulo
@@ -213,21 +411,9 @@ commrt_status pickDevice(MPI_Comm comm, int &device) {
   return checkCuda("cudaSetDevice", cudaSetDevice(device));
 }
 
-/// Makes every rank fail when `localStatus` failed on any rank; returns
-/// `localStatus` where it failed and `othersStatus` elsewhere.
-commrt_status agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
-                             commrt_status othersStatus, const char *what) {
-  int ok = localStatus == COMMRT_SUCCESS;
-  if (int error = MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm))
-    return failMpi("MPI_Allreduce", error);
-  if (localStatus != COMMRT_SUCCESS || ok)
-    return localStatus;
-  return fail(othersStatus, what, " failed on another rank");
-}
-
 } // namespace
 
-commrt_status commrt::createNcclBackend(MPI_Comm comm,
+commrt_status commrt::createNcclBackend(MPI_Comm comm, int channels,
                                         std::unique_ptr<Backend> &out) {
   int rank, size, device;
   MPI_Comm_rank(comm, &rank);
@@ -274,6 +460,7 @@ commrt_status commrt::createNcclBackend(MPI_Comm comm,
       cudaStreamDestroy(stream);
     return status;
   }
-  out = std::make_unique<NcclBackend>(nccl, size, device, stream);
+  out = std::make_unique<NcclBackend>(comm, nccl, rank, size, device, stream,
+                                      channels);
   return COMMRT_SUCCESS;
 }

@@ -1,12 +1,13 @@
 //===- Runtime.cpp - The commrt C ABI: lifetime, validation, dispatch -----===//
 
 #include "Backend.h"
+#include "WireFormat.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
+#include <map>
 #include <vector>
 
 using namespace commrt;
@@ -31,8 +32,24 @@ struct Runtime {
   /// The runtime's duplicate of MPI_COMM_WORLD; it returns errors.
   MPI_Comm comm = MPI_COMM_NULL;
   std::unique_ptr<Backend> backend;
+  /// The number of channels; 0 until the first backend is created.
+  int channels = 0;
+  /// The collectives in flight, by handle.
+  std::map<int64_t, std::unique_ptr<Operation>> operations;
+  /// The handle of the next start; 0 is never one.
+  int64_t nextHandle = 1;
   /// Whether collectives first compare their arguments across ranks.
   bool checks = environmentFlag("COMMRT_CHECK");
+};
+
+/// A collective with nothing to do, finished when started.
+class Finished final : public Operation {
+public:
+  commrt_status test(bool &done) override {
+    done = true;
+    return COMMRT_SUCCESS;
+  }
+  commrt_status wait() override { return COMMRT_SUCCESS; }
 };
 
 /// The runtime state. Never destroyed: a program that initialised MPI itself
@@ -59,8 +76,29 @@ commrt_status checkNotFinalized() {
   return COMMRT_SUCCESS;
 }
 
-/// Releases the backend and the communicator, and finalises MPI if the
-/// runtime initialised it. Later calls fail with NOT_INITIALIZED.
+/// Completes every collective in flight, as if waited, and forgets their
+/// handles. Returns the first failure, naming its handle.
+commrt_status completeAll() {
+  Runtime &rt = runtime();
+  commrt_status first = COMMRT_SUCCESS;
+  std::string message;
+  for (auto &[handle, operation] : rt.operations) {
+    commrt_status status = operation->wait();
+    if (status != COMMRT_SUCCESS && first == COMMRT_SUCCESS) {
+      first = status;
+      message = "the collective of handle " + std::to_string(handle) +
+                " failed: " + lastError;
+    }
+  }
+  rt.operations.clear();
+  if (first != COMMRT_SUCCESS)
+    return setLastError(first, std::move(message));
+  return COMMRT_SUCCESS;
+}
+
+/// Completes the collectives in flight, releases the backend and the
+/// communicator, and finalises MPI if the runtime initialised it. Later calls
+/// fail with NOT_INITIALIZED.
 commrt_status shutdown() {
   Runtime &rt = runtime();
   rt.finalized = true;
@@ -68,16 +106,18 @@ commrt_status shutdown() {
   MPI_Finalized(&mpiFinalized);
   if (mpiFinalized) {
     // The program finalised MPI itself; the handles died with it.
+    rt.operations.clear();
     (void)rt.backend.release();
     return COMMRT_SUCCESS;
   }
+  commrt_status status = completeAll();
   rt.backend.reset();
   if (rt.comm != MPI_COMM_NULL)
     MPI_Comm_free(&rt.comm);
   if (rt.ownsMpi)
     if (int error = MPI_Finalize())
       return failMpi("MPI_Finalize", error);
-  return COMMRT_SUCCESS;
+  return status;
 }
 
 /// Finalises a runtime that is still up when the process exits.
@@ -98,8 +138,11 @@ commrt_status ensureMpi() {
   MPI_Initialized(&flag);
   if (flag)
     return COMMRT_SUCCESS;
-  if (int error = MPI_Init(nullptr, nullptr))
-    return failMpi("MPI_Init", error);
+  // Channels' threads call MPI while the caller does (see MpiBackend.cpp).
+  int provided;
+  if (int error =
+          MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided))
+    return failMpi("MPI_Init_thread", error);
   runtime().ownsMpi = true;
   std::atexit(shutdownAtExit);
   return COMMRT_SUCCESS;
@@ -120,16 +163,102 @@ commrt_status backendFromEnvironment(commrt_backend &backend) {
   return COMMRT_SUCCESS;
 }
 
+/// Reads the number of channels from COMMRT_CHANNELS.
+commrt_status channelsFromEnvironment(int &channels) {
+  channels = COMMRT_DEFAULT_CHANNELS;
+  const char *text = std::getenv("COMMRT_CHANNELS");
+  if (!text)
+    return COMMRT_SUCCESS;
+  char *end;
+  long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 1 || value > COMMRT_MAX_CHANNELS)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_CHANNELS=", text,
+                " is not a number in 1..", COMMRT_MAX_CHANNELS);
+  channels = static_cast<int>(value);
+  return COMMRT_SUCCESS;
+}
+
 /// Creates the NCCL backend, or says why there is none.
 commrt_status createNccl(std::unique_ptr<Backend> &out) {
 #if COMMRT_HAVE_NCCL
-  return createNcclBackend(runtime().comm, out);
+  return createNcclBackend(runtime().comm, runtime().channels, out);
 #else
   (void)out;
   return fail(COMMRT_ERROR_UNAVAILABLE,
               "the NCCL backend was not built (no CUDA compiler or NCCL was "
               "found when commrt was configured)");
 #endif
+}
+
+/// An argument of a collective that every rank must pass alike.
+struct SharedArgument {
+  /// How a disagreement on an argument is reported.
+  enum class Show {
+    /// The least and the greatest value.
+    Range,
+    /// Two of the values; `value` holds the bits of a float.
+    FloatValues,
+    /// Nothing: `value` is a digest of several values.
+    Nothing,
+  };
+
+  const char *name;
+  int64_t value;
+  Show show = Show::Range;
+};
+
+/// Makes all ranks agree on argument validation: every rank fails with
+/// INVALID_ARGUMENT when any rank's `localStatus` is a failure, and with
+/// MISMATCH when the ranks' `arguments` differ.
+commrt_status agreeAlways(commrt_status localStatus,
+                          const std::vector<SharedArgument> &arguments) {
+  Runtime &rt = runtime();
+  // One MAX-allreduce of [invalid rank or -1, values..., ~values...]: the
+  // maximum of ~v is ~min(v), and ~ cannot overflow.
+  const int n = static_cast<int>(arguments.size());
+  std::vector<int64_t> values(1 + 2 * n);
+  int rank;
+  MPI_Comm_rank(rt.comm, &rank);
+  values[0] = localStatus == COMMRT_SUCCESS ? -1 : rank;
+  for (int i = 0; i < n; ++i) {
+    values[1 + i] = arguments[i].value;
+    values[1 + n + i] = ~arguments[i].value;
+  }
+  if (int error = MPI_Allreduce(MPI_IN_PLACE, values.data(), 1 + 2 * n,
+                                MPI_INT64_T, MPI_MAX, rt.comm))
+    return failMpi("MPI_Allreduce (consistency check)", error);
+  if (localStatus != COMMRT_SUCCESS)
+    return localStatus;
+  if (values[0] >= 0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "rank ", values[0],
+                " passed an invalid argument");
+  for (int i = 0; i < n; ++i) {
+    int64_t max = values[1 + i], min = ~values[1 + n + i];
+    if (min == max)
+      continue;
+    const char *name = arguments[i].name;
+    switch (arguments[i].show) {
+    case SharedArgument::Show::Range:
+      return fail(COMMRT_ERROR_MISMATCH, "ranks disagree on ", name, " (min ",
+                  min, ", max ", max, ")");
+    case SharedArgument::Show::FloatValues:
+      return fail(COMMRT_ERROR_MISMATCH, "ranks disagree on ", name, " (",
+                  floatFromBits(static_cast<uint32_t>(min)), " and ",
+                  floatFromBits(static_cast<uint32_t>(max)), ")");
+    case SharedArgument::Show::Nothing:
+      return fail(COMMRT_ERROR_MISMATCH, "ranks disagree on ", name);
+    }
+  }
+  return COMMRT_SUCCESS;
+}
+
+/// With consistency checks on, agreeAlways; with checks off, returns
+/// `localStatus`.
+commrt_status agree(commrt_status localStatus,
+                    const std::vector<SharedArgument> &arguments) {
+  if (!runtime().checks)
+    return localStatus;
+  return agreeAlways(localStatus, arguments);
 }
 
 /// Brings the runtime up with the backend `requested`. AUTO keeps the
@@ -147,6 +276,15 @@ commrt_status ensureBackend(commrt_backend requested) {
       return failMpi("MPI_Comm_dup", error);
     MPI_Comm_set_errhandler(rt.comm, MPI_ERRORS_RETURN);
   }
+  if (rt.channels == 0) {
+    // Ranks that disagree would create different numbers of communicators.
+    int channels;
+    commrt_status status = channelsFromEnvironment(channels);
+    if (commrt_status agreed =
+            agreeAlways(status, {{"COMMRT_CHANNELS", channels}}))
+      return agreed;
+    rt.channels = channels;
+  }
   if (requested == COMMRT_BACKEND_AUTO)
     if (commrt_status status = backendFromEnvironment(requested))
       return status;
@@ -161,7 +299,11 @@ commrt_status ensureBackend(commrt_backend requested) {
     if (createNccl(backend) != COMMRT_SUCCESS)
       lastError = std::move(previousError);
   }
-  rt.backend = backend ? std::move(backend) : createMpiBackend(rt.comm);
+  if (!backend)
+    if (commrt_status status = createMpiBackend(rt.comm, rt.channels, backend))
+      return status;
+  // The replaced backend completes its collectives in flight as it goes.
+  rt.backend = std::move(backend);
   return COMMRT_SUCCESS;
 }
 
@@ -185,53 +327,165 @@ commrt_status checkEnum(const char *name, int32_t value, const char *type,
   return COMMRT_SUCCESS;
 }
 
-/// An argument of a collective that every rank must pass alike.
-struct SharedArgument {
-  const char *name;
-  int64_t value;
-};
-
-/// With consistency checks on, makes all ranks agree on argument validation:
-/// every rank fails with INVALID_ARGUMENT when any rank's `localStatus` is a
-/// failure, and with MISMATCH when the ranks' `arguments` differ. With checks
-/// off, returns `localStatus`.
-commrt_status agree(commrt_status localStatus,
-                    std::initializer_list<SharedArgument> arguments) {
-  Runtime &rt = runtime();
-  if (!rt.checks)
-    return localStatus;
-  // One MAX-allreduce of [invalid rank or -1, values..., ~values...]: the
-  // maximum of ~v is ~min(v), and ~ cannot overflow.
-  const SharedArgument *shared = arguments.begin();
-  const int n = static_cast<int>(arguments.size());
-  std::vector<int64_t> values(1 + 2 * n);
-  int rank;
-  MPI_Comm_rank(rt.comm, &rank);
-  values[0] = localStatus == COMMRT_SUCCESS ? -1 : rank;
-  for (int i = 0; i < n; ++i) {
-    values[1 + i] = shared[i].value;
-    values[1 + n + i] = ~shared[i].value;
-  }
-  if (int error = MPI_Allreduce(MPI_IN_PLACE, values.data(), 1 + 2 * n,
-                                MPI_INT64_T, MPI_MAX, rt.comm))
-    return failMpi("MPI_Allreduce (consistency check)", error);
-  if (localStatus != COMMRT_SUCCESS)
-    return localStatus;
-  if (values[0] >= 0)
-    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "rank ", values[0],
-                " passed an invalid argument");
-  for (int i = 0; i < n; ++i) {
-    int64_t max = values[1 + i], min = ~values[1 + n + i];
-    if (min != max)
-      return fail(COMMRT_ERROR_MISMATCH, "ranks disagree on ", shared[i].name,
-                  " (min ", min, ", max ", max, ")");
-  }
-  return COMMRT_SUCCESS;
+/// Fails unless `dtype` is a commrt_dtype.
+commrt_status checkDtype(int32_t dtype) {
+  return checkEnum("dtype", dtype, "commrt_dtype", COMMRT_F32, COMMRT_BF16);
 }
 
 /// Fails unless `reduce` is a commrt_reduce.
 commrt_status checkReduce(int32_t reduce) {
   return checkEnum("reduce", reduce, "commrt_reduce", COMMRT_SUM, COMMRT_MIN);
+}
+
+/// Fails unless `prescale` is a finite nonzero number.
+commrt_status checkPrescale(float prescale) {
+  if (!std::isfinite(prescale) || prescale == 0.0f)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "prescale ", prescale,
+                " is not a finite nonzero number");
+  return COMMRT_SUCCESS;
+}
+
+/// Fails unless `wire` is COMMRT_WIRE_NONE or a 16-bit commrt_dtype
+/// narrower than the (valid) `dtype`.
+commrt_status checkWire(int32_t wire, int32_t dtype) {
+  static const char *const names[] = {"f32", "f64", "f16", "bf16"};
+  if (wire == COMMRT_WIRE_NONE)
+    return COMMRT_SUCCESS;
+  if (wire != COMMRT_F16 && wire != COMMRT_BF16)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "wire ", wire,
+                " is not COMMRT_WIRE_NONE (-1), COMMRT_F16 (2) or "
+                "COMMRT_BF16 (3)");
+  if (elementSize(static_cast<commrt_dtype>(wire)) >=
+      elementSize(static_cast<commrt_dtype>(dtype)))
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "wire ", wire, " (", names[wire],
+                ") is not narrower than dtype ", dtype, " (", names[dtype],
+                "); COMMRT_WIRE_NONE (-1) sends the dtype itself");
+  return COMMRT_SUCCESS;
+}
+
+/// Fails unless `channel` is one of the runtime's channels.
+commrt_status checkChannel(int32_t channel) {
+  int channels = runtime().channels;
+  if (channel < 0 || channel >= channels)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "channel ", channel,
+                " is out of range (expected 0..", channels - 1,
+                "; COMMRT_CHANNELS sets the number of channels)");
+  return COMMRT_SUCCESS;
+}
+
+/// Fails when `handle`, where a start stores its handle, is null.
+commrt_status checkHandlePointer(const int64_t *handle) {
+  if (!handle)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "handle is null");
+  return COMMRT_SUCCESS;
+}
+
+/// The plan of an allreduce of one buffer, whose arguments are valid.
+Plan singlePlan(void *buffer, int64_t count, int32_t dtype, int32_t reduce,
+                int32_t wire, float prescale) {
+  Plan plan;
+  if (count > 0) {
+    plan.buffers.push_back(buffer);
+    plan.counts.push_back(count);
+  }
+  plan.total = count;
+  plan.dtype = static_cast<commrt_dtype>(dtype);
+  plan.reduce = static_cast<commrt_reduce>(reduce);
+  plan.wire = wire;
+  plan.prescale = prescale;
+  return plan;
+}
+
+/// The most elements a fused allreduce takes: their bytes fit an int64_t.
+constexpr int64_t kMaxElements = INT64_MAX / 8;
+
+/// Validates the arguments of a fused allreduce and fills `plan` with its
+/// nonempty buffers, and `digest` with a digest of `counts`.
+commrt_status makeFusedPlan(void *const *buffers, const int64_t *counts,
+                            int32_t nbuffers, int32_t dtype, int32_t reduce,
+                            int32_t wire, float prescale, Plan &plan,
+                            int64_t &digest) {
+  if (nbuffers < 1)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "nbuffers ", nbuffers,
+                " is less than 1");
+  if (!buffers)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "buffers is null");
+  if (!counts)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts is null");
+  // FNV-1a over the counts.
+  uint64_t hash = 14695981039346656037ull;
+  for (int32_t i = 0; i < nbuffers; ++i) {
+    int64_t count = counts[i];
+    if (count < 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts[", i, "] ", count,
+                  " is negative");
+    if (!buffers[i] && count > 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "buffers[", i,
+                  "] is null but counts[", i, "] is ", count);
+    if (count > kMaxElements - plan.total)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts add up to more than ",
+                  kMaxElements, " elements");
+    plan.total += count;
+    hash = (hash ^ static_cast<uint64_t>(count)) * 1099511628211ull;
+    if (count > 0) {
+      plan.buffers.push_back(buffers[i]);
+      plan.counts.push_back(count);
+    }
+  }
+  digest = static_cast<int64_t>(hash);
+  if (commrt_status status = checkDtype(dtype))
+    return status;
+  if (commrt_status status = checkWire(wire, dtype))
+    return status;
+  if (commrt_status status = checkReduce(reduce))
+    return status;
+  if (commrt_status status = checkPrescale(prescale))
+    return status;
+  plan.dtype = static_cast<commrt_dtype>(dtype);
+  plan.reduce = static_cast<commrt_reduce>(reduce);
+  plan.wire = wire;
+  plan.prescale = prescale;
+  return COMMRT_SUCCESS;
+}
+
+/// The arguments of a fused allreduce that all ranks must pass alike.
+std::vector<SharedArgument> fusedArguments(int32_t nbuffers, const Plan &plan,
+                                           int64_t digest, int32_t dtype,
+                                           int32_t reduce, int32_t wire,
+                                           float prescale) {
+  return {{"nbuffers", nbuffers},
+          {"total count", plan.total},
+          {"counts", digest, SharedArgument::Show::Nothing},
+          {"dtype", dtype},
+          {"wire", wire},
+          {"reduce", reduce},
+          {"prescale", floatBits(prescale), SharedArgument::Show::FloatValues}};
+}
+
+/// Starts the valid `plan` on the valid `channel` and stores its handle at
+/// `handle`.
+commrt_status startPlan(const Plan &plan, int32_t channel, int64_t *handle) {
+  Runtime &rt = runtime();
+  std::unique_ptr<Operation> operation;
+  if (plan.total == 0)
+    operation = std::make_unique<Finished>();
+  else if (commrt_status status = rt.backend->start(plan, channel, operation))
+    return status;
+  *handle = rt.nextHandle++;
+  rt.operations.emplace(*handle, std::move(operation));
+  return COMMRT_SUCCESS;
+}
+
+/// The collective in flight with the handle `handle`, or null with the last
+/// error set.
+Operation *findOperation(int64_t handle) {
+  auto found = runtime().operations.find(handle);
+  if (found != runtime().operations.end())
+    return found->second.get();
+  fail(COMMRT_ERROR_INVALID_ARGUMENT, "handle ", handle,
+       " is not in flight (it was never returned by a start, or was "
+       "already waited)");
+  return nullptr;
 }
 
 } // namespace
@@ -291,6 +545,13 @@ int32_t commrt_backend_in_use(void) {
   return runtime().backend->kind();
 }
 
+int32_t commrt_channels(void) {
+  if (inFunction("commrt_channels", ensureBackend(COMMRT_BACKEND_AUTO)) !=
+      COMMRT_SUCCESS)
+    return -1;
+  return runtime().channels;
+}
+
 int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
                          int32_t reduce) {
   return inFunction("commrt_allreduce", [&] {
@@ -298,17 +559,15 @@ int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
       return status;
     commrt_status status = checkBuffer(buffer, count);
     if (status == COMMRT_SUCCESS)
-      status =
-          checkEnum("dtype", dtype, "commrt_dtype", COMMRT_F32, COMMRT_BF16);
+      status = checkDtype(dtype);
     if (status == COMMRT_SUCCESS)
       status = checkReduce(reduce);
     status =
         agree(status, {{"count", count}, {"dtype", dtype}, {"reduce", reduce}});
     if (status != COMMRT_SUCCESS || count == 0)
       return status;
-    return runtime().backend->allreduce(buffer, count,
-                                        static_cast<commrt_dtype>(dtype),
-                                        static_cast<commrt_reduce>(reduce));
+    return runtime().backend->run(
+        singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f));
   }());
 }
 
@@ -323,17 +582,121 @@ int32_t commrt_allreduce_wire(float *buffer, int64_t count, int32_t wire,
                          COMMRT_BF16);
     if (status == COMMRT_SUCCESS)
       status = checkReduce(reduce);
-    if (status == COMMRT_SUCCESS &&
-        (!std::isfinite(prescale) || prescale == 0.0f))
-      status = fail(COMMRT_ERROR_INVALID_ARGUMENT, "prescale ", prescale,
-                    " is not a finite nonzero number");
+    if (status == COMMRT_SUCCESS)
+      status = checkPrescale(prescale);
     status =
         agree(status, {{"count", count}, {"wire", wire}, {"reduce", reduce}});
     if (status != COMMRT_SUCCESS || count == 0)
       return status;
-    return runtime().backend->allreduceWire(
-        buffer, count, static_cast<commrt_dtype>(wire),
-        static_cast<commrt_reduce>(reduce), prescale);
+    return runtime().backend->run(
+        singlePlan(buffer, count, COMMRT_F32, reduce, wire, prescale));
+  }());
+}
+
+int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
+                               int32_t nbuffers, int32_t dtype, int32_t reduce,
+                               int32_t wire, float prescale) {
+  return inFunction("commrt_fused_allreduce", [&] {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+      return status;
+    Plan plan;
+    int64_t digest = 0;
+    commrt_status status = makeFusedPlan(buffers, counts, nbuffers, dtype,
+                                         reduce, wire, prescale, plan, digest);
+    status = agree(status, fusedArguments(nbuffers, plan, digest, dtype, reduce,
+                                          wire, prescale));
+    if (status != COMMRT_SUCCESS || plan.total == 0)
+      return status;
+    return runtime().backend->run(plan);
+  }());
+}
+
+int32_t commrt_allreduce_start(void *buffer, int64_t count, int32_t dtype,
+                               int32_t reduce, int32_t channel,
+                               int64_t *handle) {
+  if (handle)
+    *handle = 0;
+  return inFunction("commrt_allreduce_start", [&] {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+      return status;
+    commrt_status status = checkBuffer(buffer, count);
+    if (status == COMMRT_SUCCESS)
+      status = checkDtype(dtype);
+    if (status == COMMRT_SUCCESS)
+      status = checkReduce(reduce);
+    if (status == COMMRT_SUCCESS)
+      status = checkChannel(channel);
+    if (status == COMMRT_SUCCESS)
+      status = checkHandlePointer(handle);
+    status = agree(status, {{"count", count},
+                            {"dtype", dtype},
+                            {"reduce", reduce},
+                            {"channel", channel}});
+    if (status != COMMRT_SUCCESS)
+      return status;
+    return startPlan(
+        singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f),
+        channel, handle);
+  }());
+}
+
+int32_t commrt_fused_allreduce_start(void *const *buffers,
+                                     const int64_t *counts, int32_t nbuffers,
+                                     int32_t dtype, int32_t reduce,
+                                     int32_t wire, float prescale,
+                                     int32_t channel, int64_t *handle) {
+  if (handle)
+    *handle = 0;
+  return inFunction("commrt_fused_allreduce_start", [&] {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+      return status;
+    Plan plan;
+    int64_t digest = 0;
+    commrt_status status = makeFusedPlan(buffers, counts, nbuffers, dtype,
+                                         reduce, wire, prescale, plan, digest);
+    if (status == COMMRT_SUCCESS)
+      status = checkChannel(channel);
+    if (status == COMMRT_SUCCESS)
+      status = checkHandlePointer(handle);
+    std::vector<SharedArgument> arguments =
+        fusedArguments(nbuffers, plan, digest, dtype, reduce, wire, prescale);
+    arguments.push_back({"channel", channel});
+    status = agree(status, arguments);
+    if (status != COMMRT_SUCCESS)
+      return status;
+    return startPlan(plan, channel, handle);
+  }());
+}
+
+int32_t commrt_test(int64_t handle, int32_t *done) {
+  if (done)
+    *done = 0;
+  return inFunction("commrt_test", [&] {
+    if (commrt_status status = checkNotFinalized())
+      return status;
+    if (!done)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "done is null");
+    Operation *operation = findOperation(handle);
+    if (!operation)
+      return COMMRT_ERROR_INVALID_ARGUMENT;
+    bool finished;
+    if (commrt_status status = operation->test(finished))
+      return status;
+    *done = finished;
+    return COMMRT_SUCCESS;
+  }());
+}
+
+int32_t commrt_wait(int64_t handle) {
+  return inFunction("commrt_wait", [&] {
+    if (commrt_status status = checkNotFinalized())
+      return status;
+    Operation *operation = findOperation(handle);
+    if (!operation)
+      return COMMRT_ERROR_INVALID_ARGUMENT;
+    commrt_status status = operation->wait();
+    runtime().operations.erase(handle);
+    return status;
   }());
 }
 

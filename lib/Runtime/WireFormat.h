@@ -1,9 +1,9 @@
 //===- WireFormat.h - f16/bf16 conversions and wire pack/unpack -*- C++ -*-===//
 //
 // Portable IEEE half (f16) and bfloat16 conversions with round to nearest
-// even, and the host reference of the pack/unpack steps of
-// commrt_allreduce_wire. The CUDA kernels in cuda/WireKernels.cu compute the
-// same values bit for bit.
+// even, and the host reference of the pack/unpack steps of the fused and
+// reduced-precision collectives. The CUDA kernels in cuda/WireKernels.cu
+// compute the same values bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,27 +88,63 @@ inline float bfloat16ToFloat(uint16_t value) {
   return floatFromBits(static_cast<uint32_t>(value) << 16);
 }
 
-/// The reduction the wire values go through for `reduce`: AVG sums and
-/// divides when unpacking.
-inline commrt_reduce wireReduce(commrt_reduce reduce) {
-  return reduce == COMMRT_AVG ? COMMRT_SUM : reduce;
+/// Rounds `value` to float toward zero and sets the lowest mantissa bit when
+/// that dropped anything ("round to odd"). Float keeps more than two bits
+/// beyond f16 and bf16, so rounding this to either to nearest even gives the
+/// correctly rounded `value`, where going through float to nearest could
+/// round twice.
+inline float roundToOdd(double value) {
+  float nearest = static_cast<float>(value);
+  if (static_cast<double>(nearest) == value || std::isnan(value))
+    return nearest;
+  uint32_t bits = floatBits(nearest);
+  if (std::fabs(static_cast<double>(nearest)) > std::fabs(value))
+    --bits; // One step toward zero: the truncation.
+  return floatFromBits(bits | 1);
 }
 
-/// The factor that unpacking applies to the reduced wire values: it undoes
-/// `prescale` and, for AVG, divides by the number of ranks `size`.
-inline float wireUnpackScale(commrt_reduce reduce, float prescale, int size) {
-  return 1.0f / (reduce == COMMRT_AVG ? prescale * static_cast<float>(size)
-                                      : prescale);
+/// Rounds `value` to the nearest f16 (ties to even), rounding only once.
+inline uint16_t doubleToHalf(double value) {
+  return floatToHalf(roundToOdd(value));
 }
 
-/// Host reference of packing: `wireOut[i] = round(input[i] * scale)` in the
-/// 16-bit type `wire` (COMMRT_F16 or COMMRT_BF16).
-void packWire(const float *input, uint16_t *wireOut, int64_t count,
-              commrt_dtype wire, float scale);
+/// Rounds `value` to the nearest bfloat16 (ties to even), rounding only once.
+inline uint16_t doubleToBFloat16(double value) {
+  return floatToBFloat16(roundToOdd(value));
+}
 
-/// Host reference of unpacking: `output[i] = widen(wireIn[i]) * scale`.
-void unpackWire(const uint16_t *wireIn, float *output, int64_t count,
-                commrt_dtype wire, float scale);
+/// The element type in which the data of a collective over `dtype` with the
+/// wire type `wire` (a commrt_dtype or COMMRT_WIRE_NONE) travels.
+inline commrt_dtype travelType(commrt_dtype dtype, int32_t wire) {
+  return wire == COMMRT_WIRE_NONE ? dtype : static_cast<commrt_dtype>(wire);
+}
+
+/// The reduction the travelling values go through for `reduce`: wire values
+/// are summed for AVG, and unpacking divides.
+inline commrt_reduce travelReduce(int32_t wire, commrt_reduce reduce) {
+  return wire != COMMRT_WIRE_NONE && reduce == COMMRT_AVG ? COMMRT_SUM : reduce;
+}
+
+/// The factor that unpacking applies to the reduced values of `dtype`
+/// buffers sent as `wire`: it undoes `prescale` and, for AVG over a wire
+/// type, divides by the number of ranks `size`. Computed as convert()
+/// computes: in double for f64 buffers, in float otherwise.
+inline double unpackScale(commrt_dtype dtype, int32_t wire,
+                          commrt_reduce reduce, float prescale, int size) {
+  int divisor = wire != COMMRT_WIRE_NONE && reduce == COMMRT_AVG ? size : 1;
+  if (dtype == COMMRT_F64)
+    return 1.0 / (static_cast<double>(prescale) * divisor);
+  return 1.0f / (prescale * static_cast<float>(divisor));
+}
+
+/// Host reference of packing and unpacking: converts `count` elements of
+/// `from` at `input` to `to` at `output` (which may be `input` when the types
+/// have the same size), as `output[i] = round(widen(input[i]) * scale)`. The
+/// product is computed in double when either type is f64 and in float (with
+/// `scale` rounded to float) otherwise, and rounded once to `to`, to nearest
+/// even. With `from` == `to` and `scale` 1 it copies the bits.
+void convert(const void *input, commrt_dtype from, void *output,
+             commrt_dtype to, int64_t count, double scale);
 
 } // namespace commrt
 

@@ -10,11 +10,11 @@
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
 
+using commrt::testing::contribution;
 using commrt::testing::dtypeName;
 using commrt::testing::failedWith;
 using commrt::testing::reduceName;
@@ -25,27 +25,9 @@ namespace {
 int rank() { return commrt_rank(); }
 int size() { return commrt_size(); }
 
-/// The value rank `r` contributes at index `i`: +-(1..7) * (r + 1).
-double contribution(int r, int64_t i) {
-  double magnitude = static_cast<double>(i % 7 + 1);
-  return (i % 2 ? -magnitude : magnitude) * (r + 1);
-}
-
 /// The result of `reduce` over all ranks' contributions at index `i`.
 double expected(commrt_reduce reduce, int64_t i) {
-  double first = contribution(0, i), last = contribution(size() - 1, i);
-  double sum = first * size() * (size() + 1) / 2;
-  switch (reduce) {
-  case COMMRT_SUM:
-    return sum;
-  case COMMRT_AVG:
-    return sum / size();
-  case COMMRT_MAX:
-    return std::max(first, last);
-  case COMMRT_MIN:
-    return std::min(first, last);
-  }
-  return 0;
+  return commrt::testing::expectedReduction(reduce, i, size());
 }
 
 TEST(Runtime, RanksMatchMpi) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -73,6 +74,31 @@ private:
   commrt_dtype dtype;
   std::vector<unsigned char> bytes;
 };
+
+/// The value rank `r` contributes at index `i`: +-(1..7) * (r + 1). Exact in
+/// every dtype, and so are the sums over up to 8 ranks.
+inline double contribution(int r, int64_t i) {
+  double magnitude = static_cast<double>(i % 7 + 1);
+  return (i % 2 ? -magnitude : magnitude) * (r + 1);
+}
+
+/// The result of `reduce` over the contributions of `size` ranks at index
+/// `i`.
+inline double expectedReduction(commrt_reduce reduce, int64_t i, int size) {
+  double first = contribution(0, i), last = contribution(size - 1, i);
+  double sum = first * size * (size + 1) / 2;
+  switch (reduce) {
+  case COMMRT_SUM:
+    return sum;
+  case COMMRT_AVG:
+    return sum / size;
+  case COMMRT_MAX:
+    return std::max(first, last);
+  case COMMRT_MIN:
+    return std::min(first, last);
+  }
+  return 0;
+}
 
 /// Names of the enum values, for test names and messages.
 inline const char *dtypeName(commrt_dtype dtype) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #if COMMRT_HAVE_NCCL
@@ -127,86 +128,226 @@ TEST(BFloat16, RoundsToNearestEvenLikeArithmetic) {
   }
 }
 
-TEST(WireReference, PacksAndUnpacksWithScale) {
+TEST(RoundToOdd, KeepsExactValuesAndMarksInexactOnes) {
+  EXPECT_EQ(roundToOdd(1.5), 1.5f);
+  EXPECT_EQ(roundToOdd(-0.0), -0.0f);
+  EXPECT_EQ(roundToOdd(static_cast<double>(kInfinity)), kInfinity);
+  // 1 + 2^-30 truncates to 1 and gets the lowest bit: 1 + 2^-23.
+  EXPECT_EQ(floatBits(roundToOdd(1.0 + 0x1p-30)), 0x3f800001u);
+  // 1 + 2^-23 - 2^-40 rounds to nearest up, but to odd down to 1 + 2^-23.
+  EXPECT_EQ(floatBits(roundToOdd(1.0 + 0x1p-23 - 0x1p-40)), 0x3f800001u);
+  EXPECT_EQ(floatBits(roundToOdd(1.0 + 0x2p-23 - 0x1p-40)), 0x3f800001u)
+      << "truncated, not rounded up to the even 1 + 2^-22";
+  EXPECT_EQ(floatBits(roundToOdd(1e300)), 0x7f7fffffu) << "beyond float's "
+                                                          "range: the "
+                                                          "largest float";
+  EXPECT_EQ(floatBits(roundToOdd(-1e-300)), 0x80000001u)
+      << "below float's range: the smallest subnormal, signed";
+}
+
+TEST(Half, RoundsDoublesOnce) {
+  // Just above the tie between 1 and 1 + 2^-10: through float to nearest it
+  // would become the tie and round down to even.
+  double aboveTie = 1.0 + 0x1p-11 + 0x1p-40;
+  EXPECT_EQ(floatToHalf(static_cast<float>(aboveTie)), 0x3c00);
+  EXPECT_EQ(doubleToHalf(aboveTie), 0x3c01);
+  EXPECT_EQ(doubleToHalf(1.0 + 0x1p-11), 0x3c00) << "the tie itself";
+  EXPECT_EQ(doubleToHalf(65519.99), 0x7bff);
+  EXPECT_EQ(doubleToHalf(65520.0), 0x7c00);
+  EXPECT_EQ(doubleToHalf(-1e300), 0xfc00);
+}
+
+#ifdef __FLT16_MAX__
+TEST(Half, RoundsDoublesLikeTheCompilersFloat16) {
+  // Doubles around the f16 range with all 52 mantissa bits in play: a
+  // linear congruential sequence of mantissas over exponents -30..17.
+  uint64_t state = 1;
+  for (int i = 0; i < 1000000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    double mantissa = 1.0 + static_cast<double>(state >> 12) * 0x1p-52;
+    double value = std::ldexp(mantissa, static_cast<int>(state % 48) - 30);
+    if (state & 0x800)
+      value = -value;
+    _Float16 expected = static_cast<_Float16>(value);
+    uint16_t expectedBits;
+    std::memcpy(&expectedBits, &expected, sizeof expectedBits);
+    ASSERT_EQ(doubleToHalf(value), expectedBits) << std::hexfloat << value;
+  }
+}
+#endif
+
+TEST(BFloat16, RoundsDoublesOnceToNearestEven) {
+  EXPECT_EQ(doubleToBFloat16(1.0 + 0x1p-8 + 0x1p-40), 0x3f81);
+  EXPECT_EQ(doubleToBFloat16(1.0 + 0x1p-8), 0x3f80) << "the tie itself";
+  // Reference: round to 8 significant bits with nearbyint, exact in double.
+  uint64_t state = 1;
+  for (int i = 0; i < 1000000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    double mantissa = 1.0 + static_cast<double>(state >> 12) * 0x1p-52;
+    double value = std::ldexp(mantissa, static_cast<int>(state % 240) - 120);
+    double ulp = std::ldexp(1.0, std::ilogb(value) - 7);
+    double expected = std::nearbyint(value / ulp) * ulp;
+    ASSERT_EQ(bfloat16ToFloat(doubleToBFloat16(value)), expected)
+        << std::hexfloat << value;
+  }
+}
+
+TEST(Convert, PacksAndUnpacksF32WithScale) {
   const float input[] = {3.0f, -0.5f, 1.0f + 0x1p-12f, 70000.0f};
   uint16_t packed[4];
   float output[4];
-  packWire(input, packed, 4, COMMRT_F16, 0.5f);
+  convert(input, COMMRT_F32, packed, COMMRT_F16, 4, 0.5);
   EXPECT_EQ(packed[0], floatToHalf(1.5f));
   EXPECT_EQ(packed[1], floatToHalf(-0.25f));
   EXPECT_EQ(packed[2], floatToHalf(0.5f)) << "rounded after scaling";
   EXPECT_EQ(packed[3], floatToHalf(35000.0f)) << "scaled into range";
-  unpackWire(packed, output, 4, COMMRT_F16, 2.0f);
+  convert(packed, COMMRT_F16, output, COMMRT_F32, 4, 2.0);
   EXPECT_EQ(output[0], 3.0f);
   EXPECT_EQ(output[1], -0.5f);
   EXPECT_EQ(output[2], 1.0f);
   EXPECT_EQ(output[3], 70016.0f) << "35000 is 35008 in f16";
 
-  packWire(input, packed, 4, COMMRT_BF16, 1.0f);
+  convert(input, COMMRT_F32, packed, COMMRT_BF16, 4, 1.0);
   EXPECT_EQ(packed[0], 0x4040);
-  unpackWire(packed, output, 4, COMMRT_BF16, 0.25f);
+  convert(packed, COMMRT_BF16, output, COMMRT_F32, 4, 0.25);
   EXPECT_EQ(output[0], 0.75f);
   EXPECT_EQ(output[1], -0.125f);
 }
 
-TEST(WireReference, UnpackScaleUndoesPrescaleAndAverages) {
-  EXPECT_EQ(wireUnpackScale(COMMRT_SUM, 0.25f, 4), 4.0f);
-  EXPECT_EQ(wireUnpackScale(COMMRT_AVG, 0.25f, 4), 1.0f);
-  EXPECT_EQ(wireUnpackScale(COMMRT_MAX, 2.0f, 4), 0.5f);
-  EXPECT_EQ(wireReduce(COMMRT_AVG), COMMRT_SUM);
-  EXPECT_EQ(wireReduce(COMMRT_MIN), COMMRT_MIN);
+TEST(Convert, PacksAndUnpacksF64InDouble) {
+  const double input[] = {1.0 + 0x1p-11 + 0x1p-40, 6.0, -1e300};
+  uint16_t packed[3];
+  double output[3];
+  convert(input, COMMRT_F64, packed, COMMRT_F16, 3, 1.0);
+  EXPECT_EQ(packed[0], 0x3c01) << "rounded once";
+  EXPECT_EQ(packed[2], 0xfc00);
+  convert(input, COMMRT_F64, packed, COMMRT_BF16, 3, 0.5);
+  EXPECT_EQ(packed[1], floatToBFloat16(3.0f));
+  // 0.1 is not a float: the product shows the double arithmetic.
+  convert(packed, COMMRT_BF16, output, COMMRT_F64, 2, 0.1);
+  EXPECT_EQ(output[1], 3.0 * 0.1);
+  EXPECT_NE(output[1], static_cast<double>(3.0f * 0.1f));
 }
+
+TEST(Convert, ScalesWithoutAWireTypeThroughFloat) {
+  uint16_t halves[] = {floatToHalf(3.0f), floatToHalf(-1.0f)};
+  convert(halves, COMMRT_F16, halves, COMMRT_F16, 2, 0.5);
+  EXPECT_EQ(halfToFloat(halves[0]), 1.5f);
+  EXPECT_EQ(halfToFloat(halves[1]), -0.5f);
+  float floats[] = {3.0f, 5.0f};
+  float scaled[2];
+  convert(floats, COMMRT_F32, scaled, COMMRT_F32, 2, 0.25);
+  EXPECT_EQ(scaled[0], 0.75f);
+  EXPECT_EQ(scaled[1], 1.25f);
+}
+
+TEST(Convert, CopiesBitsWithoutAWireTypeAndScale) {
+  // A signalling NaN with a payload: any arithmetic would change it.
+  const uint16_t input[] = {0x7d23, 0x3c00};
+  uint16_t output[2] = {};
+  convert(input, COMMRT_F16, output, COMMRT_F16, 2, 1.0);
+  EXPECT_EQ(output[0], 0x7d23);
+  EXPECT_EQ(output[1], 0x3c00);
+}
+
+TEST(Convert, TravelTypeAndReduceFollowTheWire) {
+  EXPECT_EQ(travelType(COMMRT_F64, COMMRT_WIRE_NONE), COMMRT_F64);
+  EXPECT_EQ(travelType(COMMRT_F32, COMMRT_BF16), COMMRT_BF16);
+  EXPECT_EQ(travelReduce(COMMRT_F16, COMMRT_AVG), COMMRT_SUM);
+  EXPECT_EQ(travelReduce(COMMRT_F16, COMMRT_MIN), COMMRT_MIN);
+  EXPECT_EQ(travelReduce(COMMRT_WIRE_NONE, COMMRT_AVG), COMMRT_AVG)
+      << "without a wire type the collective averages";
+}
+
+TEST(Convert, UnpackScaleUndoesPrescaleAndAverages) {
+  EXPECT_EQ(unpackScale(COMMRT_F32, COMMRT_F16, COMMRT_SUM, 0.25f, 4), 4.0);
+  EXPECT_EQ(unpackScale(COMMRT_F32, COMMRT_F16, COMMRT_AVG, 0.25f, 4), 1.0);
+  EXPECT_EQ(unpackScale(COMMRT_F32, COMMRT_BF16, COMMRT_MAX, 2.0f, 4), 0.5);
+  EXPECT_EQ(unpackScale(COMMRT_F32, COMMRT_WIRE_NONE, COMMRT_AVG, 0.25f, 4),
+            4.0)
+      << "the collective averaged already";
+  EXPECT_EQ(unpackScale(COMMRT_F32, COMMRT_F16, COMMRT_AVG, 1.0f, 3),
+            static_cast<double>(1.0f / 3.0f));
+  EXPECT_EQ(unpackScale(COMMRT_F64, COMMRT_F16, COMMRT_AVG, 1.0f, 3),
+            1.0 / 3.0);
+}
+
+#if COMMRT_HAVE_NCCL
+/// Inputs of `dtype` for the kernel test: every 16-bit pattern but NaNs,
+/// or a stride through the finite floats (for f64, doubles just above them,
+/// which exercise the single rounding).
+std::vector<unsigned char> kernelInputs(commrt_dtype dtype) {
+  std::vector<unsigned char> bytes;
+  auto append = [&](const void *value, size_t size) {
+    const auto *first = static_cast<const unsigned char *>(value);
+    bytes.insert(bytes.end(), first, first + size);
+  };
+  if (dtype == COMMRT_F16 || dtype == COMMRT_BF16) {
+    for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+      auto value = static_cast<uint16_t>(bits);
+      float widened =
+          dtype == COMMRT_F16 ? halfToFloat(value) : bfloat16ToFloat(value);
+      if (!std::isnan(widened))
+        append(&value, sizeof value);
+    }
+    return bytes;
+  }
+  for (uint64_t bits = 0; bits <= 0xffffffff; bits += 1031) {
+    float value = floatFromBits(static_cast<uint32_t>(bits));
+    if (!std::isfinite(value))
+      continue;
+    if (dtype == COMMRT_F32) {
+      append(&value, sizeof value);
+    } else {
+      double above = static_cast<double>(value) * (1.0 + 0x1p-30);
+      append(&above, sizeof above);
+    }
+  }
+  return bytes;
+}
+#endif
 
 TEST(WireKernels, MatchTheHostReference) {
 #if COMMRT_HAVE_NCCL
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     GTEST_SKIP() << "no CUDA device visible to run the kernels";
-  // Finite values across the f32 range: overflow, subnormals and ties in
-  // both wire types.
-  std::vector<float> input;
-  for (uint64_t bits = 0; bits <= 0xffffffff; bits += 1031) {
-    float value = floatFromBits(static_cast<uint32_t>(bits));
-    if (std::isfinite(value))
-      input.push_back(value);
-  }
-  const int64_t count = input.size();
-  float *deviceFloats = nullptr;
-  uint16_t *deviceWire = nullptr;
-  ASSERT_EQ(cudaMalloc(&deviceFloats, count * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&deviceWire, count * sizeof(uint16_t)), cudaSuccess);
-  for (commrt_dtype wire : {COMMRT_F16, COMMRT_BF16}) {
-    for (float scale : {1.0f, 0.25f, 3.0f}) {
-      std::vector<uint16_t> expectedWire(count), wireOut(count);
-      std::vector<float> expectedFloats(count), floatsOut(count);
-      packWire(input.data(), expectedWire.data(), count, wire, scale);
-      unpackWire(expectedWire.data(), expectedFloats.data(), count, wire,
-                 1.0f / scale);
-      ASSERT_EQ(cudaMemcpy(deviceFloats, input.data(), count * sizeof(float),
-                           cudaMemcpyHostToDevice),
+  const std::pair<commrt_dtype, commrt_dtype> conversions[] = {
+      {COMMRT_F32, COMMRT_F16}, {COMMRT_F32, COMMRT_BF16},
+      {COMMRT_F16, COMMRT_F32}, {COMMRT_BF16, COMMRT_F32},
+      {COMMRT_F64, COMMRT_F16}, {COMMRT_F64, COMMRT_BF16},
+      {COMMRT_F16, COMMRT_F64}, {COMMRT_BF16, COMMRT_F64},
+      {COMMRT_F32, COMMRT_F32}, {COMMRT_F64, COMMRT_F64},
+      {COMMRT_F16, COMMRT_F16}, {COMMRT_BF16, COMMRT_BF16}};
+  for (auto [from, to] : conversions) {
+    std::vector<unsigned char> input = kernelInputs(from);
+    const int64_t count = input.size() / elementSize(from);
+    void *deviceInput = nullptr, *deviceOutput = nullptr;
+    ASSERT_EQ(cudaMalloc(&deviceInput, input.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&deviceOutput, count * elementSize(to)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(deviceInput, input.data(), input.size(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    for (double scale : {1.0, 0.25, 3.0, 1.0 / 3.0}) {
+      std::vector<unsigned char> expected(count * elementSize(to)),
+          output(count * elementSize(to));
+      convert(input.data(), from, expected.data(), to, count, scale);
+      ASSERT_EQ(cuda::convert(deviceInput, from, deviceOutput, to, count, scale,
+                              nullptr),
                 cudaSuccess);
-      ASSERT_EQ(
-          cuda::packWire(deviceFloats, deviceWire, count, wire, scale, nullptr),
-          cudaSuccess);
-      ASSERT_EQ(cuda::unpackWire(deviceWire, deviceFloats, count, wire,
-                                 1.0f / scale, nullptr),
-                cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(wireOut.data(), deviceWire, count * sizeof(uint16_t),
+      ASSERT_EQ(cudaMemcpy(output.data(), deviceOutput, output.size(),
                            cudaMemcpyDeviceToHost),
                 cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(floatsOut.data(), deviceFloats,
-                           count * sizeof(float), cudaMemcpyDeviceToHost),
-                cudaSuccess);
-      for (int64_t i = 0; i < count; ++i) {
-        ASSERT_EQ(wireOut[i], expectedWire[i])
-            << "pack of " << input[i] << " to wire " << wire;
-        ASSERT_EQ(floatBits(floatsOut[i]), floatBits(expectedFloats[i]))
-            << "unpack of " << wireOut[i] << " from wire " << wire;
-      }
+      for (int64_t i = 0; i < count; ++i)
+        ASSERT_EQ(std::memcmp(&output[i * elementSize(to)],
+                              &expected[i * elementSize(to)], elementSize(to)),
+                  0)
+            << "element " << i << " from " << from << " to " << to
+            << " scaled by " << scale;
     }
+    cudaFree(deviceInput);
+    cudaFree(deviceOutput);
   }
-  cudaFree(deviceFloats);
-  cudaFree(deviceWire);
 #else
   GTEST_SKIP() << "commrt was built without CUDA and NCCL";
 #endif

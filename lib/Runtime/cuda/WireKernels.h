@@ -1,7 +1,7 @@
 //===- WireKernels.h - CUDA pack/unpack kernels of wire data ----*- C++ -*-===//
 //
-// Device counterparts of packWire/unpackWire in WireFormat.h: the same
-// values, bit for bit, computed by one fused cast+scale kernel each.
+// The device counterpart of convert() in WireFormat.h: the same values, bit
+// for bit, computed by one fused cast+scale kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,16 +16,15 @@
 
 namespace commrt::cuda {
 
-/// Enqueues `wireOut[i] = round(input[i] * scale)` on `stream`, rounding to
-/// the 16-bit `wire` type (COMMRT_F16 or COMMRT_BF16) to nearest even. Both
-/// pointers are device memory. Returns the launch error, if any.
-cudaError_t packWire(const float *input, uint16_t *wireOut, int64_t count,
-                     commrt_dtype wire, float scale, cudaStream_t stream);
-
-/// Enqueues `output[i] = widen(wireIn[i]) * scale` on `stream`. Both pointers
-/// are device memory. Returns the launch error, if any.
-cudaError_t unpackWire(const uint16_t *wireIn, float *output, int64_t count,
-                       commrt_dtype wire, float scale, cudaStream_t stream);
+/// Enqueues on `stream` the conversion of `count` elements of `from` at
+/// `input` to `to` at `output`, `output[i] = round(widen(input[i]) * scale)`,
+/// computed as the host's convert() computes it. Both pointers are device
+/// memory; `output` may be `input` when the types have the same size. With
+/// `from` == `to` and `scale` 1 it enqueues a copy (none when `output` is
+/// `input`). Returns the launch error, if any.
+cudaError_t convert(const void *input, commrt_dtype from, void *output,
+                    commrt_dtype to, int64_t count, double scale,
+                    cudaStream_t stream);
 
 } // namespace commrt::cuda
 

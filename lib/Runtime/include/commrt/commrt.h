@@ -1,15 +1,37 @@
 /*===- commrt.h - commopt communication runtime C ABI -------------*- C -*-===*\
 |*                                                                            *|
 |* The flat C surface that code lowered by `convert-comm-to-runtime` calls,   *|
-|* and that any C or C++ program can call directly. It has no MLIR           *|
+|* and that any C or C++ program can call directly. It has no MLIR            *|
 |* dependency.                                                                *|
 |*                                                                            *|
 |* Every function that can fail returns a commrt_status (0 on success); on    *|
 |* failure commrt_last_error() describes what went wrong, naming the call and *|
 |* the offending argument.                                                    *|
 |*                                                                            *|
-|* Collectives and the first backend initialisation are collective over all  *|
+|* Collectives and the first backend initialisation are collective over all   *|
 |* ranks of MPI_COMM_WORLD. Calls must come from one thread at a time.        *|
+|*                                                                            *|
+|* Asynchronous collectives (commrt_*_start) run on channels, numbered from 0 *|
+|* to commrt_channels() - 1. A channel runs its collectives one after the     *|
+|* other, in the order they were started; collectives on different channels   *|
+|* may be in flight at once. Every rank must start the same collectives on    *|
+|* each channel in the same order. A start returns a handle that exactly one  *|
+|* commrt_wait consumes; until then the buffers belong to the runtime.        *|
+|*                                                                            *|
+|* How they progress while the caller computes:                               *|
+|*  - MPI: every channel has a communicator of its own and, from its first    *|
+|*    asynchronous collective on, a thread that runs the channel's            *|
+|*    collectives with blocking MPI calls (MPI_Iallreduce would progress only *|
+|*    inside MPI calls of the caller under OpenMPI 4.1). This needs           *|
+|*    MPI_THREAD_MULTIPLE: commrt_init asks for it when it initialises MPI;   *|
+|*    where the program initialised MPI with less, the starts fail with       *|
+|*    COMMRT_ERROR_UNAVAILABLE and the blocking calls keep working.           *|
+|*  - NCCL: every channel has a CUDA stream and an NCCL communicator of its   *|
+|*    own, the latter created by the channel's first collective (collective   *|
+|*    over all ranks); a start enqueues the work and records an event, which  *|
+|*    commrt_test queries and commrt_wait synchronises. Ranks must also       *|
+|*    start the collectives of different channels in the same order: the      *|
+|*    kernels of NCCL communicators sharing a GPU can wait for each other.    *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef COMMRT_COMMRT_H
@@ -56,21 +78,35 @@ typedef enum commrt_backend {
   COMMRT_BACKEND_NCCL = 2,
 } commrt_backend;
 
-/* Initialises the runtime (and MPI, unless the program already did) with the
- * backend chosen as described above. Idempotent. Every other entry point
+/* The wire type argument of the fused collectives that sends the data in its
+ * own dtype. Any other wire type (COMMRT_F16 or COMMRT_BF16) must be narrower
+ * than the dtype. */
+enum { COMMRT_WIRE_NONE = -1 };
+
+/* The number of channels when the environment does not set COMMRT_CHANNELS
+ * (to a number in 1..COMMRT_MAX_CHANNELS). All ranks must set the same. */
+enum { COMMRT_DEFAULT_CHANNELS = 8, COMMRT_MAX_CHANNELS = 64 };
+
+/* Initialises the runtime (and MPI, with MPI_Init_thread asking for
+ * MPI_THREAD_MULTIPLE, unless the program already did) with the backend
+ * chosen as described above. Idempotent. Every other entry point
  * initialises lazily, so lowered code need not call this. */
 int32_t commrt_init(void);
 
 /* Like commrt_init, naming the backend. Asking for NCCL where it was not built
  * or no GPU is present fails with COMMRT_ERROR_UNAVAILABLE and a message.
  * Naming a backend other than the one in use replaces it (collectively); when
- * the new one cannot be created, the one in use stays. */
+ * the new one cannot be created, the one in use stays. Collectives in flight
+ * on the replaced backend are completed first; their handles stay valid. */
 int32_t commrt_init_backend(int32_t backend);
 
 /* Tears the backend down and finalises MPI if commrt_init initialised it. A
  * runtime initialised lazily is finalised at process exit. Every call after
  * it, this one included, fails with COMMRT_ERROR_NOT_INITIALIZED: MPI cannot
- * be initialised twice. */
+ * be initialised twice. Collectives still in flight are completed first, as
+ * if waited (their results land in their buffers), and their handles become
+ * invalid; when one of them failed, the runtime is finalised all the same and
+ * that failure is returned. */
 int32_t commrt_finalize(void);
 
 /* This process's rank and the number of ranks (-1 if initialisation failed).
@@ -82,6 +118,12 @@ int32_t commrt_size(void);
 /* The backend in use (a commrt_backend), initialising if needed; -1 if
  * initialisation failed. */
 int32_t commrt_backend_in_use(void);
+
+/* The number of channels (COMMRT_CHANNELS, or COMMRT_DEFAULT_CHANNELS),
+ * initialising if needed; -1 if initialisation failed. Initialisation fails
+ * when COMMRT_CHANNELS is not a number in 1..COMMRT_MAX_CHANNELS or differs
+ * between ranks. */
+int32_t commrt_channels(void);
 
 /* Blocking in-place allreduce of `count` elements of `dtype` at `buffer`.
  * AVG divides the sum by the number of ranks. Every rank must pass the same
@@ -105,6 +147,67 @@ int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
  * NCCL). The consistency checks compare count, wire and reduce. */
 int32_t commrt_allreduce_wire(float *buffer, int64_t count, int32_t wire,
                               int32_t reduce, float prescale);
+
+/* Blocking in-place allreduce of `nbuffers` (at least 1) buffers with one
+ * collective: buffer i holds `counts[i]` elements of `dtype` (a zero-length
+ * buffer may be null).
+ *  - Packing multiplies every element by `prescale` and rounds it (to
+ *    nearest even) to the wire type, in one pass into one fusion buffer that
+ *    the runtime keeps and grows across calls (device memory and the pack
+ *    kernels with NCCL).
+ *  - One allreduce reduces the fusion buffer; over a wire type AVG sums.
+ *  - Unpacking widens every value back to `dtype` and multiplies it by
+ *    1 / `prescale` (for AVG over a wire type, by 1 / (`prescale` * size)).
+ * `wire` is COMMRT_WIRE_NONE, and the data travels as `dtype` and is reduced
+ * as commrt_allreduce reduces it, or COMMRT_F16 / COMMRT_BF16, which must be
+ * narrower than `dtype` (so f32 and f64 buffers only). Packing and unpacking
+ * compute in double for f64 buffers (rounding them only once to the wire
+ * type) and in float otherwise. With COMMRT_WIRE_NONE and `prescale` 1 they
+ * copy the bits, and every element is reduced as commrt_allreduce reduces
+ * it, up to the order in which MPI combines the ranks' values, which may
+ * depend on the message size. `prescale` must be finite and nonzero; as for
+ * commrt_allreduce_wire, it keeps values in the wire type's range. The
+ * consistency checks compare nbuffers, the total count, the counts, dtype,
+ * wire, reduce and prescale. */
+int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
+                               int32_t nbuffers, int32_t dtype, int32_t reduce,
+                               int32_t wire, float prescale);
+
+/* Starts commrt_allreduce(buffer, count, dtype, reduce) on `channel` and
+ * stores a handle for commrt_test and commrt_wait in `*handle` (0, never a
+ * valid handle, when the start fails). The collective is the one
+ * commrt_allreduce runs (over MPI, with the same results bit for bit). The
+ * consistency checks also compare the channel; they run before the start
+ * returns. count == 0 gives a handle that is already complete. */
+int32_t commrt_allreduce_start(void *buffer, int64_t count, int32_t dtype,
+                               int32_t reduce, int32_t channel,
+                               int64_t *handle);
+
+/* Starts commrt_fused_allreduce(buffers, ...) on `channel`, as
+ * commrt_allreduce_start does. The arrays `buffers` and `counts` are read
+ * before it returns; the buffers they point to belong to the runtime until
+ * the wait. Each channel keeps a fusion buffer of its own. */
+int32_t commrt_fused_allreduce_start(void *const *buffers,
+                                     const int64_t *counts, int32_t nbuffers,
+                                     int32_t dtype, int32_t reduce,
+                                     int32_t wire, float prescale,
+                                     int32_t channel, int64_t *handle);
+
+/* Sets `*done` to 1 when the collective of `handle` has finished (its
+ * results are in its buffers) and to 0 otherwise, without blocking and
+ * without making progress itself (over MPI it does not enter MPI at all).
+ * The handle stays valid: commrt_wait must still consume it, and then returns
+ * at once with the collective's status. Fails with
+ * COMMRT_ERROR_INVALID_ARGUMENT when `done` is null or the handle is not in
+ * flight (never returned by a start, or already waited). */
+int32_t commrt_test(int64_t handle, int32_t *done);
+
+/* Blocks until the collective of `handle` has finished, releases the handle
+ * and returns the collective's status. Local: it involves no other rank.
+ * Every handle must be waited exactly once; waiting a handle that is not in
+ * flight (never returned by a start, or already waited) fails with
+ * COMMRT_ERROR_INVALID_ARGUMENT. */
+int32_t commrt_wait(int64_t handle);
 
 /* Turns the cross-rank argument check of collectives on (1) or off (0). It
  * costs one small allreduce per collective. Default: off, unless the

@@ -1,0 +1,562 @@
+//===- MpiAsyncTest.cpp - Async and fused collectives across MPI ranks ----===//
+//
+// Run under mpirun with any number of ranks (CTest uses 2 and 4). Results are
+// compared bit for bit with the blocking collectives, exactly with the
+// reference for values whose sums are exact, and within a stated bound for
+// reduced-precision wire types.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtils.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+using commrt::elementSize;
+using commrt::testing::contribution;
+using commrt::testing::dtypeName;
+using commrt::testing::expectedReduction;
+using commrt::testing::failedWith;
+using commrt::testing::reduceName;
+using commrt::testing::TypedBuffer;
+
+namespace {
+
+// Queried once: the tests call them per element.
+int rank() {
+  static const int rank = commrt_rank();
+  return rank;
+}
+int size() {
+  static const int size = commrt_size();
+  return size;
+}
+int channels() {
+  static const int channels = commrt_channels();
+  return channels;
+}
+
+double expected(commrt_reduce reduce, int64_t i) {
+  return expectedReduction(reduce, i, size());
+}
+
+/// A value in +-[0.5, 1) that rank `r` contributes at index `i`, with all
+/// mantissa bits in play, so that sums round.
+double noisy(int r, int64_t i) {
+  // SplitMix64 of (r, i).
+  uint64_t x = (static_cast<uint64_t>(r) << 40) + static_cast<uint64_t>(i) +
+               0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  double magnitude = 0.5 + static_cast<double>(x >> 11) * 0x1p-54;
+  return x & 1 ? -magnitude : magnitude;
+}
+
+/// Fills `buffer`'s `count` elements with `value(rank, i)`.
+template <typename Value>
+void fill(TypedBuffer &buffer, int64_t count, Value value) {
+  for (int64_t i = 0; i < count; ++i)
+    buffer.set(i, value(rank(), i));
+}
+
+/// Whether the first `count` elements of `a` and `b`, of `dtype`, have the
+/// same bits.
+::testing::AssertionResult sameBits(TypedBuffer &a, TypedBuffer &b,
+                                    commrt_dtype dtype, int64_t count) {
+  const auto *x = static_cast<const unsigned char *>(a.data());
+  const auto *y = static_cast<const unsigned char *>(b.data());
+  size_t width = elementSize(dtype);
+  for (int64_t i = 0; i < count; ++i)
+    if (std::memcmp(x + i * width, y + i * width, width) != 0)
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a.get(i) << " vs " << b.get(i);
+  return ::testing::AssertionSuccess();
+}
+
+using DtypeAndReduce = std::tuple<commrt_dtype, commrt_reduce>;
+
+std::string
+dtypeAndReduceName(const ::testing::TestParamInfo<DtypeAndReduce> &info) {
+  return std::string(dtypeName(std::get<0>(info.param))) + "_" +
+         reduceName(std::get<1>(info.param));
+}
+
+const auto kAllDtypesAndReduces = ::testing::Combine(
+    ::testing::Values(COMMRT_F32, COMMRT_F64, COMMRT_F16, COMMRT_BF16),
+    ::testing::Values(COMMRT_SUM, COMMRT_AVG, COMMRT_MAX, COMMRT_MIN));
+
+class AsyncTest : public ::testing::TestWithParam<DtypeAndReduce> {};
+
+TEST_P(AsyncTest, MatchesTheBlockingAllreduceBitForBit) {
+  auto [dtype, reduce] = GetParam();
+  const int64_t count = 4099;
+  TypedBuffer blocking(dtype, count), async(dtype, count);
+  fill(blocking, count, noisy);
+  fill(async, count, noisy);
+  ASSERT_EQ(commrt_allreduce(blocking.data(), count, dtype, reduce),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int64_t handle;
+  ASSERT_EQ(commrt_allreduce_start(async.data(), count, dtype, reduce,
+                                   (dtype * 4 + reduce) % channels(), &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+  EXPECT_TRUE(sameBits(blocking, async, dtype, count));
+}
+
+TEST_P(AsyncTest, FusedStartMatchesTheBlockingFusedAllreduceBitForBit) {
+  auto [dtype, reduce] = GetParam();
+  const int64_t counts[] = {1000, 0, 3, 2048};
+  std::vector<TypedBuffer> blocking, async;
+  std::vector<void *> blockingData, asyncData;
+  for (int64_t count : counts) {
+    blocking.emplace_back(dtype, count);
+    async.emplace_back(dtype, count);
+    fill(blocking.back(), count, noisy);
+    fill(async.back(), count, noisy);
+  }
+  for (size_t i = 0; i < blocking.size(); ++i) {
+    blockingData.push_back(blocking[i].data());
+    asyncData.push_back(async[i].data());
+  }
+  // A wire type where the dtype allows one.
+  int32_t wire = elementSize(dtype) > 2 ? COMMRT_BF16 : COMMRT_WIRE_NONE;
+  ASSERT_EQ(commrt_fused_allreduce(blockingData.data(), counts, 4, dtype,
+                                   reduce, wire, 0.5f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int64_t handle;
+  ASSERT_EQ(commrt_fused_allreduce_start(
+                asyncData.data(), counts, 4, dtype, reduce, wire, 0.5f,
+                channels() - 1 - reduce % channels(), &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+  for (size_t i = 0; i < blocking.size(); ++i)
+    EXPECT_TRUE(sameBits(blocking[i], async[i], dtype, counts[i]))
+        << "buffer " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, AsyncTest, kAllDtypesAndReduces,
+                         dtypeAndReduceName);
+
+class FusedTest : public ::testing::TestWithParam<DtypeAndReduce> {};
+
+TEST_P(FusedTest, ReducesMixedSizesWithEmptyBuffersExactly) {
+  auto [dtype, reduce] = GetParam();
+  const int64_t counts[] = {0, 1, 1000, 0, 37, 65536, 0};
+  const int n = 7;
+  for (bool async : {false, true}) {
+    std::vector<TypedBuffer> buffers;
+    std::vector<void *> data;
+    for (int64_t count : counts) {
+      buffers.emplace_back(dtype, count);
+      fill(buffers.back(), count, contribution);
+      // Zero-length buffers may be null.
+      data.push_back(count ? buffers.back().data() : nullptr);
+    }
+    if (async) {
+      int64_t handle;
+      ASSERT_EQ(commrt_fused_allreduce_start(data.data(), counts, n, dtype,
+                                             reduce, COMMRT_WIRE_NONE, 1.0f, 0,
+                                             &handle),
+                COMMRT_SUCCESS)
+          << commrt_last_error();
+      ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+    } else {
+      ASSERT_EQ(commrt_fused_allreduce(data.data(), counts, n, dtype, reduce,
+                                       COMMRT_WIRE_NONE, 1.0f),
+                COMMRT_SUCCESS)
+          << commrt_last_error();
+    }
+    for (int b = 0; b < n; ++b)
+      for (int64_t i = 0; i < counts[b]; ++i)
+        ASSERT_EQ(buffers[b].get(i), expected(reduce, i))
+            << (async ? "async" : "blocking") << ", buffer " << b << ", index "
+            << i;
+  }
+}
+
+TEST_P(FusedTest, ScalesWithoutAWireType) {
+  auto [dtype, reduce] = GetParam();
+  // Halving and doubling is exact for these values: the results are the
+  // unscaled ones.
+  const int64_t counts[] = {100, 7};
+  TypedBuffer first(dtype, counts[0]), second(dtype, counts[1]);
+  fill(first, counts[0], contribution);
+  fill(second, counts[1], contribution);
+  void *data[] = {first.data(), second.data()};
+  ASSERT_EQ(commrt_fused_allreduce(data, counts, 2, dtype, reduce,
+                                   COMMRT_WIRE_NONE, 0.5f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  for (int64_t i = 0; i < counts[0]; ++i)
+    ASSERT_EQ(first.get(i), expected(reduce, i)) << "index " << i;
+  for (int64_t i = 0; i < counts[1]; ++i)
+    ASSERT_EQ(second.get(i), expected(reduce, i)) << "index " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, FusedTest, kAllDtypesAndReduces,
+                         dtypeAndReduceName);
+
+using DtypeWireAndReduce =
+    std::tuple<commrt_dtype, commrt_dtype, commrt_reduce>;
+
+class WireTest : public ::testing::TestWithParam<DtypeWireAndReduce> {
+protected:
+  /// Runs a fused allreduce of two buffers of `count` and 3 elements of
+  /// `value(rank, i)` with prescale 0.5, and returns the first buffer.
+  template <typename Value>
+  TypedBuffer reduceTwoBuffers(int64_t count, Value value, bool async) {
+    auto [dtype, wire, reduce] = GetParam();
+    TypedBuffer first(dtype, count), second(dtype, 3);
+    fill(first, count, value);
+    fill(second, 3, value);
+    void *data[] = {first.data(), second.data()};
+    const int64_t counts[] = {count, 3};
+    if (async) {
+      int64_t handle;
+      EXPECT_EQ(commrt_fused_allreduce_start(data, counts, 2, dtype, reduce,
+                                             wire, 0.5f, 1 % channels(),
+                                             &handle),
+                COMMRT_SUCCESS)
+          << commrt_last_error();
+      EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+    } else {
+      EXPECT_EQ(
+          commrt_fused_allreduce(data, counts, 2, dtype, reduce, wire, 0.5f),
+          COMMRT_SUCCESS)
+          << commrt_last_error();
+    }
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_EQ(second.get(i), first.get(i)) << "the same values, index " << i;
+    return first;
+  }
+};
+
+// The error bound. Let u be the unit roundoff of the wire type (2^-11 for
+// f16, 2^-8 for bf16) and x_r the value of rank r (as stored in the dtype).
+// Scaling by the power of two 0.5 and back is exact. Each x_r is rounded
+// once when packed and then by at most P - 1 additions of the reduction,
+// whatever its order, so (Higham, Accuracy and Stability of Numerical
+// Algorithms, 2nd ed., section 4.2), with g = P u / (1 - P u):
+//   SUM:      |result - sum_r x_r| <= g sum_r |x_r| + e,
+//   AVG:      |result - sum_r x_r / P| <= g sum_r |x_r| / P + e,
+//   MAX, MIN: |result - exact| <= u |exact|, since rounding is monotonic,
+// where e = 2^-23 |exact| covers rounding the unpacked result to f32 and
+// dividing by a P that is not a power of two. No value here is subnormal or
+// overflows.
+TEST_P(WireTest, StaysWithinTheErrorBound) {
+  auto [dtypeParam, wire, reduceKind] = GetParam();
+  const commrt_dtype dtype = dtypeParam;
+  const int64_t count = 5000;
+  const double u = wire == COMMRT_F16 ? 0x1p-11 : 0x1p-8;
+  const int p = size();
+  const double g = p * u / (1 - p * u);
+  auto stored = [&](int r, int64_t i) {
+    return dtype == COMMRT_F32 ? static_cast<float>(noisy(r, i)) : noisy(r, i);
+  };
+  for (bool async : {false, true}) {
+    TypedBuffer result = reduceTwoBuffers(count, noisy, async);
+    for (int64_t i = 0; i < count; ++i) {
+      double sum = 0, absSum = 0, max = stored(0, i), min = max;
+      for (int r = 0; r < p; ++r) {
+        // In double: exact for f32 values, far below the bound for f64.
+        sum += stored(r, i);
+        absSum += std::fabs(stored(r, i));
+        max = std::max(max, stored(r, i));
+        min = std::min(min, stored(r, i));
+      }
+      double exact = 0, bound = 0;
+      switch (reduceKind) {
+      case COMMRT_SUM:
+        exact = sum;
+        bound = g * absSum;
+        break;
+      case COMMRT_AVG:
+        exact = sum / p;
+        bound = g * absSum / p;
+        break;
+      case COMMRT_MAX:
+        exact = max;
+        bound = u * std::fabs(max);
+        break;
+      case COMMRT_MIN:
+        exact = min;
+        bound = u * std::fabs(min);
+        break;
+      }
+      bound += 0x1p-23 * std::fabs(exact);
+      ASSERT_LE(std::fabs(result.get(i) - exact), bound)
+          << (async ? "async" : "blocking") << ", index " << i;
+    }
+  }
+}
+
+TEST_P(WireTest, IsExactForRepresentableValues) {
+  auto reduceKind = std::get<2>(GetParam());
+  if (reduceKind == COMMRT_AVG && (size() & (size() - 1)) != 0)
+    GTEST_SKIP() << "dividing by " << size() << " rounds";
+  // The contributions, their halves and all partial sums are exact in f16
+  // and bf16.
+  for (bool async : {false, true}) {
+    TypedBuffer result = reduceTwoBuffers(1000, contribution, async);
+    for (int64_t i = 0; i < 1000; ++i)
+      ASSERT_EQ(result.get(i), expected(reduceKind, i))
+          << (async ? "async" : "blocking") << ", index " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WideTypes, WireTest,
+    ::testing::Combine(::testing::Values(COMMRT_F32, COMMRT_F64),
+                       ::testing::Values(COMMRT_F16, COMMRT_BF16),
+                       ::testing::Values(COMMRT_SUM, COMMRT_AVG, COMMRT_MAX,
+                                         COMMRT_MIN)),
+    [](const ::testing::TestParamInfo<DtypeWireAndReduce> &info) {
+      return std::string(dtypeName(std::get<0>(info.param))) + "_via_" +
+             dtypeName(std::get<1>(info.param)) + "_" +
+             reduceName(std::get<2>(info.param));
+    });
+
+/// One collective of the in-flight test: a plain or a fused allreduce.
+struct InFlight {
+  commrt_dtype dtype;
+  int64_t count;
+  int32_t channel;
+  bool fused;
+  TypedBuffer buffer;
+  int64_t handle = 0;
+};
+
+TEST(Async, SeveralHandlesOnSeveralChannelsWaitedOutOfOrder) {
+  const int used = std::min(channels(), 4);
+  const commrt_dtype dtypes[] = {COMMRT_F32, COMMRT_F64, COMMRT_F16,
+                                 COMMRT_BF16};
+  std::vector<InFlight> collectives;
+  for (int k = 0; k < 12; ++k) {
+    commrt_dtype dtype = dtypes[k % 4];
+    int64_t count = 1000 * (k + 1) + k;
+    collectives.push_back(
+        {dtype, count, k % used, k % 3 == 0, TypedBuffer(dtype, count)});
+  }
+  // Start them all, three on each channel in use.
+  for (InFlight &c : collectives) {
+    fill(c.buffer, c.count, contribution);
+    if (c.fused) {
+      void *data[] = {c.buffer.data()};
+      ASSERT_EQ(commrt_fused_allreduce_start(data, &c.count, 1, c.dtype,
+                                             COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                             c.channel, &c.handle),
+                COMMRT_SUCCESS)
+          << commrt_last_error();
+    } else {
+      ASSERT_EQ(commrt_allreduce_start(c.buffer.data(), c.count, c.dtype,
+                                       COMMRT_SUM, c.channel, &c.handle),
+                COMMRT_SUCCESS)
+          << commrt_last_error();
+    }
+  }
+  // A blocking collective does not wait for them.
+  double value = 1.0;
+  ASSERT_EQ(commrt_allreduce(&value, 1, COMMRT_F64, COMMRT_SUM), COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(value, size());
+  // Wait in another order: the last started first, across channels.
+  for (int k : {11, 4, 7, 0, 9, 2, 5, 10, 1, 8, 3, 6}) {
+    InFlight &c = collectives[k];
+    ASSERT_EQ(commrt_wait(c.handle), COMMRT_SUCCESS)
+        << "collective " << k << ": " << commrt_last_error();
+    for (int64_t i = 0; i < c.count; ++i)
+      ASSERT_EQ(c.buffer.get(i), expected(COMMRT_SUM, i))
+          << "collective " << k << ", index " << i;
+  }
+}
+
+TEST(Async, ProgressesWithoutTheCallerWaiting) {
+  // 64 MiB of f32. The caller only polls commrt_test, which never enters
+  // MPI: the collective completes through the runtime's own progress.
+  const int64_t count = int64_t(16) << 20;
+  std::vector<float> data(count);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] = static_cast<float>(contribution(rank(), i));
+  int64_t handle;
+  ASSERT_EQ(commrt_allreduce_start(data.data(), count, COMMRT_F32, COMMRT_SUM,
+                                   0, &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int32_t done = 0;
+  while (!done) {
+    ASSERT_EQ(commrt_test(handle, &done), COMMRT_SUCCESS)
+        << commrt_last_error();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // The results are in place before the wait.
+  int64_t wrong = 0, firstWrong = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (data[i] == expected(COMMRT_SUM, i))
+      continue;
+    if (wrong++ == 0)
+      firstWrong = i;
+  }
+  EXPECT_EQ(wrong, 0) << "the first at index " << firstWrong;
+  EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+}
+
+/// Tests that run with consistency checks on and need two or more ranks.
+class CheckedAsyncTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (size() < 2)
+      GTEST_SKIP() << "needs two or more ranks";
+    ASSERT_EQ(commrt_set_consistency_checks(1), COMMRT_SUCCESS);
+  }
+  void TearDown() override { commrt_set_consistency_checks(0); }
+
+  /// Runs a valid blocking and a valid asynchronous allreduce on every
+  /// channel, showing that an error left no rank behind.
+  void expectRanksStillInStep() {
+    double value = 1.0;
+    ASSERT_EQ(commrt_allreduce(&value, 1, COMMRT_F64, COMMRT_SUM),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    EXPECT_EQ(value, size());
+    for (int channel = 0; channel < channels(); ++channel) {
+      float one = 1.0f;
+      int64_t handle;
+      ASSERT_EQ(commrt_allreduce_start(&one, 1, COMMRT_F32, COMMRT_SUM, channel,
+                                       &handle),
+                COMMRT_SUCCESS)
+          << commrt_last_error();
+      ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+      EXPECT_EQ(one, size()) << "channel " << channel;
+    }
+  }
+
+  /// A fused allreduce of f32 buffers of `counts` on this rank.
+  int32_t fused(std::vector<int64_t> counts, int32_t dtype = COMMRT_F32,
+                int32_t reduce = COMMRT_SUM, int32_t wire = COMMRT_WIRE_NONE,
+                float prescale = 1.0f) {
+    std::vector<std::vector<double>> storage;
+    std::vector<void *> data;
+    for (int64_t count : counts) {
+      storage.emplace_back(count);
+      data.push_back(storage.back().data());
+    }
+    return commrt_fused_allreduce(data.data(), counts.data(),
+                                  static_cast<int32_t>(counts.size()), dtype,
+                                  reduce, wire, prescale);
+  }
+
+  int lastRank() { return size() - 1; }
+};
+
+TEST_F(CheckedAsyncTest, FusedTotalCountMismatchFailsOnEveryRank) {
+  EXPECT_TRUE(failedWith(
+      fused({3, rank() == 0 ? 4 : 5}), COMMRT_ERROR_MISMATCH,
+      "commrt_fused_allreduce: ranks disagree on total count (min 7, max 8)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedAsyncTest, FusedBufferCountMismatchFailsOnEveryRank) {
+  EXPECT_TRUE(failedWith(
+      fused(rank() == lastRank() ? std::vector<int64_t>{6}
+                                 : std::vector<int64_t>{3, 3}),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_fused_allreduce: ranks disagree on nbuffers (min 1, max 2)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedAsyncTest, FusedSplitMismatchFailsOnEveryRank) {
+  EXPECT_TRUE(failedWith(fused(rank() == 0 ? std::vector<int64_t>{2, 4}
+                                           : std::vector<int64_t>{4, 2}),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_fused_allreduce: ranks disagree on counts"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedAsyncTest, FusedDtypeWireReduceAndPrescaleMismatchesFail) {
+  bool odd = rank() == lastRank();
+  EXPECT_TRUE(failedWith(
+      fused({4, 1}, odd ? COMMRT_F64 : COMMRT_F32), COMMRT_ERROR_MISMATCH,
+      "commrt_fused_allreduce: ranks disagree on dtype (min 0, max 1)"));
+  EXPECT_TRUE(failedWith(
+      fused({4, 1}, COMMRT_F32, COMMRT_SUM,
+            odd ? COMMRT_F16 : COMMRT_WIRE_NONE),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_fused_allreduce: ranks disagree on wire (min -1, max 2)"));
+  EXPECT_TRUE(failedWith(
+      fused({4, 1}, COMMRT_F32, odd ? COMMRT_MAX : COMMRT_SUM),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_fused_allreduce: ranks disagree on reduce (min 0, max 2)"));
+  EXPECT_TRUE(failedWith(
+      fused({4, 1}, COMMRT_F32, COMMRT_SUM, COMMRT_BF16, odd ? 0.5f : 1.0f),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_fused_allreduce: ranks disagree on prescale (0.5 and 1)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedAsyncTest, StartCountAndChannelMismatchesFailOnEveryRank) {
+  if (channels() < 2)
+    GTEST_SKIP() << "needs two channels";
+  float data[4] = {};
+  int64_t handle = 42;
+  EXPECT_TRUE(failedWith(
+      commrt_allreduce_start(data, rank() == 0 ? 3 : 4, COMMRT_F32, COMMRT_SUM,
+                             0, &handle),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_allreduce_start: ranks disagree on count (min 3, max 4)"));
+  EXPECT_EQ(handle, 0);
+  EXPECT_TRUE(failedWith(
+      commrt_allreduce_start(data, 4, COMMRT_F32, COMMRT_SUM,
+                             rank() == 0 ? 0 : 1, &handle),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_allreduce_start: ranks disagree on channel (min 0, max 1)"));
+  void *buffers[] = {data};
+  const int64_t counts[] = {4};
+  EXPECT_TRUE(failedWith(
+      commrt_fused_allreduce_start(buffers, counts, 1, COMMRT_F32, COMMRT_SUM,
+                                   COMMRT_BF16, 1.0f,
+                                   rank() == lastRank() ? 1 : 0, &handle),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_fused_allreduce_start: ranks disagree on channel (min 0, max "
+      "1)"));
+  EXPECT_EQ(handle, 0);
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedAsyncTest, InvalidArgumentOnOneRankFailsOnEveryRank) {
+  float data[4] = {};
+  bool bad = rank() == lastRank();
+  int64_t handle;
+  int32_t status = commrt_allreduce_start(data, 4, COMMRT_F32, COMMRT_SUM,
+                                          bad ? channels() : 0, &handle);
+  std::string message =
+      bad ? "commrt_allreduce_start: channel " + std::to_string(channels()) +
+                " is out of range (expected 0.." +
+                std::to_string(channels() - 1) +
+                "; COMMRT_CHANNELS sets the number of channels)"
+          : "commrt_allreduce_start: rank " + std::to_string(lastRank()) +
+                " passed an invalid argument";
+  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT, message));
+
+  void *buffers[] = {data, nullptr};
+  const int64_t counts[] = {4, rank() == 0 ? 1 : 0};
+  status = commrt_fused_allreduce(buffers, counts, 2, COMMRT_F32, COMMRT_SUM,
+                                  COMMRT_WIRE_NONE, 1.0f);
+  message = rank() == 0 ? "commrt_fused_allreduce: buffers[1] is null but "
+                          "counts[1] is 1"
+                        : "commrt_fused_allreduce: rank 0 passed an invalid "
+                          "argument";
+  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT, message));
+  expectRanksStillInStep();
+}
+
+} // namespace
