@@ -22,3 +22,24 @@ func.func @symbol_taken(%m: memref<4xf32>) {
   return
 }
 func.func private @commrt_allreduce(i32)
+
+// -----
+
+// Sparse collectives have no runtime path yet, in buffer form or in tensor
+// form (bufferizing first would not help).
+func.func @sparse_buffer_form(%g: memref<1024xf32>, %r: memref<1024xf32>) {
+  // expected-error @+1 {{'comm.sparse_allreduce' op cannot be lowered yet by convert-comm-to-runtime: the runtime has no sparse exchange}}
+  comm.sparse_allreduce %g, %r {density = 0.01, select = #comm.select<threshold>, exchange = #comm.exchange<allgather>}
+      : memref<1024xf32>, memref<1024xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_tensor_form(%g: tensor<1024xf32>, %r: tensor<1024xf32>)
+    -> (tensor<1024xf32>, tensor<1024xf32>) {
+  // expected-error @+1 {{'comm.sparse_allreduce' op cannot be lowered yet by convert-comm-to-runtime: the runtime has no sparse exchange}}
+  %0:2 = comm.sparse_allreduce %g, %r {density = 0.01, select = #comm.select<chunk>, exchange = #comm.exchange<chunk>}
+      : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>, tensor<1024xf32>
+  return %0#0, %0#1 : tensor<1024xf32>, tensor<1024xf32>
+}
