@@ -47,4 +47,55 @@ def Comm_PhaseAttr : EnumAttr<Comm_Dialect, Comm_Phase, "phase"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Comm_SelectTopk : I32EnumAttrCase<"topk", 0>;
+def Comm_SelectThreshold : I32EnumAttrCase<"threshold", 1>;
+def Comm_SelectChunk : I32EnumAttrCase<"chunk", 2>;
+
+def Comm_SelectKind : I32EnumAttr<"SelectKind",
+    "how a sparse collective selects the entries it sends",
+    [Comm_SelectTopk, Comm_SelectThreshold, Comm_SelectChunk]> {
+  let cppNamespace = "::mlir::comm";
+  let genSpecializedAttr = 0;
+}
+
+def Comm_SelectKindAttr : EnumAttr<Comm_Dialect, Comm_SelectKind, "select"> {
+  let summary = "How a sparse collective selects the entries it sends";
+  let description = [{
+    `#comm.select<topk>`: exactly the k entries of largest magnitude.
+    `#comm.select<threshold>`: the entries whose magnitude reaches a
+    threshold found by search, approximately k of them (RedSync's selection,
+    cheaper than an exact top-k on GPUs).
+    `#comm.select<chunk>`: whole chunks of consecutive entries, chosen by
+    their norms so that all ranks agree on them (GradientFlow's
+    coarse-grained selection); goes with `#comm.exchange<chunk>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Comm_ExchangeAllgather : I32EnumAttrCase<"allgather", 0>;
+def Comm_ExchangeHash : I32EnumAttrCase<"hash", 1>;
+def Comm_ExchangeChunk : I32EnumAttrCase<"chunk", 2>;
+
+def Comm_ExchangeKind : I32EnumAttr<"ExchangeKind",
+    "how a sparse collective exchanges the selected entries",
+    [Comm_ExchangeAllgather, Comm_ExchangeHash, Comm_ExchangeChunk]> {
+  let cppNamespace = "::mlir::comm";
+  let genSpecializedAttr = 0;
+}
+
+def Comm_ExchangeKindAttr
+    : EnumAttr<Comm_Dialect, Comm_ExchangeKind, "exchange"> {
+  let summary = "How a sparse collective exchanges the selected entries";
+  let description = [{
+    `#comm.exchange<allgather>`: every rank gathers every rank's (index,
+    value) pairs (RedSync); the volume grows with the number of ranks.
+    `#comm.exchange<hash>`: pairs go by an all-to-all to the rank owning
+    their hash partition, owners reduce them, and the reduced partitions are
+    allgathered (Zen's hash-balanced exchange).
+    `#comm.exchange<chunk>`: the chunks all ranks agreed on are allreduced
+    dense, without indices (GradientFlow); goes with `#comm.select<chunk>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // COMM_ATTRS_TD

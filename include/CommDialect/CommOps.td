@@ -21,6 +21,11 @@ def Comm_Gradient : AnyTypeOf<[RankedTensorOf<[Comm_ElementType]>,
                                MemRefOf<[Comm_ElementType]>],
     "ranked tensor or memref of floats or signless integers">;
 
+// A gradient that can be sparsified: selection by magnitude needs floats.
+def Comm_FloatGradient : AnyTypeOf<[RankedTensorOf<[AnyFloat]>,
+                                    MemRefOf<[AnyFloat]>],
+    "ranked tensor or memref of floats">;
+
 //===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//
@@ -148,6 +153,121 @@ def Comm_WaitOp : Comm_Op<"wait", [
   let extraClassDeclaration = [{
     /// The start whose collective this wait completes.
     StartOp getStart();
+  }];
+}
+
+def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce",
+                                     Comm_CollectiveTraits> {
+  let summary = "Sparsified allreduce of one gradient with a residual";
+  let description = [{
+    Residual gradient compression (RedSync, GradientFlow, Zen): each rank
+    sends only a small part of its gradient and keeps the rest in a residual
+    that is added to the next step's gradient, so that nothing is lost, only
+    delayed.
+
+    On every rank, with `numel` the number of elements of `grad`:
+
+    1. `acc = grad + residual_in`, element-wise.
+    2. Select entries of `acc` by magnitude, as `select` says:
+       - `topk`: exactly the `k = ceil(density * numel)` entries of largest
+         magnitude;
+       - `threshold`: the entries whose magnitude reaches a threshold found
+         by search so that approximately `k` are selected (RedSync's
+         selection, cheaper than an exact top-k on GPUs);
+       - `chunk`: `acc` is split, in row-major order, into chunks of
+         `chunk_elements` consecutive entries (default 32768; the last chunk
+         may be shorter); the ranks allreduce the chunks' norms and all
+         select the same `ceil(density * chunks)` chunks of largest norm
+         (GradientFlow's coarse-grained selection). `density` is then the
+         fraction of chunks.
+    3. Exchange the selected entries, as `exchange` says:
+       - `allgather`: every rank gathers every rank's (index, value) pairs;
+       - `hash`: each pair goes, by an all-to-all, to the rank owning the
+         hash partition of its index; the owners reduce what they receive
+         and the reduced partitions are allgathered (Zen's hash-balanced
+         exchange, whose volume does not grow with the number of ranks as
+         the allgather's does);
+       - `chunk`: the agreed chunks are allreduced dense, without indices.
+       The scheme changes the cost, not the result.
+    4. `reduced` is dense: at every index, the reduction over all ranks of
+       the entries they selected there (an unselected entry counts as zero),
+       zero where no rank selected anything. `reduce` is `sum` or `avg`
+       (the sum divided by the number of ranks).
+    5. `residual_out = acc - sent`: `acc` with the entries this rank sent set
+       to zero, so that what is sent plus what is kept is exactly `acc`.
+
+    `select = chunk` goes with `exchange = chunk` and only with it: chunk
+    selection is what makes all ranks agree on the chunks that the chunk
+    exchange allreduces, and the other exchanges send pairs of individually
+    selected entries. `chunk_elements` may be given only for that pairing.
+    `density` is in (0, 1]; `name` is the parameter's name, for reports.
+
+    With tensors the op returns `reduced` and `residual_out`, of the
+    operands' type. With memrefs (after bufferization) it works in place and
+    has no results: the `grad` buffer receives `reduced` and the
+    `residual_in` buffer `residual_out`.
+
+    Worked example: two ranks, 8 elements, `density = 0.25` (so `k = 2`),
+    `select = topk`, `exchange = allgather`, `reduce = sum`.
+
+    ```
+    rank 0: grad     = [0.1, 0.3, -0.9, 0, 0.2,    0,   0, 0.4]
+            residual = [0,   0.5,  0,   0, 0,      0,   0, 0  ]
+            acc      = [0.1, 0.8, -0.9, 0, 0.2,    0,   0, 0.4]
+            sends      {2: -0.9, 1: 0.8}
+            residual_out = [0.1, 0, 0, 0, 0.2, 0, 0, 0.4]
+    rank 1: grad     = [0,   0,    0.6, 0, 0,   -0.7, 0.1, 0  ]
+            residual = 0, so acc = grad
+            sends      {5: -0.7, 2: 0.6}
+            residual_out = [0, 0, 0, 0, 0, 0, 0.1, 0]
+    both:   reduced  = [0,   0.8, -0.3, 0, 0,   -0.7,   0, 0  ]
+    ```
+
+    With `reduce = avg`, `reduced` would be half of that. The residuals live
+    across steps in state that `comm-sparsify` creates
+    (`ml_program.global`s):
+
+    ```mlir
+    %res = ml_program.global_load @fc_weight_residual : tensor<1000x2048xf32>
+    %reduced, %residual = comm.sparse_allreduce %grad, %res
+        {density = 1.000000e-03 : f64, exchange = #comm.exchange<allgather>,
+         name = "fc.weight", reduce = #comm.reduce<avg>,
+         select = #comm.select<threshold>}
+        : tensor<1000x2048xf32>, tensor<1000x2048xf32>
+        -> tensor<1000x2048xf32>, tensor<1000x2048xf32>
+    ml_program.global_store @fc_weight_residual = %residual
+        : tensor<1000x2048xf32>
+
+    comm.sparse_allreduce %g, %r {chunk_elements = 4096 : i64,
+        density = 1.000000e-02 : f64, exchange = #comm.exchange<chunk>,
+        select = #comm.select<chunk>} : memref<1024x1024xf32>, memref<1024x1024xf32>
+    ```
+  }];
+  let arguments = (ins Comm_FloatGradient:$grad,
+                       Comm_FloatGradient:$residual_in,
+                       F64Attr:$density,
+                       Comm_SelectKindAttr:$select,
+                       Comm_ExchangeKindAttr:$exchange,
+                       DefaultValuedAttr<Comm_ReduceKindAttr,
+                           "::mlir::comm::ReduceKind::sum">:$reduce,
+                       OptionalAttr<ConfinedAttr<I64Attr,
+                           [IntPositive]>>:$chunk_elements,
+                       OptionalAttr<StrAttr>:$name);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $grad `,` $residual_in attr-dict `:` type($grad) `,` type($residual_in)
+    (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The reduced gradient (tensor form), or null (buffer form).
+    ::mlir::Value getReduced() {
+      return getResults().size() == 2 ? getResults()[0] : ::mlir::Value();
+    }
+    /// The new residual (tensor form), or null (buffer form).
+    ::mlir::Value getResidualOut() {
+      return getResults().size() == 2 ? getResults()[1] : ::mlir::Value();
+    }
   }];
 }
 

@@ -26,6 +26,9 @@ class LLVMDialect;
 namespace memref {
 class MemRefDialect;
 } // namespace memref
+namespace ml_program {
+class MLProgramDialect;
+} // namespace ml_program
 
 namespace comm {
 

@@ -343,6 +343,99 @@ LogicalResult WaitOp::bufferize(RewriterBase &rewriter,
 }
 
 //===----------------------------------------------------------------------===//
+// SparseAllReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SparseAllReduceOp::verify() {
+  auto gradType = cast<ShapedType>(getGrad().getType());
+  auto residualType = cast<ShapedType>(getResidualIn().getType());
+  bool isTensor = isa<RankedTensorType>(gradType);
+  if (isa<RankedTensorType>(residualType) != isTensor)
+    return emitOpError("expects grad and residual_in to be both tensors or "
+                       "both memrefs, but grad is ")
+           << gradType << " and residual_in is " << residualType;
+
+  if (isTensor) {
+    if (residualType != gradType)
+      return emitOpError("expects residual_in to have the type of grad (")
+             << gradType << "), but it has " << residualType;
+    if (getNumResults() != 2)
+      return emitOpError("on tensors returns the reduced gradient and the "
+                         "new residual (2 results), but has ")
+             << getNumResults();
+    for (auto [index, resultType] : llvm::enumerate(getResultTypes()))
+      if (resultType != gradType)
+        return emitOpError("result #")
+               << index << " has type " << resultType
+               << ", but the gradient has type " << gradType;
+  } else {
+    // Bufferization may give the two buffers different layouts.
+    if (residualType.getShape() != gradType.getShape() ||
+        residualType.getElementType() != gradType.getElementType())
+      return emitOpError("expects residual_in to have the shape and element "
+                         "type of grad (")
+             << gradType << "), but it is " << residualType;
+    if (getNumResults() != 0)
+      return emitOpError("on memrefs updates grad and residual_in in place "
+                         "and has no results, but has ")
+             << getNumResults();
+  }
+
+  double density = getDensity().convertToDouble();
+  if (!(density > 0.0 && density <= 1.0))
+    return emitOpError("density must be in (0, 1], got ") << density;
+
+  if (getReduce() != ReduceKind::sum && getReduce() != ReduceKind::avg)
+    return emitOpError("reduce must be <sum> or <avg>, got <")
+           << stringifyReduceKind(getReduce())
+           << ">: ranks exchange selected entries and add them up";
+
+  bool chunkSelect = getSelect() == SelectKind::chunk;
+  bool chunkExchange = getExchange() == ExchangeKind::chunk;
+  if (chunkSelect != chunkExchange)
+    return emitOpError("select <chunk> and exchange <chunk> go together, "
+                       "got select <")
+           << stringifySelectKind(getSelect()) << "> and exchange <"
+           << stringifyExchangeKind(getExchange())
+           << ">: the chunk exchange sends the chunks that chunk selection "
+              "makes all ranks agree on";
+  if (getChunkElements() && !chunkSelect)
+    return emitOpError("chunk_elements applies to select <chunk> and "
+                       "exchange <chunk> only, got select <")
+           << stringifySelectKind(getSelect()) << ">";
+  return success();
+}
+
+void SparseAllReduceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getOperation()->getOpOperands(), effects);
+}
+
+// Both the gradient and the residual are read (accumulated) and written
+// (the reduced gradient, the new residual).
+bool SparseAllReduceOp::bufferizesToMemoryRead(OpOperand &,
+                                               const AnalysisState &) {
+  return true;
+}
+
+bool SparseAllReduceOp::bufferizesToMemoryWrite(OpOperand &,
+                                                const AnalysisState &) {
+  return true;
+}
+
+AliasingValueList SparseAllReduceOp::getAliasingValues(OpOperand &operand,
+                                                       const AnalysisState &) {
+  return {{getResult(operand.getOperandNumber()), BufferRelation::Equivalent}};
+}
+
+LogicalResult SparseAllReduceOp::bufferize(RewriterBase &rewriter,
+                                           const BufferizationOptions &options,
+                                           BufferizationState &state) {
+  return bufferizeInPlaceCollective(*this, {}, rewriter, options, state);
+}
+
+//===----------------------------------------------------------------------===//
 // ComputeOp
 //===----------------------------------------------------------------------===//
 

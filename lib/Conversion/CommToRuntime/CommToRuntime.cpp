@@ -279,11 +279,17 @@ struct ConvertCommToRuntimePass
     ModuleOp module = getOperation();
     RuntimeCallBuilder runtime(module);
 
-    // Ops in tensor form have not been bufferized: say so instead of leaving
+    // Ops in tensor form have not been bufferized, and sparse collectives
+    // have no runtime path yet, in either form: say so instead of leaving
     // them behind for a later pass to choke on.
-    WalkResult tensorCheck = module.walk([](Operation *op) {
+    WalkResult precheck = module.walk([](Operation *op) {
       if (!isa<CommDialect>(op->getDialect()))
         return WalkResult::advance();
+      if (isa<SparseAllReduceOp>(op)) {
+        op->emitOpError("cannot be lowered yet by convert-comm-to-runtime: "
+                        "the runtime has no sparse exchange");
+        return WalkResult::interrupt();
+      }
       auto isTensor = [](Type t) { return isa<TensorType>(t); };
       if (llvm::any_of(op->getOperandTypes(), isTensor) ||
           llvm::any_of(op->getResultTypes(), isTensor)) {
@@ -293,7 +299,7 @@ struct ConvertCommToRuntimePass
       }
       return WalkResult::advance();
     });
-    if (tensorCheck.wasInterrupted())
+    if (precheck.wasInterrupted())
       return signalPassFailure();
 
     SmallVector<Operation *> commOps;

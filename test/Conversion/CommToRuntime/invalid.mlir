@@ -49,3 +49,24 @@ func.func @prescale_out_of_f32_range(%m: memref<4xf32>) {
   comm.allreduce %m {prescale = 1.0e-50 : f64, wire = bf16} : memref<4xf32>
   return
 }
+
+// -----
+
+// Sparse collectives have no runtime path yet, in buffer form or in tensor
+// form (bufferizing first would not help).
+func.func @sparse_buffer_form(%g: memref<1024xf32>, %r: memref<1024xf32>) {
+  // expected-error @+1 {{'comm.sparse_allreduce' op cannot be lowered yet by convert-comm-to-runtime: the runtime has no sparse exchange}}
+  comm.sparse_allreduce %g, %r {density = 0.01, select = #comm.select<threshold>, exchange = #comm.exchange<allgather>}
+      : memref<1024xf32>, memref<1024xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_tensor_form(%g: tensor<1024xf32>, %r: tensor<1024xf32>)
+    -> (tensor<1024xf32>, tensor<1024xf32>) {
+  // expected-error @+1 {{'comm.sparse_allreduce' op cannot be lowered yet by convert-comm-to-runtime: the runtime has no sparse exchange}}
+  %0:2 = comm.sparse_allreduce %g, %r {density = 0.01, select = #comm.select<chunk>, exchange = #comm.exchange<chunk>}
+      : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>, tensor<1024xf32>
+  return %0#0, %0#1 : tensor<1024xf32>, tensor<1024xf32>
+}

@@ -1,0 +1,214 @@
+//===- Sparsify.cpp - Sparse allreduces where the cost model says so ------===//
+//
+// Implements `comm-sparsify`: residual gradient compression (RedSync, Zen,
+// GradientFlow) for the gradients whose sparse exchange the cost model finds
+// cheaper than their dense allreduce, with the residuals kept in
+// ml_program globals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommDialect/CommDialect.h"
+#include "CommDialect/Passes.h"
+
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+namespace mlir::comm {
+#define GEN_PASS_DEF_COMMSPARSIFY
+#include "CommDialect/CommPasses.h.inc"
+} // namespace mlir::comm
+
+using namespace mlir;
+using namespace mlir::comm;
+
+/// The exchanges `exchange=auto` chooses from, in the order that breaks ties.
+static constexpr ExchangeKind kAllExchanges[] = {
+    ExchangeKind::allgather, ExchangeKind::hash, ExchangeKind::chunk};
+
+/// The cost model's name for an exchange.
+static SparseExchangeScheme getScheme(ExchangeKind exchange) {
+  switch (exchange) {
+  case ExchangeKind::allgather:
+    return SparseExchangeScheme::Allgather;
+  case ExchangeKind::hash:
+    return SparseExchangeScheme::Hash;
+  case ExchangeKind::chunk:
+    return SparseExchangeScheme::Chunk;
+  }
+  llvm_unreachable("unknown exchange kind");
+}
+
+/// A symbol name made from a parameter name: characters other than letters,
+/// digits and '_' become '_', and a leading digit gets a '_' before it.
+static std::string getResidualSymbolName(std::optional<StringRef> parameter) {
+  std::string base =
+      parameter && !parameter->empty() ? parameter->str() : std::string("grad");
+  for (char &c : base)
+    if (!llvm::isAlnum(c) && c != '_')
+      c = '_';
+  if (llvm::isDigit(base.front()))
+    base.insert(base.begin(), '_');
+  return base + "_residual";
+}
+
+namespace {
+
+struct CommSparsifyPass
+    : public comm::impl::CommSparsifyBase<CommSparsifyPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) final {
+    Location loc = UnknownLoc::get(context);
+    if (!(density > 0.0 && density <= 1.0))
+      return emitError(loc)
+             << "comm-sparsify: density must be in (0, 1], got " << density;
+
+    llvm::Expected<ClusterModel> parsed = ClusterModel::parse(cluster);
+    if (!parsed)
+      return emitError(loc) << "comm-sparsify: cluster: "
+                            << llvm::toString(parsed.takeError());
+    clusterModel = std::move(*parsed);
+
+    exchanges.clear();
+    if (exchange == "auto")
+      exchanges.append(std::begin(kAllExchanges), std::end(kAllExchanges));
+    else if (std::optional<ExchangeKind> kind = symbolizeExchangeKind(exchange))
+      exchanges.push_back(*kind);
+    else
+      return emitError(loc) << "comm-sparsify: unknown exchange '" << exchange
+                            << "'; expected 'auto', 'allgather', 'hash' or "
+                               "'chunk'";
+
+    if (select == "threshold")
+      selectKind = SelectKind::threshold;
+    else if (select == "topk")
+      selectKind = SelectKind::topk;
+    else
+      return emitError(loc) << "comm-sparsify: unknown select '" << select
+                            << "'; expected 'threshold' or 'topk' (chunk "
+                               "selection comes with exchange=chunk)";
+
+    if (minBytes < 0)
+      return emitError(loc)
+             << "comm-sparsify: min-bytes must be non-negative, got "
+             << minBytes.getValue();
+    if (chunkElements <= 0)
+      return emitError(loc)
+             << "comm-sparsify: chunk-elements must be positive, got "
+             << chunkElements.getValue();
+    return success();
+  }
+
+  void runOnOperation() final {
+    SmallVector<AllReduceOp> allreduces;
+    getOperation()->walk(
+        [&](AllReduceOp allreduce) { allreduces.push_back(allreduce); });
+    SymbolTableCollection symbolTables;
+    for (AllReduceOp allreduce : allreduces)
+      if (std::optional<ExchangeKind> scheme = chooseExchange(allreduce))
+        sparsify(allreduce, *scheme, symbolTables);
+  }
+
+private:
+  /// The exchange that makes `allreduce` cheapest when sparse, or nullopt
+  /// when it stays dense: it is not a candidate, or no sparse exchange costs
+  /// less than the dense allreduce.
+  std::optional<ExchangeKind> chooseExchange(AllReduceOp allreduce) const {
+    auto type = dyn_cast<RankedTensorType>(allreduce.getInput().getType());
+    if (!type || !type.hasStaticShape() ||
+        !isa<FloatType>(type.getElementType()))
+      return std::nullopt;
+    if (allreduce.getReduce() != ReduceKind::sum &&
+        allreduce.getReduce() != ReduceKind::avg)
+      return std::nullopt;
+    if (allreduce.getWire() || allreduce.getPrescale())
+      return std::nullopt;
+
+    int64_t elements = type.getNumElements();
+    int64_t valueBytes =
+        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    int64_t bytes = elements * valueBytes;
+    if (bytes < minBytes)
+      return std::nullopt;
+
+    SparseGradient gradient;
+    gradient.denseElements = elements;
+    gradient.density = density;
+    gradient.valueBytes = valueBytes;
+    gradient.indexBytes =
+        elements <= std::numeric_limits<uint32_t>::max() ? 4 : 8;
+    gradient.chunkElements = chunkElements;
+
+    double bestUs =
+        allreduceCost(*clusterModel, static_cast<double>(bytes)).totalUs();
+    std::optional<ExchangeKind> best;
+    for (ExchangeKind candidate : exchanges) {
+      double us =
+          sparseAllreduceCost(*clusterModel, getScheme(candidate), gradient)
+              .totalUs();
+      if (us < bestUs) {
+        bestUs = us;
+        best = candidate;
+      }
+    }
+    return best;
+  }
+
+  /// Replaces `allreduce` by a comm.sparse_allreduce with `exchange` whose
+  /// residual lives in a new global of the nearest symbol table.
+  void sparsify(AllReduceOp allreduce, ExchangeKind exchange,
+                SymbolTableCollection &symbolTables) {
+    MLIRContext *context = allreduce.getContext();
+    Location loc = allreduce.getLoc();
+    auto type = cast<RankedTensorType>(allreduce.getInput().getType());
+
+    // The residual, zero at first, declared before the op that holds the
+    // allreduce (its function) in the symbol table.
+    Operation *symbolTableOp = SymbolTable::getNearestSymbolTable(allreduce);
+    Block &symbolBlock = symbolTableOp->getRegion(0).front();
+    Operation *anchor = symbolBlock.findAncestorOpInBlock(*allreduce);
+    OpBuilder builder(context);
+    auto global = ml_program::GlobalOp::create(
+        builder, loc,
+        builder.getStringAttr(getResidualSymbolName(allreduce.getName())),
+        TypeAttr::get(type), builder.getUnitAttr(), builder.getZeroAttr(type),
+        builder.getStringAttr("private"));
+    StringAttr symbol = symbolTables.getSymbolTable(symbolTableOp)
+                            .insert(global, Block::iterator(anchor));
+    auto symbolRef = FlatSymbolRefAttr::get(symbol);
+
+    bool chunked = exchange == ExchangeKind::chunk;
+    builder.setInsertionPoint(allreduce);
+    auto residual =
+        ml_program::GlobalLoadOp::create(builder, loc, type, symbolRef);
+    auto sparse = SparseAllReduceOp::create(
+        builder, loc, TypeRange{type, type}, allreduce.getInput(),
+        residual.getResult(), builder.getF64FloatAttr(density),
+        SelectKindAttr::get(context, chunked ? SelectKind::chunk : selectKind),
+        ExchangeKindAttr::get(context, exchange), allreduce.getReduceAttr(),
+        chunked ? builder.getI64IntegerAttr(chunkElements) : IntegerAttr(),
+        allreduce.getNameAttr());
+    ml_program::GlobalStoreOp::create(builder, loc, symbolRef,
+                                      sparse.getResidualOut());
+    allreduce.getResult().replaceAllUsesWith(sparse.getReduced());
+    allreduce.erase();
+  }
+
+  /// The cluster the costs are computed on, from the `cluster` option.
+  std::optional<ClusterModel> clusterModel;
+  /// The exchanges to choose from: one, or all with `exchange=auto`.
+  SmallVector<ExchangeKind, 3> exchanges;
+  /// Selection of the allgather and hash exchanges.
+  SelectKind selectKind = SelectKind::threshold;
+};
+
+} // namespace
