@@ -276,14 +276,18 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce",
 //===----------------------------------------------------------------------===//
 
 def Comm_ComputeOp : Comm_Op<"compute", [
-    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+        ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+         "getAliasingValues", "bufferizesToAllocation", "bufferize"]>]> {
   let summary = "An opaque compute step with a measured cost";
   let description = [{
     Stands for a piece of a training step that commopt does not look into: a
     layer's forward or backward pass imported from a profile. `cost_us` is
     its duration in microseconds. The results are values it produces (for a
     backward step, the layer's gradients); their contents are unspecified.
-    `name` names the step for reports and traces. `layer` (the layer's index
+    `name` names the step for reports and traces. Bufferization gives each
+    tensor result a new zero-filled buffer. `layer` (the layer's index
     in forward order) and `phase` tie the step to the model's structure: a
     layer's backward step produces its gradients, and in steady state its
     next forward step needs them reduced.

@@ -10,18 +10,30 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
   let description = [{
     Rewrites every `comm` op in buffer form (memref operands, after
     one-shot bufferization) into calls of the runtime's C ABI (`commrt_*`,
-    see lib/Runtime/include/commrt/commrt.h). Each call's status is checked
-    with `cf.assert`, so a failing collective stops the program with the
-    runtime's message instead of continuing with wrong data. Non-contiguous
-    memrefs are staged through a contiguous copy. Ops still in tensor form
-    are an error: bufferize first.
+    see lib/Runtime/include/commrt/commrt.h):
 
-    A `comm.allreduce` of f32 with a `wire` type becomes
-    `commrt_allreduce_wire`, which casts and scales in the runtime's
-    pack/unpack kernels (`prescale` 1 when the op has none). The runtime has
-    no reduced-precision path for other gradients or for buckets yet: a
-    `wire` on an f64 gradient or on `comm.fused_allreduce` is an error.
+    - a single contiguous gradient in full precision: `commrt_allreduce`;
+    - buckets, wire precision and prescale: `commrt_fused_allreduce`, which
+      packs the buffers (casting to the wire type with the prescale in the
+      same pass), reduces once and unpacks; the buffers' addresses and
+      element counts are passed in two arrays on the function's stack;
+    - `comm.start`: `commrt_fused_allreduce_start` on the op's channel, the
+      handle kept in a stack slot; `comm.wait`: `commrt_wait` on it;
+    - `comm.rank`, `comm.world_size`: `commrt_rank`, `commrt_size`;
+    - `comm.compute`: nothing, or with `compute-delay` a
+      `commrt_sleep_us(cost_us)`, so that a profile's skeleton runs with the
+      profiled compute time.
+
+    Non-contiguous memrefs are staged through a contiguous copy that is
+    written back once the collective is complete. Every status is passed to
+    `commrt_abort_on_error`, which stops all ranks with the runtime's message
+    instead of continuing with wrong data. Ops still in tensor form are an
+    error: bufferize first.
   }];
+  let options = [
+    Option<"computeDelay", "compute-delay", "bool", /*default=*/"false",
+           "Lower comm.compute to a sleep of its cost_us">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
     "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",

@@ -6,6 +6,8 @@
 
 #include "CommDialect/CommDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -454,6 +456,71 @@ void ComputeOp::getEffects(
   // Opaque: it stands for real work and must keep its place in the step.
   effects.emplace_back(MemoryEffects::Write::get(),
                        SideEffects::DefaultResource::get());
+}
+
+bool ComputeOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
+  return true;
+}
+
+bool ComputeOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
+  return false;
+}
+
+AliasingValueList ComputeOp::getAliasingValues(OpOperand &,
+                                               const AnalysisState &) {
+  return {};
+}
+
+bool ComputeOp::bufferizesToAllocation(Value) { return true; }
+
+// The same step on the operands' buffers; each tensor result becomes a new
+// buffer, zero-filled so that what the skeleton computes on is defined.
+LogicalResult ComputeOp::bufferize(RewriterBase &rewriter,
+                                   const BufferizationOptions &options,
+                                   BufferizationState &state) {
+  SmallVector<Value> operands;
+  for (Value input : getInputs()) {
+    if (!isa<TensorType>(input.getType())) {
+      operands.push_back(input);
+      continue;
+    }
+    FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+    if (failed(buffer))
+      return failure();
+    operands.push_back(*buffer);
+  }
+  rewriter.setInsertionPoint(*this);
+  SmallVector<Value> results;
+  SmallVector<Type> otherTypes;
+  for (Value result : getResults()) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type) {
+      if (isa<TensorType>(result.getType()))
+        return emitOpError("cannot bufferize an unranked tensor result");
+      otherTypes.push_back(result.getType());
+      continue;
+    }
+    if (!type.hasStaticShape())
+      return emitOpError("cannot bufferize result of dynamic shape ") << type;
+    auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+    Value buffer = memref::AllocOp::create(rewriter, getLoc(), bufferType);
+    Value zero = arith::ConstantOp::create(
+        rewriter, getLoc(), rewriter.getZeroAttr(type.getElementType()));
+    linalg::FillOp::create(rewriter, getLoc(), zero, buffer);
+    results.push_back(buffer);
+  }
+  auto bufferized = ComputeOp::create(rewriter, getLoc(), otherTypes, operands,
+                                      getCostUsAttr(), getNameAttr(),
+                                      getLayerAttr(), getPhaseAttr());
+  // Results in order: buffers for tensors, the new op's for the others.
+  SmallVector<Value> replacements;
+  unsigned nextBuffer = 0, nextOther = 0;
+  for (Value result : getResults())
+    replacements.push_back(isa<RankedTensorType>(result.getType())
+                               ? results[nextBuffer++]
+                               : bufferized.getResult(nextOther++));
+  replaceOpWithBufferizedValues(rewriter, *this, replacements);
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -3,11 +3,13 @@
 #include "Backend.h"
 #include "WireFormat.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 using namespace commrt;
@@ -711,6 +713,12 @@ int32_t commrt_set_consistency_checks(int32_t enabled) {
 }
 
 const char *commrt_last_error(void) { return lastError.c_str(); }
+
+void commrt_sleep_us(double microseconds) {
+  if (microseconds > 0.0)
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::micro>(microseconds));
+}
 
 void commrt_abort_on_error(int32_t status) {
   if (status == COMMRT_SUCCESS)

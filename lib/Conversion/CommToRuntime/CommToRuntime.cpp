@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <cmath>
 
@@ -138,9 +139,9 @@ static Value getElementCount(OpBuilder &b, Location loc, Value memref) {
   return count;
 }
 
-/// The address of the first element of a contiguous `memref`, as an
-/// `!llvm.ptr`: the aligned base pointer advanced by the view's offset.
-static Value getDataPointer(OpBuilder &b, Location loc, Value memref) {
+/// The address of the first element of a contiguous `memref`, as an i64:
+/// the aligned base pointer advanced by the view's offset.
+static Value getDataAddress(OpBuilder &b, Location loc, Value memref) {
   auto type = cast<MemRefType>(memref.getType());
   auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
@@ -149,132 +150,167 @@ static Value getDataPointer(OpBuilder &b, Location loc, Value memref) {
   Value offsetBytes =
       b.createOrFold<arith::MulIOp>(loc, metadata.getOffset(), elementBytes);
   Value address = b.createOrFold<arith::AddIOp>(loc, base, offsetBytes);
-  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), address64);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+}
+
+/// The same address as an `!llvm.ptr`, as the runtime's C ABI takes it.
+static Value getDataPointer(OpBuilder &b, Location loc, Value memref) {
+  return LLVM::IntToPtrOp::create(b, loc,
+                                  LLVM::LLVMPointerType::get(b.getContext()),
+                                  getDataAddress(b, loc, memref));
 }
 
 static bool isContiguous(MemRefType type) {
   return type.areTrailingDimsContiguous(type.getRank());
 }
 
-/// The reduced precision an f32 allreduce travels in: the runtime's code of
-/// the wire type and the factor applied before the cast.
-struct WirePrecision {
-  commrt_dtype wire;
+/// The arguments every runtime collective takes besides its buffers.
+struct CollectiveArguments {
+  commrt_dtype dtype;
+  commrt_reduce reduce;
+  /// COMMRT_WIRE_NONE, COMMRT_F16 or COMMRT_BF16.
+  int32_t wire;
   float prescale;
 };
 
-/// Reads the wire precision of a single-gradient allreduce, or fails with a
-/// diagnostic for what the runtime cannot do: wire precision on gradients
-/// other than f32, or a prescale outside f32's range.
-static FailureOr<WirePrecision> getWirePrecision(AllReduceOp op) {
-  Type elementType = getElementTypeOrSelf(op.getInput().getType());
-  if (!elementType.isF32())
-    return op.emitOpError("cannot be lowered: the runtime sends f32 "
-                          "gradients in reduced wire precision, not ")
-           << elementType;
-  // The verifier allows f16 and bf16 only.
-  commrt_dtype wire =
-      op.getWireAttr().getValue().isF16() ? COMMRT_F16 : COMMRT_BF16;
-  double prescale =
-      op.getPrescale() ? op.getPrescale()->convertToDouble() : 1.0;
-  auto prescaleF32 = static_cast<float>(prescale);
-  if (prescaleF32 == 0.0f || std::isinf(prescaleF32))
-    return op.emitOpError("cannot be lowered: prescale ")
-           << prescale << " is out of the range of f32";
-  return WirePrecision{wire, prescaleF32};
-}
-
-/// Lowers the allreduce of `buffers` (one or several gradients of one element
-/// type) to exactly one runtime call: `commrt_allreduce`, or
-/// `commrt_allreduce_wire` when `wire` is given. A single contiguous buffer is
-/// reduced where it is; otherwise the gradients are packed into a fusion
-/// buffer, reduced together and unpacked.
-static LogicalResult lowerAllReduce(Operation *op, ValueRange buffers,
-                                    ReduceKind reduce,
-                                    std::optional<WirePrecision> wire,
-                                    RuntimeCallBuilder &runtime) {
-  Location loc = op->getLoc();
-  OpBuilder b(op);
-  Type elementType =
-      cast<MemRefType>(buffers.front().getType()).getElementType();
+/// Reads a collective's arguments, or fails with a diagnostic for what the
+/// runtime cannot do: element types other than f16, bf16, f32 and f64, or a
+/// prescale outside f32's range.
+static FailureOr<CollectiveArguments>
+getCollectiveArguments(Operation *op, ValueRange buffers, ReduceKind reduce,
+                       TypeAttr wire, std::optional<APFloat> prescale) {
+  Type elementType = getElementTypeOrSelf(buffers.front().getType());
   FailureOr<commrt_dtype> dtype = getRuntimeDType(elementType);
   if (failed(dtype))
     return op->emitOpError("cannot be lowered: the runtime communicates f16, "
                            "bf16, f32 and f64 gradients, not ")
            << elementType;
-  Value reduceValue =
-      arith::ConstantIntOp::create(b, loc, getRuntimeReduce(reduce), 32);
+  CollectiveArguments arguments{*dtype, getRuntimeReduce(reduce),
+                                COMMRT_WIRE_NONE, 1.0f};
+  // The verifier allows f16 and bf16 wires only.
+  if (wire)
+    arguments.wire = wire.getValue().isF16() ? COMMRT_F16 : COMMRT_BF16;
+  if (prescale) {
+    double value = prescale->convertToDouble();
+    arguments.prescale = static_cast<float>(value);
+    if (arguments.prescale == 0.0f || std::isinf(arguments.prescale))
+      return op->emitOpError("cannot be lowered: prescale ")
+             << value << " is out of the range of f32";
+  }
+  return arguments;
+}
 
-  auto emitAllReduce = [&](Value contiguous, Value elementCount) {
-    Value count =
-        b.createOrFold<arith::IndexCastOp>(loc, b.getI64Type(), elementCount);
-    Value pointer = getDataPointer(b, loc, contiguous);
-    if (!wire) {
-      Value dtypeValue = arith::ConstantIntOp::create(b, loc, *dtype, 32);
-      return runtime.emitCheckedCall(b, loc, "commrt_allreduce",
-                                     {pointer, count, dtypeValue, reduceValue});
+/// The buffers a collective hands to the runtime: the gradients themselves
+/// where they are contiguous, otherwise contiguous copies that are written
+/// back once the collective is complete.
+struct StagedBuffers {
+  SmallVector<Value> contiguous;
+  /// (copy, gradient) pairs.
+  SmallVector<std::pair<Value, Value>> copies;
+
+  static StagedBuffers stage(OpBuilder &b, Location loc, ValueRange buffers) {
+    StagedBuffers staged;
+    for (Value buffer : buffers) {
+      auto type = cast<MemRefType>(buffer.getType());
+      if (isContiguous(type)) {
+        staged.contiguous.push_back(buffer);
+        continue;
+      }
+      SmallVector<Value> dynamicSizes;
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        if (type.isDynamicDim(dim))
+          dynamicSizes.push_back(memref::DimOp::create(b, loc, buffer, dim));
+      auto copyType = MemRefType::get(type.getShape(), type.getElementType());
+      Value copy = memref::AllocOp::create(b, loc, copyType, dynamicSizes);
+      memref::CopyOp::create(b, loc, buffer, copy);
+      staged.contiguous.push_back(copy);
+      staged.copies.push_back({copy, buffer});
     }
-    Value wireValue = arith::ConstantIntOp::create(b, loc, wire->wire, 32);
-    Value prescale = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                                    APFloat(wire->prescale));
-    return runtime.emitCheckedCall(
-        b, loc, "commrt_allreduce_wire",
-        {pointer, count, wireValue, reduceValue, prescale});
-  };
+    return staged;
+  }
 
+  /// Copies the reduced values back into the gradients.
+  void writeBack(OpBuilder &b, Location loc) const {
+    for (auto [copy, buffer] : copies) {
+      memref::CopyOp::create(b, loc, copy, buffer);
+      memref::DeallocOp::create(b, loc, copy);
+    }
+  }
+};
+
+/// Allocates `n` i64 on the stack of the function around `op`, at its entry,
+/// so that a collective in a loop does not grow the stack.
+static Value allocateI64Array(Operation *op, int64_t n) {
+  auto function = op->getParentOfType<FunctionOpInterface>();
+  OpBuilder b = OpBuilder::atBlockBegin(&function.getFunctionBody().front());
+  auto type = MemRefType::get({n}, b.getI64Type());
+  return memref::AllocaOp::create(b, op->getLoc(), type);
+}
+
+/// Emits the runtime's fused-allreduce arguments before `op`: arrays of the
+/// buffers' addresses and element counts, filled in place, and their count.
+static SmallVector<Value> getBufferArrays(OpBuilder &b, Operation *op,
+                                          ValueRange buffers) {
+  Location loc = op->getLoc();
+  auto n = static_cast<int64_t>(buffers.size());
+  Value addresses = allocateI64Array(op, n);
+  Value counts = allocateI64Array(op, n);
+  for (auto [index, buffer] : llvm::enumerate(buffers)) {
+    Value position = arith::ConstantIndexOp::create(b, loc, index);
+    Value address = getDataAddress(b, loc, buffer);
+    Value count = b.createOrFold<arith::IndexCastOp>(
+        loc, b.getI64Type(), getElementCount(b, loc, buffer));
+    memref::StoreOp::create(b, loc, address, addresses, position);
+    memref::StoreOp::create(b, loc, count, counts, position);
+  }
+  return {getDataPointer(b, loc, addresses), getDataPointer(b, loc, counts),
+          arith::ConstantIntOp::create(b, loc, n, 32)};
+}
+
+/// The scalar arguments of a runtime collective as constants.
+static SmallVector<Value> getScalarArguments(OpBuilder &b, Location loc,
+                                             const CollectiveArguments &args) {
+  return {arith::ConstantIntOp::create(b, loc, args.dtype, 32),
+          arith::ConstantIntOp::create(b, loc, args.reduce, 32),
+          arith::ConstantIntOp::create(b, loc, args.wire, 32),
+          arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                         APFloat(args.prescale))};
+}
+
+/// Lowers a blocking allreduce of `buffers` to one runtime call:
+/// `commrt_allreduce` for a single contiguous gradient in full precision,
+/// `commrt_fused_allreduce` (which packs, casts to the wire type, reduces
+/// and unpacks) otherwise.
+static LogicalResult lowerBlocking(Operation *op, ValueRange buffers,
+                                   const CollectiveArguments &args,
+                                   RuntimeCallBuilder &runtime) {
+  Location loc = op->getLoc();
+  OpBuilder b(op);
   Value single = buffers.front();
-  if (buffers.size() == 1 && isContiguous(cast<MemRefType>(single.getType())))
-    return emitAllReduce(single, getElementCount(b, loc, single));
-
-  // Pack: one 1-D fusion buffer, each gradient copied into a row-major view
-  // of it at its running offset.
-  SmallVector<Value> offsets;
-  Value total = arith::ConstantIndexOp::create(b, loc, 0);
-  for (Value buffer : buffers) {
-    offsets.push_back(total);
-    total = b.createOrFold<arith::AddIOp>(loc, total,
-                                          getElementCount(b, loc, buffer));
+  if (buffers.size() == 1 && args.wire == COMMRT_WIRE_NONE &&
+      args.prescale == 1.0f &&
+      isContiguous(cast<MemRefType>(single.getType()))) {
+    Value count = b.createOrFold<arith::IndexCastOp>(
+        loc, b.getI64Type(), getElementCount(b, loc, single));
+    SmallVector<Value> scalars = getScalarArguments(b, loc, args);
+    return runtime.emitCheckedCall(
+        b, loc, "commrt_allreduce",
+        {getDataPointer(b, loc, single), count, scalars[0], scalars[1]});
   }
-  auto fusionType = MemRefType::get({ShapedType::kDynamic}, elementType);
-  Value fusion = memref::AllocOp::create(b, loc, fusionType, total);
-  SmallVector<Value> views;
-  for (auto [buffer, offset] : llvm::zip(buffers, offsets)) {
-    auto type = cast<MemRefType>(buffer.getType());
-    // Row-major strides of the gradient's shape inside the fusion buffer.
-    SmallVector<Value> sizes = getSizes(b, loc, buffer);
-    SmallVector<OpFoldResult> viewSizes;
-    for (auto [dim, size] : llvm::enumerate(sizes))
-      viewSizes.push_back(type.isDynamicDim(dim)
-                              ? OpFoldResult(size)
-                              : b.getIndexAttr(type.getDimSize(dim)));
-    SmallVector<OpFoldResult> viewStrides(sizes.size());
-    Value stride = arith::ConstantIndexOp::create(b, loc, 1);
-    for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {
-      viewStrides[dim] = stride;
-      stride = b.createOrFold<arith::MulIOp>(loc, stride, sizes[dim]);
-    }
-    SmallVector<int64_t> dynamicStrides(type.getRank(), ShapedType::kDynamic);
-    auto viewType = MemRefType::get(type.getShape(), elementType,
-                                    StridedLayoutAttr::get(b.getContext(),
-                                                           ShapedType::kDynamic,
-                                                           dynamicStrides));
-    Value view = memref::ReinterpretCastOp::create(
-        b, loc, viewType, fusion, OpFoldResult(offset), viewSizes, viewStrides);
-    memref::CopyOp::create(b, loc, buffer, view);
-    views.push_back(view);
-  }
-  if (failed(emitAllReduce(fusion, total)))
+  StagedBuffers staged = StagedBuffers::stage(b, loc, buffers);
+  SmallVector<Value> callArgs = getBufferArrays(b, op, staged.contiguous);
+  llvm::append_range(callArgs, getScalarArguments(b, loc, args));
+  if (failed(
+          runtime.emitCheckedCall(b, loc, "commrt_fused_allreduce", callArgs)))
     return failure();
-  for (auto [buffer, view] : llvm::zip(buffers, views))
-    memref::CopyOp::create(b, loc, view, buffer);
-  memref::DeallocOp::create(b, loc, fusion);
+  staged.writeBack(b, loc);
   return success();
 }
 
 struct ConvertCommToRuntimePass
     : public comm::impl::ConvertCommToRuntimeBase<ConvertCommToRuntimePass> {
+  using Base::Base;
+
   void runOnOperation() final {
     ModuleOp module = getOperation();
     RuntimeCallBuilder runtime(module);
@@ -315,6 +351,93 @@ struct ConvertCommToRuntimePass
   }
 
 private:
+  /// A started collective: the stack slot holding its handle and its staged
+  /// buffers, for its wait.
+  struct Started {
+    Value handle;
+    StagedBuffers staged;
+  };
+
+  LogicalResult lowerCollective(Operation *op, ValueRange buffers,
+                                ReduceKind reduce, TypeAttr wire,
+                                std::optional<APFloat> prescale,
+                                RuntimeCallBuilder &runtime) {
+    FailureOr<CollectiveArguments> args =
+        getCollectiveArguments(op, buffers, reduce, wire, prescale);
+    if (failed(args) || failed(lowerBlocking(op, buffers, *args, runtime)))
+      return failure();
+    op->erase();
+    return success();
+  }
+
+  /// `commrt_fused_allreduce_start` on the start's channel; the handle goes
+  /// to a stack slot that the wait reads.
+  LogicalResult lowerStart(StartOp start, RuntimeCallBuilder &runtime) {
+    FailureOr<CollectiveArguments> args =
+        getCollectiveArguments(start, start.getInputs(), start.getReduce(),
+                               start.getWireAttr(), start.getPrescale());
+    if (failed(args))
+      return failure();
+    Location loc = start.getLoc();
+    OpBuilder b(start);
+    Started started{allocateI64Array(start, 1),
+                    StagedBuffers::stage(b, loc, start.getInputs())};
+    SmallVector<Value> callArgs =
+        getBufferArrays(b, start, started.staged.contiguous);
+    llvm::append_range(callArgs, getScalarArguments(b, loc, *args));
+    callArgs.push_back(
+        arith::ConstantIntOp::create(b, loc, start.getChannel(), 32));
+    callArgs.push_back(getDataPointer(b, loc, started.handle));
+    if (failed(runtime.emitCheckedCall(b, loc, "commrt_fused_allreduce_start",
+                                       callArgs)))
+      return failure();
+    inFlight[start] = std::move(started);
+    return success();
+  }
+
+  /// `commrt_wait` on the start's handle, then the staged copies go back.
+  LogicalResult lowerWait(WaitOp wait, RuntimeCallBuilder &runtime) {
+    StartOp start = wait.getStart();
+    auto it = inFlight.find(start);
+    if (it == inFlight.end())
+      return wait.emitOpError(
+          "cannot be lowered: its comm.start was not lowered first");
+    Location loc = wait.getLoc();
+    OpBuilder b(wait);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value handle = memref::LoadOp::create(b, loc, it->second.handle, zero);
+    if (failed(runtime.emitCheckedCall(b, loc, "commrt_wait", {handle})))
+      return failure();
+    it->second.staged.writeBack(b, loc);
+    inFlight.erase(it);
+    wait.erase();
+    start.erase();
+    return success();
+  }
+
+  /// Nothing, or a sleep of the step's cost with compute-delay.
+  LogicalResult lowerCompute(ComputeOp compute, RuntimeCallBuilder &runtime) {
+    if (compute->getNumResults() != 0)
+      return compute.emitOpError("cannot be lowered: its results were not "
+                                 "bufferized");
+    if (computeDelay) {
+      OpBuilder b(compute);
+      FailureOr<func::FuncOp> sleep =
+          runtime.getFunction(compute.getLoc(), "commrt_sleep_us",
+                              b.getFunctionType({b.getF64Type()}, {}));
+      if (failed(sleep))
+        return failure();
+      Value cost = arith::ConstantOp::create(b, compute.getLoc(),
+                                             compute.getCostUsAttr());
+      func::CallOp::create(b, compute.getLoc(), *sleep, cost);
+    }
+    compute.erase();
+    return success();
+  }
+
+  /// Starts lowered, until their waits are.
+  llvm::DenseMap<Operation *, Started> inFlight;
+
   LogicalResult lowerOp(Operation *op, RuntimeCallBuilder &runtime) {
     IRRewriter rewriter(op->getContext());
     rewriter.setInsertionPoint(op);
@@ -337,31 +460,19 @@ private:
       return success();
     }
 
-    if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
-      std::optional<WirePrecision> wire;
-      if (allreduce.getWireAttr()) {
-        FailureOr<WirePrecision> precision = getWirePrecision(allreduce);
-        if (failed(precision))
-          return failure();
-        wire = *precision;
-      }
-      if (failed(lowerAllReduce(op, allreduce.getInput(), allreduce.getReduce(),
-                                wire, runtime)))
-        return failure();
-      rewriter.eraseOp(op);
-      return success();
-    }
-    if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
-      if (fused.getWireAttr())
-        return fused.emitOpError(
-            "cannot be lowered: wire precision on comm.fused_allreduce is not "
-            "lowered yet");
-      if (failed(lowerAllReduce(op, fused.getInputs(), fused.getReduce(),
-                                /*wire=*/std::nullopt, runtime)))
-        return failure();
-      rewriter.eraseOp(op);
-      return success();
-    }
+    if (auto allreduce = dyn_cast<AllReduceOp>(op))
+      return lowerCollective(op, allreduce.getInput(), allreduce.getReduce(),
+                             allreduce.getWireAttr(), allreduce.getPrescale(),
+                             runtime);
+    if (auto fused = dyn_cast<FusedAllReduceOp>(op))
+      return lowerCollective(op, fused.getInputs(), fused.getReduce(),
+                             fused.getWireAttr(), fused.getPrescale(), runtime);
+    if (auto start = dyn_cast<StartOp>(op))
+      return lowerStart(start, runtime);
+    if (auto compute = dyn_cast<ComputeOp>(op))
+      return lowerCompute(compute, runtime);
+    if (auto wait = dyn_cast<WaitOp>(op))
+      return lowerWait(wait, runtime);
     return op->emitOpError("cannot be lowered yet by "
                            "convert-comm-to-runtime");
   }

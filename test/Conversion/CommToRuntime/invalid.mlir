@@ -25,23 +25,6 @@ func.func private @commrt_allreduce(i32)
 
 // -----
 
-// The runtime's wire path takes f32 gradients only.
-func.func @wire_on_f64(%m: memref<4xf64>) {
-  // expected-error @+1 {{'comm.allreduce' op cannot be lowered: the runtime sends f32 gradients in reduced wire precision, not 'f64'}}
-  comm.allreduce %m {prescale = 0.25 : f64, wire = f16} : memref<4xf64>
-  return
-}
-
-// -----
-
-func.func @wire_on_bucket(%a: memref<4xf32>, %b: memref<8xf32>) {
-  // expected-error @+1 {{'comm.fused_allreduce' op cannot be lowered: wire precision on comm.fused_allreduce is not lowered yet}}
-  comm.fused_allreduce %a, %b {wire = f16} : memref<4xf32>, memref<8xf32>
-  return
-}
-
-// -----
-
 // The runtime takes the prescale as an f32: one that rounds to 0 or
 // infinity there cannot be passed on.
 func.func @prescale_out_of_f32_range(%m: memref<4xf32>) {

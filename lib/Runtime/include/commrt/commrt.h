@@ -221,6 +221,12 @@ int32_t commrt_set_consistency_checks(int32_t enabled);
 /* A description of the last failure on this thread ("" if none). */
 const char *commrt_last_error(void);
 
+/* Sleeps for `microseconds` (nothing when it is not positive): the time of
+ * a profiled compute step (comm.compute lowered with compute-delay), during
+ * which the caller's thread, like a host thread while its GPU computes,
+ * leaves the cores to the runtime's communication. */
+void commrt_sleep_us(double microseconds);
+
 /* Does nothing when `status` is COMMRT_SUCCESS. Otherwise prints
  * "commrt: rank R: <status name>: <last error>" to stderr and aborts every
  * rank with MPI_Abort (the process exits if MPI is not running), so that a
