@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian 12 machine and runs every test: the
-# lit suite (dialect, passes, lowering, 4-rank end-to-end runs) and the
-# GoogleTest suites (runtime under mpirun with 1, 2 and 4 ranks, cost model).
+# lit suite (dialect, passes, lowering, 4-rank end-to-end runs), the
+# GoogleTest suites (runtime under mpirun with 1, 2 and 4 ranks, cost model)
+# and the embedding check (examples/embed built against an installed
+# commopt must plan a training step).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${COMMOPT_BUILD_DIR:-$root/build}
@@ -14,4 +16,30 @@ echo "== lit: check-commopt"
 cmake --build "$build" --target check-commopt || status=1
 echo "== GoogleTest and MPI tests: ctest"
 (cd "$build" && ctest --output-on-failure) || status=1
+
+# Installs commopt into $1, builds examples/embed against that install in $2
+# and checks that it plans a training step. Each step is checked by hand:
+# set -e does not apply inside a function called left of `||`.
+check_embedding() {
+  local prefix=$1 example=$2
+  cmake --install "$build" --prefix "$prefix" >/dev/null || return 1
+  cmake -G Ninja -S "$root/examples/embed" -B "$example" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld \
+    -DCommOpt_DIR="$prefix/lib/cmake/commopt" >/dev/null || return 1
+  cmake --build "$example" || return 1
+  "$example/plan-step" --options="cluster=nvlink-8 fusion=cost" \
+    >"$example/planned.mlir" || return 1
+  if ! grep -q "comm.start" "$example/planned.mlir"; then
+    cat "$example/planned.mlir"
+    echo "examples/embed: no comm.start in the planned module" >&2
+    return 1
+  fi
+}
+
+echo "== embedding: examples/embed against an installed commopt"
+prefix=$(mktemp -d)
+example=$(mktemp -d)
+trap 'rm -rf "$prefix" "$example"' EXIT
+check_embedding "$prefix" "$example" || status=1
 exit $status
