@@ -35,10 +35,20 @@ namespace comm {
 #define GEN_PASS_DECL
 #include "CommDialect/CommPasses.h.inc"
 
+/// The options of the `commopt-lower-to-llvm` pipeline.
+struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
+  Option<bool> computeDelay{
+      *this, "compute-delay",
+      llvm::cl::desc("Lower comm.compute to a sleep of its cost_us, so that "
+                     "a profile's skeleton runs with its compute time"),
+      llvm::cl::init(false)};
+};
+
 /// Adds to `pm` the passes that take a module whose gradients are tensors
 /// through bufferization, `convert-comm-to-runtime` and the LLVM lowering,
 /// ready for mlir-runner or mlir-translate --mlir-to-llvmir.
-void buildLowerToLLVMPipeline(OpPassManager &pm);
+void buildLowerToLLVMPipeline(OpPassManager &pm,
+                              const LowerToLLVMOptions &options = {});
 
 /// The options of the `comm-optimize` pipeline, passed through to its
 /// passes.

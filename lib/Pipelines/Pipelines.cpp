@@ -20,14 +20,17 @@
 
 using namespace mlir;
 
-void comm::buildLowerToLLVMPipeline(OpPassManager &pm) {
+void comm::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                    const LowerToLLVMOptions &options) {
   bufferization::OneShotBufferizePassOptions bufferizeOptions;
   bufferizeOptions.bufferizeFunctionBoundaries = true;
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
   bufferization::buildBufferDeallocationPipeline(pm);
-  pm.addPass(comm::createConvertCommToRuntime());
+  ConvertCommToRuntimeOptions lowering;
+  lowering.computeDelay = options.computeDelay;
+  pm.addPass(comm::createConvertCommToRuntime(lowering));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -68,7 +71,7 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
 
 void comm::registerCommOptPasses() {
   registerCommPasses();
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerToLLVMOptions>(
       "commopt-lower-to-llvm",
       "Bufferize a module with comm ops, lower them to commrt runtime calls "
       "and everything to the LLVM dialect",
