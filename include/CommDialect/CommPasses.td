@@ -14,7 +14,8 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     with `cf.assert`, so a failing collective stops the program with the
     runtime's message instead of continuing with wrong data. Non-contiguous
     memrefs are staged through a contiguous copy. Ops still in tensor form
-    are an error: bufferize first.
+    are an error: bufferize first. So are collectives over a process group
+    (`group`): the runtime has one communicator, of all ranks.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
@@ -31,8 +32,9 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     gradients. A bucket is placed where its last gradient is ready, so no
     collective moves before its operands, and a bucket never spans a use of
     one of its gradients' results. Only gradients with the same reduction,
-    element type and wire settings share a bucket; buffer-form ops,
-    gradients of dynamic shape and existing buckets are left alone.
+    element type, wire settings and process group (`group`, or none) share
+    a bucket, which keeps that group; buffer-form ops, gradients of dynamic
+    shape and existing buckets are left alone.
 
     Policy `threshold` fills buckets up to `bucket-cap-mb` MiB (the first
     bucket up to `first-bucket-mb`). With `overflow=true` a bucket closes
@@ -58,7 +60,8 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     same model: a gradient joins the bucket still waiting for the channel
     when that bucket could not have started before the gradient was ready.
     Both plan the function's body; gradients in nested blocks are bucketed
-    with the threshold rule.
+    with the threshold rule. The model prices every collective as one among
+    all of the cluster's ranks, those over a process group included.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"threshold\"",
@@ -99,8 +102,8 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
       when the block does not use them.
 
     Starts issued at one point keep the collectives' program order, and so
-    do waits before one user. The start and wait carry the collective's
-    `reduce`, `wire` and `prescale`; an allreduce's `name` becomes
+    do waits before one user. The start carries the collective's `reduce`,
+    `wire`, `prescale` and `group`; an allreduce's `name` becomes
     `names = [name]`.
 
     Channels (`channels=N`, the multi-stream idea of AIACC-Training): the

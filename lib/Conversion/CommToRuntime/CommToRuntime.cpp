@@ -291,6 +291,9 @@ private:
       return success();
     }
 
+    if (op->hasAttr("group"))
+      return op->emitOpError("collectives over a process group are not "
+                             "lowered yet: the runtime has one communicator");
     if (op->hasAttr("wire"))
       return op->emitOpError("cannot be lowered yet: the runtime has no "
                              "reduced-precision wire path");

@@ -22,3 +22,23 @@ func.func @symbol_taken(%m: memref<4xf32>) {
   return
 }
 func.func private @commrt_allreduce(i32)
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @process_group(%m: memref<4xf32>, %n: memref<8xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op collectives over a process group are not lowered yet: the runtime has one communicator}}
+  comm.allreduce %m {group = #comm.group<@grid, axes = [1]>} : memref<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @fused_process_group(%m: memref<4xf32>, %n: memref<8xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op collectives over a process group are not lowered yet: the runtime has one communicator}}
+  comm.fused_allreduce %m, %n {group = #comm.group<@grid, axes = [0]>} : memref<4xf32>, memref<8xf32>
+  return
+}
