@@ -4,6 +4,7 @@
 #define COMM_ATTRS_TD
 
 include "CommDialect/CommDialect.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 
 def Comm_ReduceSum : I32EnumAttrCase<"sum", 0>;
@@ -96,6 +97,35 @@ def Comm_ExchangeKindAttr
     dense, without indices (GradientFlow); goes with `#comm.select<chunk>`.
   }];
   let assemblyFormat = "`<` $value `>`";
+}
+
+def Comm_GroupAttr : AttrDef<Comm_Dialect, "Group"> {
+  let mnemonic = "group";
+  let summary = "The process group a collective runs among";
+  let description = [{
+    `#comm.group<@grid, axes = [0, 2]>` names a device grid, a `shard.grid`
+    symbol, and axes of it. Ranks are laid out on the grid in row-major
+    order (rank = linear index of the grid coordinates, as upstream's
+    `convert-shard-to-mpi` numbers them), and the ranks that share their
+    coordinates on every axis *not* listed form one group: a collective
+    with this group runs independently within each group, as
+    `shard.all_reduce`'s `grid_axes` do. `avg` divides by the group's size.
+
+    For example, on `shard.grid @g(shape = 2x4)` (ranks 0-7), the group
+    `#comm.group<@g, axes = [1]>` is {0, 1, 2, 3} and {4, 5, 6, 7} (the
+    rows), and `#comm.group<@g, axes = [0]>` is {0, 4}, {1, 5}, {2, 6} and
+    {3, 7} (the columns).
+
+    The axes are listed in increasing order, each at most once; there is at
+    least one. A collective without a group runs among all ranks, so a
+    group listing every axis of its grid means the same as no group.
+    Collectives check that the grid is a `shard.grid` of the module and
+    that each axis is below its rank.
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$grid,
+                        ArrayRefParameter<"int64_t", "grid axes">:$axes);
+  let assemblyFormat = "`<` $grid `,` `axes` `=` custom<GridAxes>($axes) `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // COMM_ATTRS_TD

@@ -7,6 +7,7 @@ include "CommDialect/CommDialect.td"
 include "CommDialect/CommAttrs.td"
 include "CommDialect/CommTypes.td"
 include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 //===----------------------------------------------------------------------===//
@@ -38,6 +39,9 @@ defvar Comm_CollectiveAttrs = (ins
   OptionalAttr<TypeAttr>:$wire,
   OptionalAttr<F64Attr>:$prescale);
 
+// The process group a collective runs among; none means all ranks.
+defvar Comm_GroupArg = (ins OptionalAttr<Comm_GroupAttr>:$group);
+
 // Collectives read and write their gradients and, beyond that, talk to other
 // ranks: they may not be removed or reordered by generic transformations.
 defvar Comm_CollectiveTraits = [
@@ -46,13 +50,19 @@ defvar Comm_CollectiveTraits = [
       ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
        "getAliasingValues", "bufferize"]>];
 
-def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_CollectiveTraits> {
-  let summary = "Allreduce of one gradient across all ranks";
+// Dense collectives may run among a process group, whose grid symbol is
+// checked against the module.
+defvar Comm_DenseCollectiveTraits = !listconcat(Comm_CollectiveTraits,
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]);
+
+def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_DenseCollectiveTraits> {
+  let summary = "Allreduce of one gradient across ranks";
   let description = [{
-    Reduces `input` element-wise across all ranks. With a tensor operand the
-    op returns the reduced tensor (of the operand's type); with a memref
-    operand it reduces the buffer in place and has no result. `name` is the
-    parameter's name, kept for reports.
+    Reduces `input` element-wise across all ranks, or, with `group`, within
+    each process group of a device grid (see `#comm.group`). With a tensor
+    operand the op returns the reduced tensor (of the operand's type); with
+    a memref operand it reduces the buffer in place and has no result.
+    `name` is the parameter's name, kept for reports.
 
     `wire` names a narrower floating-point type (f16 or bf16) in which the
     data travels; `prescale` multiplies the data before the cast (e.g. by
@@ -64,23 +74,28 @@ def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_CollectiveTraits> {
     %r = comm.allreduce %g {name = "fc.weight", reduce = #comm.reduce<avg>}
         : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
     comm.allreduce %m {reduce = #comm.reduce<avg>} : memref<1000xf32>
+    // Within the rows of a 2x4 grid of ranks.
+    %s = comm.allreduce %g {group = #comm.group<@grid, axes = [1]>}
+        : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
     ```
   }];
   let arguments = !con((ins Comm_Gradient:$input),
                        Comm_CollectiveAttrs,
-                       (ins OptionalAttr<StrAttr>:$name));
+                       (ins OptionalAttr<StrAttr>:$name),
+                       Comm_GroupArg);
   let results = (outs Optional<AnyRankedTensor>:$result);
   let assemblyFormat =
       "$input attr-dict `:` type($input) (`->` type($result)^)?";
   let hasVerifier = 1;
 }
 
-def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_CollectiveTraits> {
+def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_DenseCollectiveTraits> {
   let summary = "One allreduce over several gradients (a fusion bucket)";
   let description = [{
     Reduces all `inputs` with one collective: the runtime packs them into one
     fusion buffer, reduces it and unpacks it. Results come in operand order.
-    All operands share one element type. `names` lists the parameters' names.
+    All operands share one element type and, with `group`, one process
+    group. `names` lists the parameters' names.
 
     Example:
 
@@ -93,22 +108,24 @@ def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_CollectiveTraits> {
   }];
   let arguments = !con((ins Variadic<Comm_Gradient>:$inputs),
                        Comm_CollectiveAttrs,
-                       (ins OptionalAttr<StrArrayAttr>:$names));
+                       (ins OptionalAttr<StrArrayAttr>:$names),
+                       Comm_GroupArg);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat =
       "$inputs attr-dict `:` type($inputs) (`->` type($results)^)?";
   let hasVerifier = 1;
 }
 
-def Comm_StartOp : Comm_Op<"start", Comm_CollectiveTraits> {
+def Comm_StartOp : Comm_Op<"start", Comm_DenseCollectiveTraits> {
   let summary = "Start an asynchronous allreduce";
   let description = [{
     The first half of a collective split for overlap: starts an allreduce of
-    `inputs` (one gradient, or several fused into one collective) and returns
-    a token. Exactly one `comm.wait` consumes the token and yields the
-    results. `channel` picks the communication stream (collectives on
-    different channels may be in flight at once); `priority` orders
-    collectives waiting for the same channel (lower is more urgent).
+    `inputs` (one gradient, or several fused into one collective; among all
+    ranks or within the process groups of `group`) and returns a token.
+    Exactly one `comm.wait` consumes the token and yields the results.
+    `channel` picks the communication stream (collectives on different
+    channels may be in flight at once); `priority` orders collectives
+    waiting for the same channel (lower is more urgent).
 
     Example:
 
@@ -124,7 +141,8 @@ def Comm_StartOp : Comm_Op<"start", Comm_CollectiveTraits> {
                        (ins OptionalAttr<StrArrayAttr>:$names,
                             DefaultValuedAttr<ConfinedAttr<I64Attr,
                                 [IntNonNegative]>, "0">:$channel,
-                            OptionalAttr<I64Attr>:$priority));
+                            OptionalAttr<I64Attr>:$priority),
+                       Comm_GroupArg);
   let results = (outs Comm_TokenType:$token);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;

@@ -28,7 +28,8 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     written back once the collective is complete. Every status is passed to
     `commrt_abort_on_error`, which stops all ranks with the runtime's message
     instead of continuing with wrong data. Ops still in tensor form are an
-    error: bufferize first.
+    error: bufferize first. So are collectives over a process group
+    (`group`): the runtime has one communicator, of all ranks.
   }];
   let options = [
     Option<"computeDelay", "compute-delay", "bool", /*default=*/"false",
@@ -41,6 +42,93 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
   ];
 }
 
+def CommImportShard : Pass<"comm-import-shard", "::mlir::ModuleOp"> {
+  let summary = "Import shard.all_reduce (and StableHLO's all_reduce) as "
+                "comm.allreduce";
+  let description = [{
+    Rewrites every `shard.all_reduce` on tensors into a `comm.allreduce`, so
+    that the collectives of a module partitioned with upstream's `shard`
+    dialect can be planned by commopt. Run it first, on tensors.
+
+    - Reduction: `sum`, `max`, `min` and `average` become `#comm.reduce<sum>`,
+      `<max>`, `<min>` and `<avg>` (an average of floating-point values
+      only). `product`, `bitwise_and`, `bitwise_or`, `bitwise_xor` and
+      `generic` have no comm equivalent: the pass reports the op, naming
+      its reduction, and fails.
+    - Process group: `grid_axes` become
+      `group = #comm.group<@grid, axes = [...]>`, the axes sorted (the
+      ranks that meet do not depend on their order). When every grid axis
+      not listed has size 1 (in particular when all are listed) the
+      collective spans all ranks and gets no group. When every listed axis
+      has size 1, or none is listed, each rank is alone: nothing is
+      communicated and the result is the operand (converted, see below),
+      as upstream's canonicalizer folds it.
+    - Element types: shard converts each input element to the result's
+      element type before reducing. The import does the same with an
+      `arith` cast on the operand, then reduces in the result's type:
+      `arith.extf`/`arith.truncf` between floats (through f32 between two
+      formats of one width, such as f16 and bf16), `arith.extsi`/
+      `arith.trunci` between integers and `arith.sitofp`/`arith.fptosi`
+      between the two, integers being signed as in linalg's default cast,
+      which `convert-shard-to-mpi` uses.
+    - Rejected, with a diagnostic: memrefs (import before bufferization),
+      element types comm does not communicate (index, complex, unsigned
+      integers), and operand and result shapes that differ.
+
+    StableHLO, on a best-effort basis: a `"stablehlo.all_reduce"`, the
+    generic form in which JAX prints it, read with
+    `--allow-unregistered-dialect`, becomes one `comm.allreduce` per
+    operand. The StableHLO dialect is not registered, so the whole input,
+    the reduction region included, must be in generic form (as a tool that
+    knows StableHLO prints it with `--mlir-print-op-generic`). Then:
+
+    - the reduction is read from the region: a single block whose two
+      arguments are combined by one `stablehlo.add` (sum),
+      `stablehlo.maximum` (max) or `stablehlo.minimum` (min) whose result
+      is returned by `stablehlo.return`; any other region is rejected with
+      a diagnostic naming the op it found;
+    - `replica_groups` (a 2-D dense integer attribute) absent, empty, or
+      one group listing each id of 0..n-1 once means all ranks; where the
+      module declares `mhlo.num_replicas` (and `mhlo.num_partitions`, with
+      `use_global_device_ids`), n must be the number of replicas (or
+      devices). Any other grouping is rejected: "replica_groups other than
+      one group of all replicas are not imported". A module with
+      `mhlo.num_partitions` above 1 is imported only with
+      `use_global_device_ids`, since otherwise the groups hold the replicas
+      of one partition;
+    - element types are converted as for shard; `channel_handle` and other
+      attributes are not used.
+
+    Left alone: every other op, the other shard collectives (`all_gather`,
+    `reduce_scatter`, `all_slice`, ...) and `shard.grid` included. When the
+    pass fails, it reports every op it cannot import and changes nothing.
+
+    Example:
+
+    ```mlir
+    shard.grid @grid(shape = 2x4)
+    %r = shard.all_reduce %g on @grid grid_axes = [1] reduction = sum
+        : tensor<1024xf32> -> tensor<1024xf32>
+    %s = shard.all_reduce %g on @grid grid_axes = [0, 1] reduction = max
+        : tensor<1024xbf16> -> tensor<1024xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    shard.grid @grid(shape = 2x4)
+    %r = comm.allreduce %g {group = #comm.group<@grid, axes = [1]>}
+        : tensor<1024xf32> -> tensor<1024xf32>
+    %e = arith.extf %g : tensor<1024xbf16> to tensor<1024xf32>
+    %s = comm.allreduce %e {reduce = #comm.reduce<max>}
+        : tensor<1024xf32> -> tensor<1024xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::comm::CommDialect"
+  ];
+}
+
 def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
   let summary = "Fuse gradient allreduces into buckets (tensor fusion)";
   let description = [{
@@ -49,8 +137,9 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     gradients. A bucket is placed where its last gradient is ready, so no
     collective moves before its operands, and a bucket never spans a use of
     one of its gradients' results. Only gradients with the same reduction,
-    element type and wire settings share a bucket; buffer-form ops,
-    gradients of dynamic shape and existing buckets are left alone.
+    element type, wire settings and process group (`group`, or none) share
+    a bucket, which keeps that group; buffer-form ops, gradients of dynamic
+    shape and existing buckets are left alone.
 
     Policy `threshold` fills buckets up to `bucket-cap-mb` MiB (the first
     bucket up to `first-bucket-mb`). With `overflow=true` a bucket closes
@@ -76,7 +165,8 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     same model: a gradient joins the bucket still waiting for the channel
     when that bucket could not have started before the gradient was ready.
     Both plan the function's body; gradients in nested blocks are bucketed
-    with the threshold rule.
+    with the threshold rule. The model prices every collective as one among
+    all of the cluster's ranks, those over a process group included.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"threshold\"",
@@ -117,8 +207,8 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
       when the block does not use them.
 
     Starts issued at one point keep the collectives' program order, and so
-    do waits before one user. The start and wait carry the collective's
-    `reduce`, `wire` and `prescale`; an allreduce's `name` becomes
+    do waits before one user. The start carries the collective's `reduce`,
+    `wire`, `prescale` and `group`; an allreduce's `name` becomes
     `names = [name]`.
 
     Channels (`channels=N`, the multi-stream idea of AIACC-Training): the

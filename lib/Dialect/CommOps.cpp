@@ -1,6 +1,7 @@
 //===- CommOps.cpp - Operations of the comm dialect -----------------------===//
 //
-// Verifiers, memory effects and bufferization of the comm ops.
+// Verifiers, symbol checks, memory effects and bufferization of the comm
+// ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -117,6 +119,29 @@ static LogicalResult verifyCollective(Operation *op, ValueRange inputs,
   return success();
 }
 
+/// Checks a collective's `group` against the module: its grid must be a
+/// `shard.grid` whose rank exceeds every axis of the group.
+static LogicalResult verifyGroup(Operation *op, GroupAttr group,
+                                 SymbolTableCollection &symbolTable) {
+  if (!group)
+    return success();
+  FlatSymbolRefAttr gridName = group.getGrid();
+  Operation *symbol = symbolTable.lookupNearestSymbolFrom(op, gridName);
+  if (!symbol)
+    return op->emitOpError("group refers to an unknown grid ") << gridName;
+  auto grid = dyn_cast<shard::GridOp>(symbol);
+  if (!grid)
+    return op->emitOpError("group's grid ")
+           << gridName << " must be a shard.grid, but is a '"
+           << symbol->getName() << "'";
+  for (int64_t axis : group.getAxes())
+    if (axis >= grid.getRank())
+      return op->emitOpError("group axis ")
+             << axis << " is out of range: grid " << gridName << " has "
+             << grid.getRank() << (grid.getRank() == 1 ? " axis" : " axes");
+  return success();
+}
+
 /// Memory effects of a collective: it reads and writes each memref it is
 /// given (in buffer form) and communicates.
 static void getCollectiveEffects(
@@ -170,6 +195,11 @@ LogicalResult AllReduceOp::verify() {
                           /*names=*/std::nullopt);
 }
 
+LogicalResult
+AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroup(*this, getGroupAttr(), symbolTable);
+}
+
 void AllReduceOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
@@ -203,6 +233,11 @@ LogicalResult FusedAllReduceOp::verify() {
   return verifyCollective(*this, getInputs(), getResultTypes(),
                           /*checkResults=*/true, getReduce(), getWire(),
                           getPrescale(), getNames());
+}
+
+LogicalResult
+FusedAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroup(*this, getGroupAttr(), symbolTable);
 }
 
 void FusedAllReduceOp::getEffects(
@@ -252,6 +287,10 @@ LogicalResult StartOp::verify() {
     return emitOpError("token must be consumed by comm.wait, not by ")
            << token.getUsers().begin()->getName();
   return success();
+}
+
+LogicalResult StartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroup(*this, getGroupAttr(), symbolTable);
 }
 
 void StartOp::getEffects(

@@ -47,7 +47,8 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
     reduced.push_back(AllReduceOp::create(builder, loc, gradient.type, value,
                                           ReduceKind::avg, /*wire=*/nullptr,
                                           /*prescale=*/nullptr,
-                                          builder.getStringAttr(gradient.name))
+                                          builder.getStringAttr(gradient.name),
+                                          /*group=*/nullptr)
                           .getResult());
 }
 

@@ -30,16 +30,20 @@ namespace {
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 constexpr size_t kNoDeadline = std::numeric_limits<size_t>::max();
 
-/// What gradients must agree on to share one collective.
+/// What gradients must agree on to share one collective: a bucket is
+/// reduced with one reduction, one element type and wire setting, among
+/// one set of ranks (null group: all ranks).
 struct BucketKey {
   ReduceKind reduce;
   Type elementType;
   TypeAttr wire;
   FloatAttr prescale;
+  GroupAttr group;
 
   bool operator==(const BucketKey &other) const {
     return reduce == other.reduce && elementType == other.elementType &&
-           wire == other.wire && prescale == other.prescale;
+           wire == other.wire && prescale == other.prescale &&
+           group == other.group;
   }
 };
 
@@ -107,7 +111,7 @@ SmallVector<Candidate> collectCandidates(Block &block) {
     candidates.push_back(
         {allreduce,
          {allreduce.getReduce(), type.getElementType(), allreduce.getWireAttr(),
-          allreduce.getPrescaleAttr()},
+          allreduce.getPrescaleAttr(), allreduce.getGroupAttr()},
          static_cast<int64_t>(getCollectiveBytes(type, wire)),
          positions.lookup(&op),
          deadline});
@@ -186,7 +190,7 @@ void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
   auto fused = FusedAllReduceOp::create(
       builder, builder.getFusedLoc(locations), types, inputs,
       last.getReduceAttr(), last.getWireAttr(), last.getPrescaleAttr(),
-      anyName ? builder.getArrayAttr(names) : ArrayAttr());
+      anyName ? builder.getArrayAttr(names) : ArrayAttr(), last.getGroupAttr());
   for (auto [index, result] : llvm::zip(bucket, fused.getResults())) {
     AllReduceOp member = candidates[index].op;
     member.getResult().replaceAllUsesWith(result);

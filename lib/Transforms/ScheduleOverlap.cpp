@@ -243,18 +243,20 @@ private:
   }
 
   /// A start of a collective over `gradients` with the attributes of
-  /// `collective` (an allreduce's `name` becomes `names`). Its channel is
-  /// assigned later.
+  /// `collective`, its group included (an allreduce's `name` becomes
+  /// `names`). Its channel is assigned later.
   StartOp createStart(Operation *collective, ValueRange gradients,
                       std::optional<int64_t> priority) {
     ReduceKind reduce;
     TypeAttr wire;
     FloatAttr prescale;
     ArrayAttr names;
+    GroupAttr group;
     if (auto allreduce = dyn_cast<AllReduceOp>(collective)) {
       reduce = allreduce.getReduce();
       wire = allreduce.getWireAttr();
       prescale = allreduce.getPrescaleAttr();
+      group = allreduce.getGroupAttr();
       if (std::optional<StringRef> name = allreduce.getName())
         names = builder.getStrArrayAttr({*name});
     } else {
@@ -262,12 +264,13 @@ private:
       reduce = fused.getReduce();
       wire = fused.getWireAttr();
       prescale = fused.getPrescaleAttr();
+      group = fused.getGroupAttr();
       names = fused.getNamesAttr();
     }
     auto start = StartOp::create(
         builder, collective->getLoc(), TokenType::get(builder.getContext()),
         gradients, reduce, wire, prescale, names, /*channel=*/0,
-        priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr());
+        priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr(), group);
     created.insert(start);
     return start;
   }

@@ -86,6 +86,30 @@ func.func @mixed_kinds(%a: tensor<4xf32>, %b: tensor<4xf16>, %c: tensor<4xf32>,
 
 // -----
 
+// Gradients reduced within different process groups, or within a group and
+// among all ranks, never share a bucket: each group gets its own, which
+// keeps the group.
+shard.grid @grid(shape = 2x4)
+
+// ALL-LABEL: func.func @groups
+// ALL-DAG: comm.fused_allreduce {{.*}} {group = #comm.group<@grid, axes = [1]>, names = ["rows_a", "rows_b"]} : tensor<4xf32>, tensor<4xf32>
+// ALL-DAG: comm.fused_allreduce {{.*}} {group = #comm.group<@grid, axes = [0]>, names = ["columns_a", "columns_b"]} : tensor<4xf32>, tensor<4xf32>
+// ALL-DAG: comm.fused_allreduce {{.*}} {names = ["all_a", "all_b"]} : tensor<4xf32>, tensor<4xf32>
+// ALL-NOT: comm.allreduce
+func.func @groups(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>,
+                  %d: tensor<4xf32>, %e: tensor<4xf32>, %f: tensor<4xf32>)
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = comm.allreduce %a {name = "rows_a", group = #comm.group<@grid, axes = [1]>} : tensor<4xf32> -> tensor<4xf32>
+  %1 = comm.allreduce %b {name = "columns_a", group = #comm.group<@grid, axes = [0]>} : tensor<4xf32> -> tensor<4xf32>
+  %2 = comm.allreduce %c {name = "all_a"} : tensor<4xf32> -> tensor<4xf32>
+  %3 = comm.allreduce %d {name = "rows_b", group = #comm.group<@grid, axes = [1]>} : tensor<4xf32> -> tensor<4xf32>
+  %4 = comm.allreduce %e {name = "all_b"} : tensor<4xf32> -> tensor<4xf32>
+  %5 = comm.allreduce %f {name = "columns_b", group = #comm.group<@grid, axes = [0]>} : tensor<4xf32> -> tensor<4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Left alone: existing buckets, buffer-form ops, dynamic shapes, and a
 // lone gradient.
 // ALL-LABEL: func.func @left_alone

@@ -282,6 +282,30 @@ func.func @priorities(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tenso
 
 // -----
 
+// The start carries the collective's process group, for single gradients,
+// buckets and (PART) every piece of a partitioned gradient; collectives
+// without a group get none.
+shard.grid @grid(shape = 2x4)
+
+// CHECK-LABEL: func.func @groups
+// CHECK-SAME: (%[[A:.*]]: tensor<524288xf32>, %[[B:.*]]: tensor<4xf32>, %[[C:.*]]: tensor<4xf32>)
+// CHECK-NEXT: %[[TA:.*]] = comm.start %[[A]] {group = #comm.group<@grid, axes = [1]>, names = ["a"]} : tensor<524288xf32>
+// CHECK-NEXT: %[[TB:.*]] = comm.start %[[B]], %[[C]] {channel = 1 : i64, group = #comm.group<@grid, axes = [0]>, reduce = #comm.reduce<max>} : tensor<4xf32>, tensor<4xf32>
+// CHECK-NEXT: %[[TC:.*]] = comm.start %[[C]] {channel = 1 : i64} : tensor<4xf32>
+// PART-LABEL: func.func @groups
+// PART: comm.start %{{.*}} {group = #comm.group<@grid, axes = [1]>, names = ["a"]} : tensor<262144xf32>
+// PART: comm.start %{{.*}} {channel = 1 : i64, group = #comm.group<@grid, axes = [1]>, names = ["a"]} : tensor<262144xf32>
+func.func @groups(%a: tensor<524288xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>)
+    -> (tensor<524288xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = comm.allreduce %a {group = #comm.group<@grid, axes = [1]>, name = "a"} : tensor<524288xf32> -> tensor<524288xf32>
+  %1:2 = comm.fused_allreduce %b, %c {group = #comm.group<@grid, axes = [0]>, reduce = #comm.reduce<max>}
+      : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  %2 = comm.allreduce %c : tensor<4xf32> -> tensor<4xf32>
+  return %0, %1#0, %1#1, %2 : tensor<524288xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Left alone: collectives already split, buffer-form collectives, and
 // other ops.
 // CHECK-LABEL: func.func @left_alone

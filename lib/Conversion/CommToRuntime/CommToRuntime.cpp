@@ -460,6 +460,9 @@ private:
       return success();
     }
 
+    if (op->hasAttr("group"))
+      return op->emitOpError("collectives over a process group are not "
+                             "lowered yet: the runtime has one communicator");
     if (auto allreduce = dyn_cast<AllReduceOp>(op))
       return lowerCollective(op, allreduce.getInput(), allreduce.getReduce(),
                              allreduce.getWireAttr(), allreduce.getPrescale(),

@@ -35,6 +35,16 @@ func.func @prescale_out_of_f32_range(%m: memref<4xf32>) {
 
 // -----
 
+shard.grid @grid(shape = 2x4)
+
+func.func @process_group(%m: memref<4xf32>, %n: memref<8xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op collectives over a process group are not lowered yet: the runtime has one communicator}}
+  comm.allreduce %m {group = #comm.group<@grid, axes = [1]>} : memref<4xf32>
+  return
+}
+
+// -----
+
 // Sparse collectives have no runtime path yet, in buffer form or in tensor
 // form (bufferizing first would not help).
 func.func @sparse_buffer_form(%g: memref<1024xf32>, %r: memref<1024xf32>) {
@@ -52,4 +62,14 @@ func.func @sparse_tensor_form(%g: tensor<1024xf32>, %r: tensor<1024xf32>)
   %0:2 = comm.sparse_allreduce %g, %r {density = 0.01, select = #comm.select<chunk>, exchange = #comm.exchange<chunk>}
       : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>, tensor<1024xf32>
   return %0#0, %0#1 : tensor<1024xf32>, tensor<1024xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @fused_process_group(%m: memref<4xf32>, %n: memref<8xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op collectives over a process group are not lowered yet: the runtime has one communicator}}
+  comm.fused_allreduce %m, %n {group = #comm.group<@grid, axes = [0]>} : memref<4xf32>, memref<8xf32>
+  return
 }

@@ -63,3 +63,18 @@ func.func @read_while_in_flight(%a: tensor<4xf32>) -> (tensor<4xf32>, f32) {
   %r = comm.wait %t : tensor<4xf32>
   return %r, %x : tensor<4xf32>, f32
 }
+
+// The process group stays on the collectives in buffer form.
+shard.grid @grid(shape = 2x4)
+
+// CHECK-LABEL: func.func @groups
+// CHECK-SAME: (%[[A:.*]]: memref<4xf32>, %[[B:.*]]: memref<4xf32>)
+// CHECK-NEXT: comm.allreduce %[[A]] {group = #comm.group<@grid, axes = [1]>} : memref<4xf32>
+// CHECK-NEXT: %[[T:.*]] = comm.start %[[B]] {group = #comm.group<@grid, axes = [0]>} : memref<4xf32>
+// CHECK-NEXT: comm.wait %[[T]]
+func.func @groups(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = comm.allreduce %a {group = #comm.group<@grid, axes = [1]>} : tensor<4xf32> -> tensor<4xf32>
+  %t = comm.start %b {group = #comm.group<@grid, axes = [0]>} : tensor<4xf32>
+  %1 = comm.wait %t : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}

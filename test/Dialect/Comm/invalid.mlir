@@ -257,3 +257,100 @@ func.func @unknown_phase() {
   comm.compute () {cost_us = 1.0, phase = #comm.phase<sideways>} : () -> ()
   return
 }
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @group_without_axes(%g: tensor<4xf32>) {
+  // expected-error @+1 {{#comm.group needs at least one grid axis}}
+  %0 = comm.allreduce %g {group = #comm.group<@grid, axes = []>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @group_axes_unsorted(%g: tensor<4xf32>) {
+  // expected-error @+1 {{#comm.group axes must be listed in increasing order, each once, got 1 before 0}}
+  %0 = comm.allreduce %g {group = #comm.group<@grid, axes = [1, 0]>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @group_axes_repeated(%g: tensor<4xf32>) {
+  // expected-error @+1 {{#comm.group axes must be listed in increasing order, each once, got 1 before 1}}
+  %0 = comm.allreduce %g {group = #comm.group<@grid, axes = [1, 1]>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @group_axis_negative(%g: tensor<4xf32>) {
+  // expected-error @+1 {{#comm.group axes must be non-negative, got -1}}
+  %0 = comm.allreduce %g {group = #comm.group<@grid, axes = [-1, 0]>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @group_unknown_grid(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op group refers to an unknown grid @nowhere}}
+  %0 = comm.allreduce %g {group = #comm.group<@nowhere, axes = [0]>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @group_not_a_grid(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op group's grid @group_not_a_grid must be a shard.grid, but is a 'func.func'}}
+  %0 = comm.allreduce %g {group = #comm.group<@group_not_a_grid, axes = [0]>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @group_axis_out_of_range(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op group axis 2 is out of range: grid @grid has 2 axes}}
+  %0 = comm.allreduce %g {group = #comm.group<@grid, axes = [0, 2]>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @line(shape = 8)
+
+func.func @fused_group_axis_out_of_range(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op group axis 1 is out of range: grid @line has 1 axis}}
+  %0:2 = comm.fused_allreduce %a, %b {group = #comm.group<@line, axes = [1]>}
+      : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+
+func.func @start_group_axis_out_of_range(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'comm.start' op group axis 5 is out of range: grid @grid has 2 axes}}
+  %t = comm.start %g {group = #comm.group<@grid, axes = [5]>} : tensor<4xf32>
+  %r = comm.wait %t : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @start_group_unknown_grid(%m: memref<4xf32>) {
+  // expected-error @+1 {{'comm.start' op group refers to an unknown grid @nowhere}}
+  %t = comm.start %m {group = #comm.group<@nowhere, axes = [0]>} : memref<4xf32>
+  comm.wait %t
+  return
+}

@@ -57,6 +57,28 @@ func.func @start_wait(%w: tensor<64xf32>, %b: tensor<8xf32>, %x: tensor<4xf32>)
   return %r#0, %r#1 : tensor<64xf32>, tensor<8xf32>
 }
 
+// Process groups name a grid of the module and some of its axes.
+shard.grid @grid(shape = 2x4x2)
+
+// CHECK-LABEL: func.func @groups
+func.func @groups(%w: tensor<64xf32>, %b: tensor<8xf32>, %m: memref<8xf32>)
+    -> (tensor<64xf32>, tensor<8xf32>) {
+  // CHECK: comm.allreduce %{{.*}} {group = #comm.group<@grid, axes = [1]>, reduce = #comm.reduce<avg>} : tensor<64xf32> -> tensor<64xf32>
+  %0 = comm.allreduce %w {group = #comm.group<@grid, axes = [1]>, reduce = #comm.reduce<avg>}
+      : tensor<64xf32> -> tensor<64xf32>
+  // CHECK: comm.fused_allreduce %{{.*}}, %{{.*}} {group = #comm.group<@grid, axes = [0, 2]>} : tensor<64xf32>, tensor<8xf32>
+  %1:2 = comm.fused_allreduce %w, %b {group = #comm.group<@grid, axes = [0, 2]>}
+      : tensor<64xf32>, tensor<8xf32> -> tensor<64xf32>, tensor<8xf32>
+  // Every axis of the grid: the same ranks as no group.
+  // CHECK: %[[T:.*]] = comm.start %{{.*}} {channel = 1 : i64, group = #comm.group<@grid, axes = [0, 1, 2]>} : tensor<8xf32>
+  %t = comm.start %b {channel = 1, group = #comm.group<@grid, axes = [0, 1, 2]>} : tensor<8xf32>
+  // CHECK: comm.wait %[[T]] : tensor<8xf32>
+  %r = comm.wait %t : tensor<8xf32>
+  // CHECK: comm.allreduce %{{.*}} {group = #comm.group<@grid, axes = [2]>} : memref<8xf32>
+  comm.allreduce %m {group = #comm.group<@grid, axes = [2]>} : memref<8xf32>
+  return %0, %r : tensor<64xf32>, tensor<8xf32>
+}
+
 // CHECK-LABEL: func.func @compute
 func.func @compute(%x: tensor<32x2048xf32>) {
   // CHECK: comm.compute() {cost_us = 0.000000e+00 : f64} : () -> ()
