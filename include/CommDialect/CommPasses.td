@@ -103,7 +103,8 @@ def CommEstimate : Pass<"comm-estimate", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"gradientflow-64\"",
+    Option<"cluster", "cluster", "std::string",
+           /*default=*/"\"gradientflow-64\"",
            "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
            "ethernet10-16, ib56-16) or path of a cluster description JSON">,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
