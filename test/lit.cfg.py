@@ -43,16 +43,19 @@ for library in ["mlir_c_runner_utils", "mlir_runner_utils"]:
     config.substitutions.append(
         ("%" + library, os.path.join(config.llvm_lib_dir, f"lib{library}.so")))
 
-# Real model profiles live beside the checkout; tests that read them need
-# the folder.
-profiles = os.path.join(config.commopt_src_root, "..", "shared", "profiles",
-                        "pipedream")
+# Real model profiles live beside the checkout (or where
+# `--param pipedream_profiles=DIR` says, e.g. from a git worktree); tests
+# that read them need the folder.
+profiles = lit_config.params.get(
+    "pipedream_profiles",
+    os.path.join(config.commopt_src_root, "..", "shared", "profiles",
+                 "pipedream"))
 if os.path.isdir(profiles):
     config.available_features.add("pipedream-profiles")
     config.substitutions.append(("%pipedream", os.path.realpath(profiles)))
 else:
-    lit_config.note("../shared/profiles/pipedream not found: tests that "
-                    "need the pipedream profiles are skipped")
+    lit_config.note(f"{profiles} not found: tests that need the pipedream "
+                    "profiles are skipped (--param pipedream_profiles=DIR)")
 
 # The PyTorch exporter needs Debian's python3-torch and python3-torchvision.
 config.substitutions.append(

@@ -1,16 +1,23 @@
 //===- Translations.cpp - Registration of commopt's translations ----------===//
 //
-// Registers the profile imports with the mlir-translate registry.
+// Registers the profile imports and the timeline export with the
+// mlir-translate registry.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/Target/Translations.h"
 
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/Target/Export.h"
 #include "CommDialect/Target/Import.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/CommandLine.h"
 
 using namespace mlir;
 
@@ -19,8 +26,33 @@ static void registerImportDialects(DialectRegistry &registry) {
   registry.insert<comm::CommDialect, func::FuncDialect>();
 }
 
+/// The dialects of the training steps the export reads: comm, and the
+/// upstream ops whose cost it estimates with the roofline model.
+static void registerExportDialects(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, comm::CommDialect, func::FuncDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  tensor::TensorDialect>();
+}
+
 void mlir::comm::registerCommOptTranslations() {
   static const bool registered = [] {
+    static llvm::cl::opt<std::string> timelineCluster(
+        "timeline-cluster",
+        llvm::cl::desc("--export-timeline: cluster preset or description "
+                       "file"),
+        llvm::cl::init(TimelineExportOptions().cluster));
+    static llvm::cl::opt<std::string> timelineDevice(
+        "timeline-device",
+        llvm::cl::desc("--export-timeline: device preset or description file, "
+                       "for ops without a measured cost"),
+        llvm::cl::init(TimelineExportOptions().device));
+    static llvm::cl::opt<SimulationMode> timelineMode(
+        "timeline-mode", llvm::cl::desc("--export-timeline: what to simulate"),
+        llvm::cl::values(
+            clEnumValN(SimulationMode::Step, "step", "one step"),
+            clEnumValN(SimulationMode::SteadyState, "steady",
+                       "the measured iterations of the steady state")),
+        llvm::cl::init(SimulationMode::Step));
     TranslateToMLIRRegistration importGradProfile(
         "import-grad-profile",
         "Import a commopt JSON gradient profile (version 1)",
@@ -36,6 +68,18 @@ void mlir::comm::registerCommOptTranslations() {
               comm::importPipedream(sourceMgr, context).release());
         },
         registerImportDialects);
+    TranslateFromMLIRRegistration exportTimeline(
+        "export-timeline",
+        "Simulate each function's step and write it as Chrome trace event "
+        "JSON (Perfetto, chrome://tracing)",
+        [](ModuleOp module, raw_ostream &os) {
+          TimelineExportOptions options;
+          options.cluster = timelineCluster;
+          options.device = timelineDevice;
+          options.mode = timelineMode;
+          return comm::exportTimeline(module, os, options);
+        },
+        registerExportDialects);
     return true;
   }();
   (void)registered;

@@ -1,7 +1,8 @@
 //===- commopt-translate.cpp - The commopt translation driver -------------===//
 //
 // An mlir-translate with commopt's translations only: imports of training
-// step profiles into the comm dialect.
+// step profiles into the comm dialect, and the export of a simulated step's
+// timeline as Chrome trace JSON.
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,7 +4,8 @@
 // `comm.cost_us` attributes, roofline estimates of tensor ops) and its
 // collectives (blocking, or split into comm.start/comm.wait), as the
 // timeline simulator's StepDescription, and remembers which op each task
-// came from so that results can be attached back to the IR.
+// came from so that results can be attached back to the IR. Simulates it as
+// one step or in steady state, for comm-estimate and --export-timeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,11 @@
 #include "CommDialect/Analysis/TimelineSimulator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace mlir::comm {
 
@@ -45,13 +51,81 @@ double estimateComputeUs(Operation *op, const DeviceModel &device);
 /// zero-sized.
 double getCollectiveBytes(TypeRange types, Type wire);
 
+/// The name of the model `module` holds, for reports: its `comm.model`
+/// attribute (set by the profile imports), else its symbol name, else "".
+std::string getModelName(ModuleOp module);
+
 /// Builds the step of `func`'s body: ops in program order; compute of ops
-/// with regions is the sum of their nested ops' costs. Collective costs come
-/// from `cluster`. Fails, with a diagnostic on the op, on a comm.start whose
-/// comm.wait lies in another block.
+/// with regions is the sum of their nested ops' costs. Every comm.compute is
+/// a task, even at zero cost (a forward step stays a point its layer's
+/// gradients are waited at); other ops are tasks when they cost something. A
+/// forward comm.compute without a `layer` is simulated as TaskPhase::Other.
+/// A comm.wait after the last compute task gives its collective no wait
+/// point when the collective carries layers: in steady state the next step's
+/// forward of those layers waits for it (otherwise, the next step's start).
+/// Collective costs come from `cluster`. Fails, with a diagnostic on the op,
+/// on a comm.start whose comm.wait lies in another block, or whose channel
+/// the cluster does not have.
 FailureOr<StepModel> buildStepModel(func::FuncOp func,
                                     const ClusterModel &cluster,
                                     const DeviceModel &device);
+
+/// How a step is simulated.
+enum class SimulationMode {
+  /// One step from a cold start (simulateStep).
+  Step,
+  /// Repeated steps, measured after warm-up (simulateSteadyState).
+  SteadyState,
+};
+
+/// Returns the spelling of a mode in options and reports: "step" or
+/// "steady".
+StringRef stringifySimulationMode(SimulationMode mode);
+
+/// Parses "step" or "steady".
+std::optional<SimulationMode> symbolizeSimulationMode(StringRef spelling);
+
+/// The simulated timeline of a StepModel, and the iterations that reports
+/// and traces show: the single step, or the measured iterations of the
+/// steady state.
+struct StepTimeline {
+  /// The simulator's result, with the events of every simulated iteration.
+  TimelineResult result;
+  /// The mode it was simulated in.
+  SimulationMode mode = SimulationMode::Step;
+  /// The first iteration shown (0, or the first measured one).
+  unsigned firstIteration = 0;
+  /// The number of iterations shown (1, or the measured ones).
+  unsigned numIterations = 1;
+  /// The time shown as zero: the earliest start of an event of the first
+  /// shown iteration. Shown times are `event time - originUs`.
+  double originUs = 0;
+  /// Compute tasks and collectives per iteration.
+  size_t numTasks = 0;
+  size_t numCollectives = 0;
+  /// Prefix sums of the compute events' durations, in execution order:
+  /// busyPrefixUs[i] is the busy time of events [0, i).
+  std::vector<double> busyPrefixUs;
+
+  /// The compute events of the shown iterations, in execution order.
+  ArrayRef<ComputeEvent> getShownComputeEvents() const;
+  /// The collective events of the shown iterations, ordered by iteration and
+  /// then by collective index.
+  ArrayRef<CollectiveEvent> getShownCollectiveEvents() const;
+  /// The event of collective `index` in the first shown iteration.
+  const CollectiveEvent &getFirstShownEvent(size_t index) const;
+  /// The time in [startUs, endUs) during which no compute task runs: for a
+  /// collective, the part of it that compute does not hide.
+  double getComputeIdleUs(double startUs, double endUs) const;
+};
+
+/// Simulates `model` on `cluster`'s channels in `mode` (steady state with
+/// `steadyState`'s iteration counts). Errors are the simulator's, naming the
+/// task or collective and field.
+llvm::Expected<StepTimeline>
+simulateStepModel(const StepModel &model, const ClusterModel &cluster,
+                  SimulationMode mode,
+                  const SteadyStateOptions &steadyState = {});
 
 } // namespace mlir::comm
 

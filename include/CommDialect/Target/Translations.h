@@ -10,8 +10,9 @@
 
 namespace mlir::comm {
 
-/// Registers `--import-grad-profile` and `--import-pipedream`. Safe to call
-/// more than once.
+/// Registers `--import-grad-profile`, `--import-pipedream` and
+/// `--export-timeline` (with its options `--timeline-cluster`,
+/// `--timeline-device` and `--timeline-mode`). Safe to call more than once.
 void registerCommOptTranslations();
 
 } // namespace mlir::comm

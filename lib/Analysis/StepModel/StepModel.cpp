@@ -7,6 +7,10 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::comm;
 
@@ -116,6 +120,12 @@ static std::string getLabel(Operation *op, std::optional<StringRef> name) {
   return op->getName().getStringRef().str();
 }
 
+std::string mlir::comm::getModelName(ModuleOp module) {
+  if (auto model = module->getAttrOfType<StringAttr>("comm.model"))
+    return model.str();
+  return module.getSymName().value_or("").str();
+}
+
 FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                                                 const ClusterModel &cluster,
                                                 const DeviceModel &device) {
@@ -167,6 +177,10 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       CollectiveTask &task = addCollective(
           &op, start.getInputs(),
           start.getWireAttr() ? start.getWireAttr().getValue() : Type(), label);
+      if (start.getChannel() >= cluster.channels)
+        return start.emitOpError("cannot be estimated: channel ")
+               << start.getChannel() << " is not one of the cluster's "
+               << cluster.channels << " channel(s)";
       task.channel = static_cast<unsigned>(start.getChannel());
       task.priority = start.getPriority();
       WaitOp wait = cast<WaitOp>(*start.getToken().getUsers().begin());
@@ -184,15 +198,21 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     }
 
     double costUs = estimateComputeUs(&op, device);
-    if (costUs <= 0.0)
+    auto compute = dyn_cast<ComputeOp>(op);
+    if (!compute && costUs <= 0.0)
       continue;
     ComputeTask task;
     task.durationUs = costUs;
-    if (auto compute = dyn_cast<ComputeOp>(op)) {
+    if (compute) {
       task.label = getLabel(&op, compute.getName());
       task.phase = getTaskPhase(compute);
       if (compute.getLayer())
         task.layer = static_cast<int64_t>(*compute.getLayer());
+      // A forward step of no particular layer (a profile's whole forward
+      // pass) waits for no layer's gradients in particular: in steady state,
+      // for every gradient of the previous step.
+      if (task.phase == TaskPhase::Forward && task.layer < 0)
+        task.phase = TaskPhase::Other;
     } else {
       task.label = op.getName().getStringRef().str();
     }
@@ -207,5 +227,105 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   if (!model.hasLayeredForward)
     for (CollectiveTask &task : step.collectives)
       task.layers.clear();
+  // A comm.wait after the last compute task only hands the gradients to the
+  // next step, where the forward of their layers needs them: no wait point.
+  for (CollectiveTask &task : step.collectives)
+    if (task.waitBefore == step.computeTasks.size() && !task.layers.empty())
+      task.waitBefore.reset();
   return model;
+}
+
+StringRef mlir::comm::stringifySimulationMode(SimulationMode mode) {
+  switch (mode) {
+  case SimulationMode::Step:
+    return "step";
+  case SimulationMode::SteadyState:
+    return "steady";
+  }
+  llvm_unreachable("unknown simulation mode");
+}
+
+std::optional<SimulationMode>
+mlir::comm::symbolizeSimulationMode(StringRef spelling) {
+  if (spelling == "step")
+    return SimulationMode::Step;
+  if (spelling == "steady")
+    return SimulationMode::SteadyState;
+  return std::nullopt;
+}
+
+ArrayRef<ComputeEvent> StepTimeline::getShownComputeEvents() const {
+  return ArrayRef(result.computeEvents)
+      .slice(firstIteration * numTasks, numIterations * numTasks);
+}
+
+ArrayRef<CollectiveEvent> StepTimeline::getShownCollectiveEvents() const {
+  return ArrayRef(result.collectiveEvents)
+      .slice(firstIteration * numCollectives, numIterations * numCollectives);
+}
+
+const CollectiveEvent &StepTimeline::getFirstShownEvent(size_t index) const {
+  return result.collectiveEvents[firstIteration * numCollectives + index];
+}
+
+double StepTimeline::getComputeIdleUs(double startUs, double endUs) const {
+  if (endUs <= startUs)
+    return 0.0;
+  ArrayRef<ComputeEvent> events = result.computeEvents;
+  // Busy time in [0, t): whole events that end by t, plus the part of the
+  // one that runs at t. Events run one after another, so both their starts
+  // and their ends are sorted.
+  auto busyBefore = [&](double t) {
+    size_t ended =
+        llvm::partition_point(
+            events, [&](const ComputeEvent &e) { return e.endUs <= t; }) -
+        events.begin();
+    double busy = busyPrefixUs[ended];
+    if (ended < events.size() && events[ended].startUs < t)
+      busy += t - events[ended].startUs;
+    return busy;
+  };
+  double busy = busyBefore(endUs) - busyBefore(startUs);
+  return std::max(0.0, (endUs - startUs) - busy);
+}
+
+llvm::Expected<StepTimeline>
+mlir::comm::simulateStepModel(const StepModel &model,
+                              const ClusterModel &cluster, SimulationMode mode,
+                              const SteadyStateOptions &steadyState) {
+  SimulationOptions options = SimulationOptions::fromCluster(cluster);
+  llvm::Expected<TimelineResult> result =
+      mode == SimulationMode::Step
+          ? simulateStep(model.step, options)
+          : simulateSteadyState(model.step, options, steadyState);
+  if (!result)
+    return result.takeError();
+
+  StepTimeline timeline;
+  timeline.result = std::move(*result);
+  timeline.mode = mode;
+  timeline.numTasks = model.step.computeTasks.size();
+  timeline.numCollectives = model.step.collectives.size();
+  if (mode == SimulationMode::SteadyState) {
+    timeline.firstIteration = steadyState.warmupIterations;
+    timeline.numIterations = steadyState.measuredIterations;
+  }
+
+  const TimelineResult &events = timeline.result;
+  timeline.busyPrefixUs.reserve(events.computeEvents.size() + 1);
+  timeline.busyPrefixUs.push_back(0.0);
+  for (const ComputeEvent &event : events.computeEvents)
+    timeline.busyPrefixUs.push_back(timeline.busyPrefixUs.back() +
+                                    (event.endUs - event.startUs));
+
+  // The first shown iteration starts with its first compute task, or
+  // earlier with a collective issued at the start of the iteration.
+  double origin = std::numeric_limits<double>::infinity();
+  if (timeline.numTasks > 0)
+    origin = events.computeEvents[timeline.firstIteration * timeline.numTasks]
+                 .startUs;
+  for (size_t c = 0; c < timeline.numCollectives; ++c)
+    origin = std::min(origin, timeline.getFirstShownEvent(c).startUs);
+  timeline.originUs = std::isfinite(origin) ? origin : 0.0;
+  return timeline;
 }

@@ -1,0 +1,209 @@
+//===- TimelineExport.cpp - Simulated steps as Chrome trace JSON ----------===//
+//
+// Implements `--export-timeline`: simulates every function's step as
+// comm-estimate does and writes the events in the Chrome trace event format
+// (JSON Object Format: a "traceEvents" array of complete events, ph "X", with
+// `ts` and `dur` in microseconds, and metadata events, ph "M", naming
+// processes and threads), which Perfetto and chrome://tracing open. Each
+// function is a process; its compute is thread 1 and communication channel
+// `c` thread `c + 2`. Events are written one per line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Target/Export.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::comm;
+
+namespace {
+
+/// One function with its simulated step.
+struct SimulatedFunction {
+  func::FuncOp func;
+  StepModel model;
+  StepTimeline timeline;
+};
+
+/// Writes trace events one per line inside the "traceEvents" array.
+class TraceWriter {
+public:
+  explicit TraceWriter(raw_ostream &os) : os(os) {}
+
+  /// Writes one event object; `fields` writes its attributes.
+  void event(llvm::function_ref<void(llvm::json::OStream &)> fields) {
+    os << (first ? "\n" : ",\n");
+    first = false;
+    llvm::json::OStream json(os);
+    json.object([&] { fields(json); });
+  }
+
+  /// A metadata event `name` with `args = {key: value}`.
+  void metadata(StringRef name, int64_t pid, std::optional<int64_t> tid,
+                StringRef key, const llvm::json::Value &value) {
+    event([&](llvm::json::OStream &json) {
+      json.attribute("name", name);
+      json.attribute("ph", "M");
+      json.attribute("pid", pid);
+      if (tid)
+        json.attribute("tid", *tid);
+      json.attributeObject("args", [&] { json.attribute(key, value); });
+    });
+  }
+
+private:
+  raw_ostream &os;
+  bool first = true;
+};
+
+} // namespace
+
+/// The thread of compute events.
+static constexpr int64_t kComputeTid = 1;
+
+/// The thread of communication channel `channel`.
+static int64_t getChannelTid(unsigned channel) {
+  return kComputeTid + 1 + static_cast<int64_t>(channel);
+}
+
+static StringRef stringifyTaskPhase(TaskPhase phase) {
+  switch (phase) {
+  case TaskPhase::Forward:
+    return "forward";
+  case TaskPhase::Backward:
+    return "backward";
+  case TaskPhase::Other:
+    return "other";
+  }
+  llvm_unreachable("unknown task phase");
+}
+
+/// Writes the process and thread names of function `pid` and its events.
+static void writeFunction(TraceWriter &writer, int64_t pid,
+                          const SimulatedFunction &simulated,
+                          StringRef modelName, const ClusterModel &cluster) {
+  const StepModel &model = simulated.model;
+  const StepTimeline &timeline = simulated.timeline;
+  bool steady = timeline.mode == SimulationMode::SteadyState;
+
+  func::FuncOp func = simulated.func;
+  std::string processName = "@" + func.getSymName().str();
+  if (!modelName.empty())
+    processName = modelName.str() + " " + processName;
+  writer.metadata("process_name", pid, std::nullopt, "name", processName);
+  writer.metadata("thread_name", pid, kComputeTid, "name", "compute");
+  writer.metadata("thread_sort_index", pid, kComputeTid, "sort_index",
+                  kComputeTid);
+  for (unsigned channel = 0; channel < cluster.channels; ++channel) {
+    int64_t tid = getChannelTid(channel);
+    writer.metadata("thread_name", pid, tid, "name",
+                    "channel " + std::to_string(channel));
+    writer.metadata("thread_sort_index", pid, tid, "sort_index", tid);
+  }
+
+  auto iterationOf = [&](unsigned iteration) {
+    return static_cast<int64_t>(iteration - timeline.firstIteration);
+  };
+  for (const ComputeEvent &event : timeline.getShownComputeEvents()) {
+    const ComputeTask &task = model.step.computeTasks[event.task];
+    writer.event([&](llvm::json::OStream &json) {
+      json.attribute("name", task.label);
+      json.attribute("cat", "compute");
+      json.attribute("ph", "X");
+      json.attribute("ts", event.startUs - timeline.originUs);
+      json.attribute("dur", event.endUs - event.startUs);
+      json.attribute("pid", pid);
+      json.attribute("tid", kComputeTid);
+      json.attributeObject("args", [&] {
+        json.attribute("op",
+                       model.computeOps[event.task]->getName().getStringRef());
+        json.attribute("phase", stringifyTaskPhase(task.phase));
+        if (task.layer >= 0)
+          json.attribute("layer", task.layer);
+        if (steady)
+          json.attribute("iteration", iterationOf(event.iteration));
+      });
+    });
+  }
+  for (const CollectiveEvent &event : timeline.getShownCollectiveEvents()) {
+    const CollectiveTask &task = model.step.collectives[event.collective];
+    writer.event([&](llvm::json::OStream &json) {
+      json.attribute("name", task.label);
+      json.attribute("cat", "communication");
+      json.attribute("ph", "X");
+      json.attribute("ts", event.startUs - timeline.originUs);
+      json.attribute("dur", event.endUs - event.startUs);
+      json.attribute("pid", pid);
+      json.attribute("tid", getChannelTid(event.channel));
+      json.attributeObject("args", [&] {
+        json.attribute(
+            "op",
+            model.collectiveOps[event.collective]->getName().getStringRef());
+        json.attribute("bytes", model.collectiveBytes[event.collective]);
+        json.attribute("issue_us", event.issueUs - timeline.originUs);
+        json.attribute("exposed_us",
+                       timeline.getComputeIdleUs(event.startUs, event.endUs));
+        if (task.priority)
+          json.attribute("priority", *task.priority);
+        if (steady)
+          json.attribute("iteration", iterationOf(event.iteration));
+      });
+    });
+  }
+}
+
+LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
+                                         const TimelineExportOptions &options) {
+  llvm::Expected<ClusterModel> cluster = ClusterModel::parse(options.cluster);
+  if (!cluster)
+    return emitError(module.getLoc())
+           << "export-timeline: option --timeline-cluster: "
+           << llvm::toString(cluster.takeError());
+  llvm::Expected<DeviceModel> device = DeviceModel::parse(options.device);
+  if (!device)
+    return emitError(module.getLoc())
+           << "export-timeline: option --timeline-device: "
+           << llvm::toString(device.takeError());
+
+  // Simulate everything first, so that nothing is written on an error.
+  std::vector<SimulatedFunction> functions;
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    FailureOr<StepModel> model = buildStepModel(func, *cluster, *device);
+    if (failed(model))
+      return failure();
+    llvm::Expected<StepTimeline> timeline =
+        simulateStepModel(*model, *cluster, options.mode);
+    if (!timeline)
+      return func.emitError()
+             << "export-timeline: cannot simulate @" << func.getSymName()
+             << ": " << llvm::toString(timeline.takeError());
+    functions.push_back({func, std::move(*model), std::move(*timeline)});
+  }
+
+  std::string modelName = getModelName(module);
+  os << "{\"displayTimeUnit\": \"ms\",\n\"otherData\": ";
+  {
+    llvm::json::OStream json(os);
+    json.object([&] {
+      json.attribute("generator", "commopt-translate --export-timeline");
+      json.attribute("model", modelName);
+      json.attribute("cluster",
+                     cluster->name.empty() ? options.cluster : cluster->name);
+      json.attribute("device",
+                     device->name.empty() ? options.device : device->name);
+      json.attribute("mode", stringifySimulationMode(options.mode));
+    });
+  }
+  os << ",\n\"traceEvents\": [";
+  TraceWriter writer(os);
+  for (auto [index, simulated] : llvm::enumerate(functions))
+    writeFunction(writer, static_cast<int64_t>(index) + 1, simulated, modelName,
+                  *cluster);
+  os << "\n]}\n";
+  return success();
+}

@@ -1,0 +1,395 @@
+//===- Estimate.cpp - Simulate training steps and report them -------------===//
+//
+// Implements `comm-estimate`: reads every function's step with
+// buildStepModel, simulates it on a cluster (one step or the steady state),
+// attaches the step's figures and each collective's start and end to the IR,
+// and prints a text or JSON report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/StepModel.h"
+#include "CommDialect/CommDialect.h"
+#include "CommDialect/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace mlir::comm {
+#define GEN_PASS_DEF_COMMESTIMATE
+#include "CommDialect/CommPasses.h.inc"
+} // namespace mlir::comm
+
+using namespace mlir;
+using namespace mlir::comm;
+
+namespace {
+
+/// How the report is written.
+enum class ReportFormat { Text, Json, None };
+
+/// One collective as the report shows it, times from the start of the
+/// (first measured) step.
+struct CollectiveRow {
+  size_t index = 0;
+  std::string name;
+  StringRef opName;
+  double bytes = 0;
+  unsigned channel = 0;
+  std::optional<int64_t> priority;
+  /// Whether compute stalls from its issue to its end (no comm.start/wait).
+  bool blocking = false;
+  double issueUs = 0;
+  double startUs = 0;
+  double endUs = 0;
+  /// The part of the collective during which no compute runs.
+  double exposedUs = 0;
+
+  double durationUs() const { return endUs - startUs; }
+};
+
+/// The estimate of one function, as the report shows it.
+struct FunctionEstimate {
+  std::string model;
+  std::string function;
+  double stepUs = 0;
+  double computeUs = 0;
+  double communicationUs = 0;
+  double exposedUs = 0;
+  /// Collectives in program order.
+  std::vector<CollectiveRow> collectives;
+
+  /// Exposed communication as a fraction of the step (0 for an empty step).
+  double exposedFraction() const {
+    return stepUs > 0 ? exposedUs / stepUs : 0.0;
+  }
+};
+
+} // namespace
+
+/// "<model> @<function>", or "@<function>" without a model name.
+static std::string getTitle(const FunctionEstimate &estimate) {
+  std::string title = "@" + estimate.function;
+  return estimate.model.empty() ? title : estimate.model + " " + title;
+}
+
+/// Attaches the figures of `timeline` to `func` and its collectives.
+static void attachEstimate(func::FuncOp func, const StepModel &model,
+                           const StepTimeline &timeline) {
+  Builder builder(func.getContext());
+  const TimelineResult &result = timeline.result;
+  func->setAttr(
+      "comm.estimate",
+      builder.getDictionaryAttr({
+          builder.getNamedAttr("step_us",
+                               builder.getF64FloatAttr(result.stepUs)),
+          builder.getNamedAttr("compute_us",
+                               builder.getF64FloatAttr(result.computeUs)),
+          builder.getNamedAttr("communication_us",
+                               builder.getF64FloatAttr(result.communicationUs)),
+          builder.getNamedAttr(
+              "exposed_us",
+              builder.getF64FloatAttr(result.exposedCommunicationUs)),
+          builder.getNamedAttr(
+              "mode",
+              builder.getStringAttr(stringifySimulationMode(timeline.mode))),
+      }));
+  // One new attribute dictionary per op: steps have up to 10^5 collectives.
+  StringAttr startName = builder.getStringAttr("comm.start_us");
+  StringAttr endName = builder.getStringAttr("comm.end_us");
+  for (auto [index, op] : llvm::enumerate(model.collectiveOps)) {
+    const CollectiveEvent &event = timeline.getFirstShownEvent(index);
+    NamedAttrList attributes(op->getDiscardableAttrDictionary());
+    attributes.set(startName,
+                   builder.getF64FloatAttr(event.startUs - timeline.originUs));
+    attributes.set(endName,
+                   builder.getF64FloatAttr(event.endUs - timeline.originUs));
+    op->setDiscardableAttrs(attributes.getDictionary(builder.getContext()));
+  }
+}
+
+/// The report's view of one simulated function.
+static FunctionEstimate summarize(StringRef modelName, func::FuncOp func,
+                                  const StepModel &model,
+                                  const StepTimeline &timeline) {
+  FunctionEstimate estimate;
+  estimate.model = modelName.str();
+  estimate.function = func.getSymName().str();
+  const TimelineResult &result = timeline.result;
+  estimate.stepUs = result.stepUs;
+  estimate.computeUs = result.computeUs;
+  estimate.communicationUs = result.communicationUs;
+  estimate.exposedUs = result.exposedCommunicationUs;
+  estimate.collectives.reserve(model.collectiveOps.size());
+  for (auto [index, op] : llvm::enumerate(model.collectiveOps)) {
+    const CollectiveTask &task = model.step.collectives[index];
+    const CollectiveEvent &event = timeline.getFirstShownEvent(index);
+    CollectiveRow row;
+    row.index = index;
+    row.name = task.label;
+    row.opName = op->getName().getStringRef();
+    row.bytes = model.collectiveBytes[index];
+    row.channel = task.channel;
+    row.priority = task.priority;
+    row.blocking = task.blocking;
+    row.issueUs = event.issueUs - timeline.originUs;
+    row.startUs = event.startUs - timeline.originUs;
+    row.endUs = event.endUs - timeline.originUs;
+    row.exposedUs = timeline.getComputeIdleUs(event.startUs, event.endUs);
+    estimate.collectives.push_back(std::move(row));
+  }
+  return estimate;
+}
+
+/// The indices of the `count` collectives that compute hides least: most
+/// exposed first, then longest, then in program order.
+static std::vector<size_t> getMostExposed(const FunctionEstimate &estimate,
+                                          size_t count) {
+  const std::vector<CollectiveRow> &rows = estimate.collectives;
+  std::vector<size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  count = std::min(count, order.size());
+  std::partial_sort(order.begin(), order.begin() + count, order.end(),
+                    [&](size_t lhs, size_t rhs) {
+                      const CollectiveRow &a = rows[lhs], &b = rows[rhs];
+                      if (a.exposedUs != b.exposedUs)
+                        return a.exposedUs > b.exposedUs;
+                      if (a.durationUs() != b.durationUs())
+                        return a.durationUs() > b.durationUs();
+                      return lhs < rhs;
+                    });
+  order.resize(count);
+  return order;
+}
+
+namespace {
+
+struct CommEstimatePass
+    : public comm::impl::CommEstimateBase<CommEstimatePass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) final {
+    auto optionError = [&](StringRef option) {
+      return emitError(UnknownLoc::get(context))
+             << "comm-estimate: option '" << option << "': ";
+    };
+    llvm::Expected<ClusterModel> loadedCluster = ClusterModel::parse(cluster);
+    if (!loadedCluster)
+      return optionError("cluster")
+             << llvm::toString(loadedCluster.takeError());
+    clusterModel = std::move(*loadedCluster);
+    llvm::Expected<DeviceModel> loadedDevice = DeviceModel::parse(device);
+    if (!loadedDevice)
+      return optionError("device") << llvm::toString(loadedDevice.takeError());
+    deviceModel = std::move(*loadedDevice);
+
+    std::optional<SimulationMode> parsedMode = symbolizeSimulationMode(mode);
+    if (!parsedMode)
+      return optionError("mode")
+             << "unknown mode '" << mode << "'; expected 'step' or 'steady'";
+    simulationMode = *parsedMode;
+
+    if (report == "text")
+      reportFormat = ReportFormat::Text;
+    else if (report == "json")
+      reportFormat = ReportFormat::Json;
+    else if (report == "none")
+      reportFormat = ReportFormat::None;
+    else
+      return optionError("report") << "unknown format '" << report
+                                   << "'; expected 'text', 'json' or 'none'";
+    return success();
+  }
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    std::string modelName = getModelName(module);
+    std::vector<FunctionEstimate> estimates;
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      FailureOr<StepModel> model =
+          buildStepModel(func, *clusterModel, *deviceModel);
+      if (failed(model))
+        return signalPassFailure();
+      llvm::Expected<StepTimeline> timeline =
+          simulateStepModel(*model, *clusterModel, simulationMode, steadyState);
+      if (!timeline) {
+        func.emitError() << "comm-estimate: cannot simulate @"
+                         << func.getSymName() << ": "
+                         << llvm::toString(timeline.takeError());
+        return signalPassFailure();
+      }
+      attachEstimate(func, *model, *timeline);
+      if (reportFormat != ReportFormat::None)
+        estimates.push_back(summarize(modelName, func, *model, *timeline));
+    }
+    if (failed(writeReport(estimates)))
+      signalPassFailure();
+  }
+
+private:
+  /// Writes the report in the chosen format to stderr or `report-file`.
+  LogicalResult writeReport(ArrayRef<FunctionEstimate> estimates) {
+    if (reportFormat == ReportFormat::None)
+      return success();
+    if (reportFile == "-") {
+      printReport(estimates, llvm::errs());
+      return success();
+    }
+    std::string errorMessage;
+    std::unique_ptr<llvm::ToolOutputFile> file =
+        openOutputFile(reportFile, &errorMessage);
+    if (!file)
+      return emitError(getOperation().getLoc())
+             << "comm-estimate: option 'report-file': " << errorMessage;
+    printReport(estimates, file->os());
+    file->keep();
+    return success();
+  }
+
+  /// Writes the report of every function to `os`.
+  void printReport(ArrayRef<FunctionEstimate> estimates, raw_ostream &os) {
+    if (reportFormat == ReportFormat::Json)
+      printJsonReport(estimates, os);
+    else
+      for (const FunctionEstimate &estimate : estimates)
+        printTextReport(estimate, os);
+  }
+
+  /// The cluster in one line: its name and the figures that shape the
+  /// timeline.
+  std::string describeCluster() const {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << (clusterModel->name.empty() ? cluster : clusterModel->name) << " ("
+       << clusterModel->ranks << " ranks, " << clusterModel->ranksPerNode
+       << " per node, " << stringifyAllreduceAlgorithm(clusterModel->algorithm)
+       << " allreduce, " << clusterModel->channels << " "
+       << stringifyChannelSharing(clusterModel->sharing) << " channel"
+       << (clusterModel->channels == 1 ? "" : "s") << ")";
+    return text;
+  }
+
+  /// Writes one function's summary and its most exposed collectives.
+  void printTextReport(const FunctionEstimate &estimate, raw_ostream &os) {
+    bool steady = simulationMode == SimulationMode::SteadyState;
+    StringRef period = steady ? "iteration" : "step";
+    auto line = [&](StringRef label) -> raw_ostream & {
+      return os << "  " << llvm::left_justify(label, 15);
+    };
+    auto time = [&](double us) { return llvm::format("%14.3f us", us); };
+
+    os << "comm-estimate: " << getTitle(estimate) << "\n";
+    line("cluster") << describeCluster() << "\n";
+    line("device") << (deviceModel->name.empty() ? device : deviceModel->name)
+                   << "\n";
+    line("mode") << stringifySimulationMode(simulationMode);
+    if (steady)
+      os << " (mean of " << steadyState.measuredIterations
+         << " iterations after " << steadyState.warmupIterations << " warm-up)";
+    os << "\n";
+    line(period) << time(estimate.stepUs) << "\n";
+    line("compute") << time(estimate.computeUs) << "\n";
+    line("communication") << time(estimate.communicationUs) << "\n";
+    line("exposed") << time(estimate.exposedUs)
+                    << llvm::format("  (%.1f%% of the ",
+                                    100.0 * estimate.exposedFraction())
+                    << period << ")\n";
+
+    std::vector<size_t> rows = getMostExposed(estimate, top);
+    line("collectives") << estimate.collectives.size();
+    if (rows.empty()) {
+      os << "\n";
+      return;
+    }
+    os << "; the " << rows.size() << " most exposed:\n";
+    constexpr size_t kMaxNameWidth = 40;
+    size_t nameWidth = 4;
+    for (size_t row : rows)
+      nameWidth = std::max(nameWidth, estimate.collectives[row].name.size());
+    nameWidth = std::min(nameWidth, kMaxNameWidth);
+    os << "    " << llvm::left_justify("name", nameWidth)
+       << "           bytes  channel      start (us)        end (us)"
+          "    exposed (us)\n";
+    for (size_t index : rows) {
+      const CollectiveRow &row = estimate.collectives[index];
+      std::string name = row.name;
+      if (name.size() > nameWidth)
+        name = name.substr(0, nameWidth - 3) + "...";
+      os << "    " << llvm::left_justify(name, nameWidth)
+         << llvm::format(" %15.0f  %7u %15.3f %15.3f %15.3f\n", row.bytes,
+                         row.channel, row.startUs, row.endUs, row.exposedUs);
+    }
+  }
+
+  /// Writes the JSON document: the models, the mode and every function with
+  /// every collective (format in docs/Estimate.md).
+  void printJsonReport(ArrayRef<FunctionEstimate> estimates, raw_ostream &os) {
+    llvm::json::OStream json(os, /*IndentSize=*/2);
+    json.object([&] {
+      json.attribute("format", "commopt-estimate");
+      json.attribute("version", 1);
+      json.attribute("cluster", clusterModel->toJSON());
+      json.attribute("device", deviceModel->toJSON());
+      json.attribute("mode", stringifySimulationMode(simulationMode));
+      if (simulationMode == SimulationMode::SteadyState) {
+        json.attribute("warmup_iterations", steadyState.warmupIterations);
+        json.attribute("measured_iterations", steadyState.measuredIterations);
+      }
+      json.attributeArray("functions", [&] {
+        for (const FunctionEstimate &estimate : estimates)
+          printJsonFunction(estimate, json);
+      });
+    });
+    os << "\n";
+  }
+
+  /// Writes one function's entry of the JSON document.
+  static void printJsonFunction(const FunctionEstimate &estimate,
+                                llvm::json::OStream &json) {
+    json.object([&] {
+      json.attribute("model", estimate.model);
+      json.attribute("function", estimate.function);
+      json.attribute("step_us", estimate.stepUs);
+      json.attribute("compute_us", estimate.computeUs);
+      json.attribute("communication_us", estimate.communicationUs);
+      json.attribute("exposed_us", estimate.exposedUs);
+      json.attribute("exposed_fraction", estimate.exposedFraction());
+      json.attributeArray("collectives", [&] {
+        for (const CollectiveRow &row : estimate.collectives)
+          json.object([&] {
+            json.attribute("index", static_cast<int64_t>(row.index));
+            json.attribute("name", row.name);
+            json.attribute("op", row.opName);
+            json.attribute("bytes", row.bytes);
+            json.attribute("channel", static_cast<int64_t>(row.channel));
+            if (row.priority)
+              json.attribute("priority", *row.priority);
+            json.attribute("blocking", row.blocking);
+            json.attribute("issue_us", row.issueUs);
+            json.attribute("start_us", row.startUs);
+            json.attribute("end_us", row.endUs);
+            json.attribute("duration_us", row.durationUs());
+            json.attribute("exposed_us", row.exposedUs);
+          });
+      });
+    });
+  }
+
+  std::optional<ClusterModel> clusterModel;
+  std::optional<DeviceModel> deviceModel;
+  SimulationMode simulationMode = SimulationMode::Step;
+  /// Iterations of a steady-state simulation: the simulator's defaults.
+  SteadyStateOptions steadyState;
+  ReportFormat reportFormat = ReportFormat::Text;
+};
+
+} // namespace

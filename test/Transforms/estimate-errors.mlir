@@ -1,0 +1,47 @@
+// RUN: commopt-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --comm-estimate="mode=steady report=none"
+
+// Steps that comm-estimate cannot simulate: the error names the pass and
+// the function, or is located at the op.
+
+// The steady state repeats compute: a step without any has no period.
+// expected-error @+1 {{comm-estimate: cannot simulate @empty: computeTasks: steady state needs compute tasks}}
+func.func @empty() {
+  return
+}
+
+// -----
+
+// Layer 1's gradient, but no forward step of layer 1 to wait for it.
+// expected-error @+1 {{comm-estimate: cannot simulate @missing_forward: collectives[0].layers: layer 1 has no forward task}}
+func.func @missing_forward() -> tensor<4xf32> {
+  comm.compute () {cost_us = 1.0 : f64, layer = 0 : i64, phase = #comm.phase<forward>} : () -> ()
+  %g = comm.compute () {cost_us = 1.0 : f64, layer = 1 : i64, phase = #comm.phase<backward>} : () -> tensor<4xf32>
+  %r = comm.allreduce %g : tensor<4xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// gradientflow-64 has channels 0 and 1.
+func.func @unknown_channel(%g: tensor<4xf32>) -> tensor<4xf32> {
+  comm.compute () {cost_us = 1.0 : f64} : () -> ()
+  // expected-error @+1 {{'comm.start' op cannot be estimated: channel 2 is not one of the cluster's 2 channel(s)}}
+  %t = comm.start %g {channel = 2 : i64} : tensor<4xf32>
+  %r = comm.wait %t : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// The step is the function's entry block; a wait elsewhere has no place in
+// it.
+func.func @wait_in_other_block(%g: tensor<4xf32>) -> tensor<4xf32> {
+  comm.compute () {cost_us = 1.0 : f64} : () -> ()
+  // expected-error @+1 {{'comm.start' op cannot be estimated: its comm.wait is in another block}}
+  %t = comm.start %g : tensor<4xf32>
+  cf.br ^next
+^next:
+  %r = comm.wait %t : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
