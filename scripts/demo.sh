@@ -1,25 +1,54 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian 12 machine, builds commopt and runs
-# its main job: a module whose gradients are reduced by comm ops is lowered
-# to the LLVM dialect and run on 4 MPI ranks against the commrt runtime.
+# its main job: plan the gradient communication of ResNet-50's training step
+# (exported from torchvision by tools/commopt-export, examples/profiles/) for
+# a preset cluster, print the plan and its estimated step time against
+# PyTorch DDP's bucketing policy, and write a timeline for Perfetto.
+#
+#   bash scripts/demo.sh [PROFILE.json] [CLUSTER]
+#
+# CLUSTER is a preset (ethernet10-16, the default; gradientflow-64,
+# ib100-512, nvlink-8, ib56-16) or a cluster description JSON.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${COMMOPT_BUILD_DIR:-$root/build}
+profile=${1:-$root/examples/profiles/resnet50.json}
+cluster=${2:-ethernet10-16}
 
 "$root/scripts/install-deps.sh"
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" >/dev/null
 
-example=$root/examples/end-to-end/allreduce.mlir
-lowered=$(mktemp --suffix=.mlir)
-trap 'rm -f "$lowered"' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+opt=$build/bin/commopt-opt
+translate=$build/bin/commopt-translate
 
-echo "== commopt-opt --commopt-lower-to-llvm $example"
-"$build/bin/commopt-opt" "$example" --commopt-lower-to-llvm -o "$lowered"
-echo "== mpirun -np 4 mlir-runner (each line tagged with [job,rank])"
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-OMPI_MCA_rmaps_base_oversubscribe=1 \
-OMPI_MCA_btl_vader_single_copy_mechanism=none \
-  mpirun -np 4 --tag-output /usr/lib/llvm-22/bin/mlir-runner "$lowered" \
-    -e main -entry-point-result=void \
-    -shared-libs="$build/lib/libcommrt.so,/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so,/usr/lib/llvm-22/lib/libmlir_runner_utils.so" |
-  sort -s -t, -k2,2n
+# plan IMPORT-FLAG FILE NAME: import a profile, plan it, compare with DDP.
+plan() {
+  local step=$work/$3.mlir
+  echo "== $3: $2"
+  "$translate" "$1" "$2" -o "$step"
+  # PyTorch DDP's policy: 25 MiB buckets (1 MiB first), each started when
+  # it is full, one stream, no priorities.
+  "$opt" "$step" -o /dev/null --comm-optimize="cluster=$cluster \
+    fusion=threshold bucket-cap-mb=25 channels=1 priorities=false \
+    estimate=step report=json report-file=$work/$3-ddp.json"
+  "$opt" "$step" -o "$work/$3-plan.mlir" --comm-optimize="cluster=$cluster \
+    estimate=step report=json report-file=$work/$3-plan.json"
+  "$opt" "$step" -o /dev/null --comm-optimize="cluster=$cluster wire=f16 \
+    estimate=step report=json report-file=$work/$3-f16.json"
+  local timeline=$build/$3-timeline.json
+  "$translate" --export-timeline --timeline-cluster="$cluster" \
+    "$work/$3-plan.mlir" -o "$timeline"
+  /usr/bin/python3 "$root/scripts/compare-plans.py" "$work/$3" "$step" \
+    "$timeline"
+}
+
+echo "commopt-opt --comm-optimize=\"cluster=$cluster\" against DDP's policy"
+plan --import-grad-profile "$profile" "$(basename "$profile" .json)"
+# The same model as measured on a GPU by pipedream's profiler, when the
+# shared profiles are beside the checkout.
+pipedream=$root/../shared/profiles/pipedream/resnet50.graph.txt
+if [[ $# -eq 0 && -f $pipedream ]]; then
+  plan --import-pipedream "$pipedream" resnet50-pipedream
+fi

@@ -82,11 +82,41 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       *this, "partition-mb",
       llvm::cl::desc("Split single gradients larger than this (0: never)"),
       llvm::cl::init(0.0)};
+  Option<std::string> wire{
+      *this, "wire",
+      llvm::cl::desc("Wire precision of dense collectives: none, f16 or bf16"),
+      llvm::cl::init("none")};
+  Option<int64_t> wireMinBytes{
+      *this, "wire-min-bytes",
+      llvm::cl::desc("Gradients smaller than this stay in full precision"),
+      llvm::cl::init(65536)};
+  Option<bool> sparse{
+      *this, "sparse",
+      llvm::cl::desc("Let gradients go sparse where the cost model says it "
+                     "pays (comm-sparsify)"),
+      llvm::cl::init(false)};
+  Option<double> density{*this, "density",
+                         llvm::cl::desc("Density of sparse gradients"),
+                         llvm::cl::init(0.001)};
+  Option<std::string> estimate{
+      *this, "estimate",
+      llvm::cl::desc("Estimate the plan at the end: none, step or steady"),
+      llvm::cl::init("none")};
+  Option<std::string> report{
+      *this, "report",
+      llvm::cl::desc("The estimate's report: text, json or none"),
+      llvm::cl::init("text")};
+  Option<std::string> reportFile{
+      *this, "report-file",
+      llvm::cl::desc("Where the estimate's report goes (-: stderr)"),
+      llvm::cl::init("-")};
 };
 
-/// Adds commopt's planning pipeline to `pm` (on a module): tensor fusion
-/// (`comm-fuse-buckets`), then overlap scheduling
-/// (`comm-schedule-overlap`), each on every function.
+/// Adds commopt's planning pipeline to `pm` (on a module): dense or sparse
+/// per gradient (`comm-sparsify`, with `sparse`), wire precision
+/// (`comm-lower-precision`, with `wire`), tensor fusion
+/// (`comm-fuse-buckets`), overlap scheduling (`comm-schedule-overlap`) and,
+/// with `estimate`, `comm-estimate`.
 void buildOptimizePipeline(OpPassManager &pm, const OptimizeOptions &options);
 
 /// Registers every commopt pass and pipeline with the global registry, so

@@ -46,7 +46,20 @@ void comm::buildLowerToLLVMPipeline(OpPassManager &pm,
 
 void comm::buildOptimizePipeline(OpPassManager &pm,
                                  const OptimizeOptions &options) {
+  if (options.sparse) {
+    CommSparsifyOptions sparsify;
+    sparsify.cluster = options.cluster;
+    sparsify.density = options.density;
+    pm.addPass(createCommSparsify(sparsify));
+  }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  if (options.wire != "none") {
+    CommLowerPrecisionOptions precision;
+    precision.wire = options.wire;
+    precision.minBytes = options.wireMinBytes;
+    precision.cluster = options.cluster;
+    funcPm.addPass(createCommLowerPrecision(precision));
+  }
   if (options.fusion != "none") {
     CommFuseBucketsOptions fuse;
     fuse.policy = options.fusion;
@@ -67,6 +80,15 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
   overlap.priorities = options.priorities;
   overlap.partitionMb = options.partitionMb;
   funcPm.addPass(createCommScheduleOverlap(overlap));
+  if (options.estimate != "none") {
+    CommEstimateOptions estimate;
+    estimate.cluster = options.cluster;
+    estimate.device = options.device;
+    estimate.mode = options.estimate;
+    estimate.report = options.report;
+    estimate.reportFile = options.reportFile;
+    pm.addPass(createCommEstimate(estimate));
+  }
 }
 
 void comm::registerCommOptPasses() {
@@ -78,7 +100,8 @@ void comm::registerCommOptPasses() {
       buildLowerToLLVMPipeline);
   PassPipelineRegistration<OptimizeOptions>(
       "comm-optimize",
-      "Plan gradient communication: tensor fusion, then overlap scheduling "
-      "with channels and priorities, with the cost model of `cluster`",
+      "Plan gradient communication with the cost model of `cluster`: "
+      "dense or sparse, wire precision, tensor fusion, overlap scheduling "
+      "with channels and priorities, and an estimate",
       buildOptimizePipeline);
 }
