@@ -85,6 +85,8 @@ struct Sample {
   double buildMs = 0;
   double simulateMs = 0;
   double passMs = 0;
+  /// The whole comm-optimize pipeline (cost fusion, overlap scheduling).
+  double optimizeMs = 0;
 };
 
 } // namespace
@@ -312,6 +314,18 @@ measure(ProfileFormat format, const std::string &profile, SimulationMode mode,
   sample.passMs = nowMs() - start;
   if (failed(result))
     return llvm::createStringError("comm-estimate failed");
+
+  OptimizeOptions optimize;
+  optimize.cluster = clusterName;
+  optimize.device = deviceName;
+  PassManager optimizePm(&context);
+  optimizePm.enableVerifier(false);
+  buildOptimizePipeline(optimizePm, optimize);
+  start = nowMs();
+  result = optimizePm.run(*module);
+  sample.optimizeMs = nowMs() - start;
+  if (failed(result))
+    return llvm::createStringError("comm-optimize failed");
   return sample;
 }
 
@@ -341,14 +355,16 @@ int main(int argc, char **argv) {
                << ", median of " << repetitions << " runs; "
                << (timeClock == Clock::Cpu ? "CPU" : "wall-clock")
                << " times in ms. \"import + estimate\" is the import "
-                  "and the whole comm-estimate pass (report=none).\n\n"
+                  "and the whole comm-estimate pass (report=none); "
+                  "\"comm-optimize\" is the planning pipeline with its "
+                  "defaults (cost fusion, overlap scheduling).\n\n"
                << "| format | gradients | profile (MB) | mode | import "
                   "| build step model | simulate | comm-estimate pass "
-                  "| import + estimate |\n"
-               << "|---|---:|---:|---|---:|---:|---:|---:|---:|\n";
+                  "| import + estimate | comm-optimize |\n"
+               << "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n";
   // Medians of import, build, simulate, pass and their total, by format
   // and mode, for each gradient count.
-  using Row = std::array<double, 5>;
+  using Row = std::array<double, 6>;
   std::map<std::pair<ProfileFormat, SimulationMode>, std::vector<Row>> rows;
   const ProfileFormat formats[] = {ProfileFormat::GradProfile,
                                    ProfileFormat::Pipedream};
@@ -368,7 +384,8 @@ int main(int argc, char **argv) {
     for (unsigned count : counts) {
       std::string profile = makeProfile(format, count);
       for (SimulationMode mode : modes) {
-        std::vector<double> imports, builds, simulations, passes, totals;
+        std::vector<double> imports, builds, simulations, passes, totals,
+            optimizations;
         for (unsigned run = 0; run < repetitions; ++run) {
           llvm::Expected<Sample> sample =
               measure(format, profile, mode, *cluster, *device);
@@ -382,9 +399,10 @@ int main(int argc, char **argv) {
           simulations.push_back(sample->simulateMs);
           passes.push_back(sample->passMs);
           totals.push_back(sample->importMs + sample->passMs);
+          optimizations.push_back(sample->optimizeMs);
         }
         Row row = {median(imports), median(builds), median(simulations),
-                   median(passes), median(totals)};
+                   median(passes),  median(totals), median(optimizations)};
         rows[{format, mode}].push_back(row);
         llvm::outs() << "| " << getFormatName(format) << " | " << count
                      << llvm::format(" | %.1f | ", profile.size() / 1e6)
