@@ -44,6 +44,7 @@ struct Options {
   int64_t maxBytes = int64_t(64) << 20;
   int repetitions = 10;
   int64_t ranksPerNode = 1;
+  FitError fit = FitError::Absolute;
 };
 
 const char *const usageText =
@@ -55,7 +56,9 @@ const char *const usageText =
     "64 MiB)\n"
     "  --repetitions=N        timed runs per size, median taken (default 10)\n"
     "  --ranks-per-node=N     ranks per node, dividing the rank count "
-    "(default 1)\n";
+    "(default 1)\n"
+    "  --fit=absolute|relative  minimise absolute residuals (MG-WFBP's fit,\n"
+    "                         default) or relative ones (every size alike)\n";
 
 /// Whether this process is rank 0 (or runs alone), known before MPI starts,
 /// so that only one rank reports bad options.
@@ -108,6 +111,12 @@ Options parseOptions(int argc, char **argv) {
       options.maxBytes = parseInteger(option, value, 4);
     else if (option == "--repetitions")
       options.repetitions = parseInteger(option, value, 1);
+    else if (option == "--fit" && (value == "absolute" || value == "relative"))
+      options.fit =
+          value == "absolute" ? FitError::Absolute : FitError::Relative;
+    else if (option == "--fit")
+      badUsage(llvm::formatv("--fit expects absolute or relative, not '{0}'",
+                             value));
     else if (option == "--ranks-per-node")
       options.ranksPerNode = parseInteger(option, value, 1);
     else
@@ -191,19 +200,21 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  llvm::Expected<LinearFit> fit = fitLinear(samples);
+  llvm::Expected<LinearFit> fit = fitLinear(samples, options.fit);
   if (!fit)
     return fail(llvm::toString(fit.takeError()));
   std::string source = llvm::formatv(
       "calibrated with commopt-calibrate on {0}: commrt_allreduce of f32 sums "
       "on {1} ranks, {2}..{3} ({4} sizes, median of {5} repetitions), "
-      "least-squares T(n) = a + b n with a = {6:f3} us, b = {7:e4} s/B{8}, "
+      "least-squares ({11} residuals) T(n) = a + b n with a = {6:f3} us, b = "
+      "{7:e4} s/B{8}, "
       "RMS residual {9:f1} us, max relative error {10:f1}%",
       today(), ranks, formatBytes(options.minBytes),
       formatBytes(options.maxBytes), sizes.size(), options.repetitions,
       fit->interceptUs, fit->slopeUsPerByte * 1e-6,
       fit->interceptClamped ? " (intercept clamped to 0)" : "",
-      fit->rmsResidualUs, fit->maxRelativeError * 100);
+      fit->rmsResidualUs, fit->maxRelativeError * 100,
+      options.fit == FitError::Absolute ? "absolute" : "relative");
   llvm::Expected<ClusterModel> cluster = makeCalibratedCluster(
       *fit, ranks, options.ranksPerNode, options.name, source);
   if (!cluster)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 using namespace commopt::calibrate;
 using mlir::comm::AllreduceAlgorithm;
@@ -35,25 +36,37 @@ static void measureResiduals(LinearFit &fit, llvm::ArrayRef<Sample> samples) {
 }
 
 llvm::Expected<LinearFit>
-commopt::calibrate::fitLinear(llvm::ArrayRef<Sample> samples) {
+commopt::calibrate::fitLinear(llvm::ArrayRef<Sample> samples, FitError error) {
   if (samples.size() < 2)
     return makeError("a linear fit needs at least two samples");
   for (const Sample &sample : samples)
     if (!std::isfinite(sample.bytes) || !std::isfinite(sample.timeUs) ||
-        sample.bytes < 0 || sample.timeUs < 0)
-      return makeError("samples must be finite and non-negative");
+        sample.bytes < 0 || sample.timeUs < 0 ||
+        (error == FitError::Relative && sample.timeUs == 0))
+      return makeError("samples must be finite and non-negative (and "
+                       "positive times for a relative fit)");
 
-  // Centred sums: numerically stable for sizes spanning 4 B to 64 MiB.
-  double n = samples.size();
-  double meanX = 0, meanY = 0;
+  // Weighted least squares: a relative residual r / y is an absolute one
+  // weighted by 1 / y^2.
+  std::vector<double> weights;
+  double totalWeight = 0;
   for (const Sample &sample : samples) {
-    meanX += sample.bytes / n;
-    meanY += sample.timeUs / n;
+    weights.push_back(error == FitError::Relative
+                          ? 1 / (sample.timeUs * sample.timeUs)
+                          : 1.0);
+    totalWeight += weights.back();
+  }
+  // Centred sums: numerically stable for sizes spanning 4 B to 64 MiB.
+  double meanX = 0, meanY = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    meanX += weights[i] * samples[i].bytes / totalWeight;
+    meanY += weights[i] * samples[i].timeUs / totalWeight;
   }
   double sxx = 0, sxy = 0;
-  for (const Sample &sample : samples) {
-    sxx += (sample.bytes - meanX) * (sample.bytes - meanX);
-    sxy += (sample.bytes - meanX) * (sample.timeUs - meanY);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    double dx = samples[i].bytes - meanX;
+    sxx += weights[i] * dx * dx;
+    sxy += weights[i] * dx * (samples[i].timeUs - meanY);
   }
   if (sxx <= 0)
     return makeError("a linear fit needs at least two distinct sizes");
@@ -62,11 +75,12 @@ commopt::calibrate::fitLinear(llvm::ArrayRef<Sample> samples) {
   fit.slopeUsPerByte = sxy / sxx;
   fit.interceptUs = meanY - fit.slopeUsPerByte * meanX;
   if (fit.interceptUs < 0) {
-    // Least squares through the origin: b = sum(x y) / sum(x x).
+    // Weighted least squares through the origin: b = sum(w x y) /
+    // sum(w x x).
     double sumXY = 0, sumXX = 0;
-    for (const Sample &sample : samples) {
-      sumXY += sample.bytes * sample.timeUs;
-      sumXX += sample.bytes * sample.bytes;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      sumXY += weights[i] * samples[i].bytes * samples[i].timeUs;
+      sumXX += weights[i] * samples[i].bytes * samples[i].bytes;
     }
     fit.interceptUs = 0;
     fit.slopeUsPerByte = sumXY / sumXX;

@@ -45,10 +45,23 @@ struct LinearFit {
   }
 };
 
-/// Ordinary least squares over `samples` (at least two distinct sizes). When
-/// the intercept comes out negative, fits the slope alone through the origin
-/// and sets `interceptClamped`.
-llvm::Expected<LinearFit> fitLinear(llvm::ArrayRef<Sample> samples);
+/// What the least-squares fit minimises.
+enum class FitError {
+  /// Sum of squared absolute residuals (MG-WFBP's fit). Over doubling sizes
+  /// the largest messages dominate it, and the latency term is poorly
+  /// determined.
+  Absolute,
+  /// Sum of squared relative residuals ((fitted - measured) / measured):
+  /// every size counts alike, so the latency term is what small messages
+  /// measure.
+  Relative,
+};
+
+/// Least squares over `samples` (at least two distinct sizes). When the
+/// intercept comes out negative, fits the slope alone through the origin and
+/// sets `interceptClamped`.
+llvm::Expected<LinearFit> fitLinear(llvm::ArrayRef<Sample> samples,
+                                    FitError error = FitError::Absolute);
 
 /// The per-step alpha and beta of a ring allreduce over `ranks` ranks whose
 /// whole time is `fit`: the ring costs 2(p-1) alpha + 2(p-1)/p n beta, so

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -51,6 +53,37 @@ TEST(Calibration, FitOfNoisyPointsIsTheLeastSquaresLine) {
   EXPECT_NEAR(fit->interceptUs, 1, 1e-12);
   EXPECT_NEAR(fit->slopeUsPerByte, 2, 1e-12);
   EXPECT_NEAR(fit->rmsResidualUs, std::sqrt(6.0 / 3), 1e-12);
+}
+
+TEST(Calibration, RelativeFitRecoversNoiselessLine) {
+  double a = 80, b = 2.5e-2;
+  llvm::Expected<LinearFit> fit =
+      fitLinear(linearSamples(a, b), FitError::Relative);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_NEAR(fit->interceptUs, a, 1e-6 * a);
+  EXPECT_NEAR(fit->slopeUsPerByte, b, 1e-9 * b);
+  EXPECT_FALSE(fit->interceptClamped);
+}
+
+TEST(Calibration, RelativeFitWeighsSmallSizes) {
+  // Flat at 100 us up to 1 KiB, then 1 us per byte: the absolute fit follows
+  // the large sizes and loses the latency, the relative one keeps it.
+  std::vector<Sample> samples;
+  for (int64_t bytes : sweepSizes(4, int64_t(1) << 20))
+    samples.push_back({double(bytes), std::max(100.0, double(bytes) / 10)});
+  llvm::Expected<LinearFit> absolute = fitLinear(samples);
+  llvm::Expected<LinearFit> relative = fitLinear(samples, FitError::Relative);
+  ASSERT_TRUE(absolute && relative);
+  auto relativeSquares = [&](const LinearFit &fit) {
+    double sum = 0;
+    for (const Sample &sample : samples) {
+      double r = (fit.predictUs(sample.bytes) - sample.timeUs) / sample.timeUs;
+      sum += r * r;
+    }
+    return sum;
+  };
+  EXPECT_LT(relativeSquares(*relative), relativeSquares(*absolute));
+  EXPECT_GT(relative->interceptUs, 50);
 }
 
 TEST(Calibration, NegativeInterceptIsClampedToTheOrigin) {
