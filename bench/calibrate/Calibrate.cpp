@@ -1,0 +1,267 @@
+//===- Calibrate.cpp - Measures a cluster's allreduce and writes its model ===//
+//
+// commopt-calibrate: run under mpirun on the cluster to be described. Times
+// commrt_allreduce (the runtime commopt's lowered code calls) of f32 sums
+// over a sweep of message sizes, takes the median of several repetitions per
+// size (each repetition starts after an MPI_Barrier and counts the slowest
+// rank's time), fits T(n) = a + b n by least squares, converts the fit to the
+// per-step ring alpha and beta of the cost model, and writes a
+// `commopt-cluster` v1 description (docs/CostModel.md). Rank 0 prints the
+// measured and fitted times per size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Calibration.h"
+
+#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommDialect/Analysis/CollectiveCost.h"
+#include "commrt/commrt.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace commopt::calibrate;
+using mlir::comm::ClusterModel;
+
+namespace {
+
+struct Options {
+  std::string output;
+  std::string name;
+  int64_t minBytes = 4;
+  int64_t maxBytes = int64_t(64) << 20;
+  int repetitions = 10;
+  int64_t ranksPerNode = 1;
+  FitError fit = FitError::Absolute;
+};
+
+const char *const usageText =
+    "usage: mpirun ... commopt-calibrate --output=FILE [options]\n"
+    "  --output=FILE          where rank 0 writes the commopt-cluster JSON\n"
+    "  --name=NAME            the cluster's name (default: FILE's stem)\n"
+    "  --min-bytes=N          smallest message, a multiple of 4 (default 4)\n"
+    "  --max-bytes=N          largest message, a multiple of 4 (default "
+    "64 MiB)\n"
+    "  --repetitions=N        timed runs per size, median taken (default 10)\n"
+    "  --ranks-per-node=N     ranks per node, dividing the rank count "
+    "(default 1)\n"
+    "  --fit=absolute|relative  minimise absolute residuals (MG-WFBP's fit,\n"
+    "                         default) or relative ones (every size alike)\n";
+
+/// Whether this process is rank 0 (or runs alone), known before MPI starts,
+/// so that only one rank reports bad options.
+bool isLauncherRankZero() {
+  for (const char *variable : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (const char *value = std::getenv(variable))
+      return llvm::StringRef(value) == "0";
+  return true;
+}
+
+[[noreturn]] void badUsage(const llvm::Twine &message) {
+  if (isLauncherRankZero())
+    llvm::errs() << "commopt-calibrate: " << message << "\n" << usageText;
+  std::exit(2);
+}
+
+int64_t parseInteger(llvm::StringRef option, llvm::StringRef value,
+                     int64_t minimum) {
+  int64_t result;
+  if (value.getAsInteger(10, result) || result < minimum)
+    badUsage(llvm::formatv("{0} expects an integer >= {1}, not '{2}'", option,
+                           minimum, value));
+  return result;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      if (isLauncherRankZero())
+        llvm::outs() << usageText;
+      std::exit(0);
+    }
+    auto [option, value] = arg.split('=');
+    bool hasValue = arg.contains('=');
+    if (!hasValue && option.starts_with("--") && i + 1 < argc)
+      value = argv[++i], hasValue = true;
+    if (!option.starts_with("--"))
+      badUsage(llvm::formatv("unexpected argument '{0}'", arg));
+    if (!hasValue)
+      badUsage(llvm::formatv("{0} needs a value", option));
+    if (option == "--output")
+      options.output = value.str();
+    else if (option == "--name")
+      options.name = value.str();
+    else if (option == "--min-bytes")
+      options.minBytes = parseInteger(option, value, 4);
+    else if (option == "--max-bytes")
+      options.maxBytes = parseInteger(option, value, 4);
+    else if (option == "--repetitions")
+      options.repetitions = parseInteger(option, value, 1);
+    else if (option == "--fit" && (value == "absolute" || value == "relative"))
+      options.fit =
+          value == "absolute" ? FitError::Absolute : FitError::Relative;
+    else if (option == "--fit")
+      badUsage(llvm::formatv("--fit expects absolute or relative, not '{0}'",
+                             value));
+    else if (option == "--ranks-per-node")
+      options.ranksPerNode = parseInteger(option, value, 1);
+    else
+      badUsage(llvm::formatv("unknown option '{0}'", option));
+  }
+  if (options.output.empty())
+    badUsage("--output is required");
+  if (options.minBytes % 4 || options.maxBytes % 4)
+    badUsage("--min-bytes and --max-bytes must be multiples of 4 (f32)");
+  if (options.maxBytes < options.minBytes)
+    badUsage("--max-bytes is smaller than --min-bytes");
+  if (options.name.empty())
+    options.name = llvm::sys::path::stem(options.output).str();
+  return options;
+}
+
+/// Aborts every rank when a runtime call fails, so that none waits forever.
+void check(int32_t status) { commrt_abort_on_error(status); }
+
+/// The slowest rank's time of one allreduce of `count` floats, in us.
+double timeOnce(std::vector<float> &buffer, int64_t count) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
+  double local = (MPI_Wtime() - start) * 1e6, slowest = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+std::string formatBytes(int64_t bytes) {
+  if (bytes >= (int64_t(1) << 20) && bytes % (int64_t(1) << 20) == 0)
+    return llvm::formatv("{0} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0)
+    return llvm::formatv("{0} KiB", bytes >> 10);
+  return llvm::formatv("{0} B", bytes);
+}
+
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+
+  check(commrt_init());
+  int rank = commrt_rank(), ranks = commrt_size();
+  auto fail = [&](const llvm::Twine &message) {
+    if (rank == 0)
+      llvm::errs() << "commopt-calibrate: " << message << "\n";
+    commrt_finalize();
+    return 1;
+  };
+  if (ranks < 2)
+    return fail("needs at least 2 ranks (run it under mpirun -np P)");
+  if (ranks % options.ranksPerNode)
+    return fail(llvm::formatv("--ranks-per-node={0} does not divide the {1} "
+                              "ranks",
+                              options.ranksPerNode, ranks));
+
+  std::vector<int64_t> sizes = sweepSizes(options.minBytes, options.maxBytes);
+  std::vector<float> buffer(options.maxBytes / 4, 1.0f);
+  std::vector<Sample> samples;
+  for (int64_t bytes : sizes) {
+    int64_t count = bytes / 4;
+    // One untimed run: connections, the runtime's buffers and page faults
+    // belong to no repetition.
+    timeOnce(buffer, count);
+    std::vector<double> times;
+    for (int r = 0; r < options.repetitions; ++r)
+      times.push_back(timeOnce(buffer, count));
+    samples.push_back({double(bytes), median(times)});
+  }
+
+  if (rank != 0) {
+    check(commrt_finalize());
+    return 0;
+  }
+
+  llvm::Expected<LinearFit> fit = fitLinear(samples, options.fit);
+  if (!fit)
+    return fail(llvm::toString(fit.takeError()));
+  std::string source = llvm::formatv(
+      "calibrated with commopt-calibrate on {0}: commrt_allreduce of f32 sums "
+      "on {1} ranks, {2}..{3} ({4} sizes, median of {5} repetitions), "
+      "least-squares ({11} residuals) T(n) = a + b n with a = {6:f3} us, b = "
+      "{7:e4} s/B{8}, "
+      "RMS residual {9:f1} us, max relative error {10:f1}%",
+      today(), ranks, formatBytes(options.minBytes),
+      formatBytes(options.maxBytes), sizes.size(), options.repetitions,
+      fit->interceptUs, fit->slopeUsPerByte * 1e-6,
+      fit->interceptClamped ? " (intercept clamped to 0)" : "",
+      fit->rmsResidualUs, fit->maxRelativeError * 100,
+      options.fit == FitError::Absolute ? "absolute" : "relative");
+  llvm::Expected<ClusterModel> cluster = makeCalibratedCluster(
+      *fit, ranks, options.ranksPerNode, options.name, source);
+  if (!cluster)
+    return fail(llvm::toString(cluster.takeError()));
+
+  // Measured against fitted, and the cost model's ring prediction from the
+  // written alpha and beta (equal to the fit, which checks the conversion).
+  llvm::outs() << llvm::formatv("| {0,10} | {1,14} | {2,14} | {3,14} | {4,7} "
+                                "|\n",
+                                "size", "measured (us)", "fitted (us)",
+                                "model (us)", "error");
+  llvm::outs() << "|-----------:|---------------:|---------------:|"
+                  "---------------:|--------:|\n";
+  for (const Sample &sample : samples) {
+    double fitted = fit->predictUs(sample.bytes);
+    double model = mlir::comm::allreduceCost(*cluster, sample.bytes).totalUs();
+    llvm::outs() << llvm::formatv(
+        "| {0,10} | {1,14:f1} | {2,14:f1} | {3,14:f1} | {4,6:f1}% |\n",
+        formatBytes(int64_t(sample.bytes)), sample.timeUs, fitted, model,
+        (fitted - sample.timeUs) / sample.timeUs * 100);
+  }
+  const mlir::comm::LinkLevel &level = cluster->flatLevel();
+  llvm::outs() << llvm::formatv(
+      "fit: a = {0:f3} us, b = {1:e4} s/B{2}; ring per step over {3} ranks: "
+      "alpha = {4:f3} us, beta = {5:e4} s/B ({6:f2} Gbit/s)\n",
+      fit->interceptUs, fit->slopeUsPerByte * 1e-6,
+      fit->interceptClamped ? " (intercept clamped to 0)" : "", ranks,
+      level.alphaUs, level.betaUsPerByte * 1e-6, level.bandwidthGbps());
+
+  std::error_code error;
+  llvm::raw_fd_ostream file(options.output, error, llvm::sys::fs::OF_Text);
+  if (error)
+    return fail(llvm::formatv("cannot write {0}: {1}", options.output,
+                              error.message()));
+  // toJSON writes every field, the format and version included.
+  file << llvm::formatv("{0:2}", cluster->toJSON()) << "\n";
+  file.close();
+  if (file.has_error())
+    return fail(llvm::formatv("cannot write {0}", options.output));
+
+  // What was written must load as the planner loads it.
+  llvm::Expected<ClusterModel> reloaded =
+      ClusterModel::loadFile(options.output);
+  if (!reloaded)
+    return fail(llvm::formatv("{0} does not load back: {1}", options.output,
+                              llvm::toString(reloaded.takeError())));
+  llvm::outs() << "wrote " << options.output << "\n";
+  check(commrt_finalize());
+  return 0;
+}

@@ -1,0 +1,146 @@
+//===- Calibration.cpp - Fitting allreduce sweeps to a cluster ------------===//
+//
+// See Calibration.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Calibration.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace commopt::calibrate;
+using mlir::comm::AllreduceAlgorithm;
+using mlir::comm::ClusterModel;
+using mlir::comm::LinkLevel;
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Fills in the residual statistics of `fit` over `samples`.
+static void measureResiduals(LinearFit &fit, llvm::ArrayRef<Sample> samples) {
+  double sumSquares = 0;
+  fit.maxRelativeError = 0;
+  for (const Sample &sample : samples) {
+    double residual = fit.predictUs(sample.bytes) - sample.timeUs;
+    sumSquares += residual * residual;
+    if (sample.timeUs > 0)
+      fit.maxRelativeError =
+          std::max(fit.maxRelativeError, std::fabs(residual) / sample.timeUs);
+  }
+  fit.rmsResidualUs = std::sqrt(sumSquares / samples.size());
+}
+
+llvm::Expected<LinearFit>
+commopt::calibrate::fitLinear(llvm::ArrayRef<Sample> samples, FitError error) {
+  if (samples.size() < 2)
+    return makeError("a linear fit needs at least two samples");
+  for (const Sample &sample : samples)
+    if (!std::isfinite(sample.bytes) || !std::isfinite(sample.timeUs) ||
+        sample.bytes < 0 || sample.timeUs < 0 ||
+        (error == FitError::Relative && sample.timeUs == 0))
+      return makeError("samples must be finite and non-negative (and "
+                       "positive times for a relative fit)");
+
+  // Weighted least squares: a relative residual r / y is an absolute one
+  // weighted by 1 / y^2.
+  std::vector<double> weights;
+  double totalWeight = 0;
+  for (const Sample &sample : samples) {
+    weights.push_back(error == FitError::Relative
+                          ? 1 / (sample.timeUs * sample.timeUs)
+                          : 1.0);
+    totalWeight += weights.back();
+  }
+  // Centred sums: numerically stable for sizes spanning 4 B to 64 MiB.
+  double meanX = 0, meanY = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    meanX += weights[i] * samples[i].bytes / totalWeight;
+    meanY += weights[i] * samples[i].timeUs / totalWeight;
+  }
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    double dx = samples[i].bytes - meanX;
+    sxx += weights[i] * dx * dx;
+    sxy += weights[i] * dx * (samples[i].timeUs - meanY);
+  }
+  if (sxx <= 0)
+    return makeError("a linear fit needs at least two distinct sizes");
+
+  LinearFit fit;
+  fit.slopeUsPerByte = sxy / sxx;
+  fit.interceptUs = meanY - fit.slopeUsPerByte * meanX;
+  if (fit.interceptUs < 0) {
+    // Weighted least squares through the origin: b = sum(w x y) /
+    // sum(w x x).
+    double sumXY = 0, sumXX = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      sumXY += weights[i] * samples[i].bytes * samples[i].timeUs;
+      sumXX += weights[i] * samples[i].bytes * samples[i].bytes;
+    }
+    fit.interceptUs = 0;
+    fit.slopeUsPerByte = sumXY / sumXX;
+    fit.interceptClamped = true;
+  }
+  if (!(fit.slopeUsPerByte > 0))
+    return makeError(llvm::formatv("the fitted time per byte is {0} us; "
+                                   "time must grow with the message size",
+                                   fit.slopeUsPerByte));
+  measureResiduals(fit, samples);
+  return fit;
+}
+
+llvm::Expected<LinkLevel>
+commopt::calibrate::ringLevelFromFit(const LinearFit &fit, int64_t ranks) {
+  if (ranks < 2)
+    return makeError(llvm::formatv(
+        "a ring needs at least 2 ranks to calibrate, not {0}", ranks));
+  double steps = 2.0 * (ranks - 1);
+  LinkLevel level;
+  level.alphaUs = fit.interceptUs / steps;
+  level.betaUsPerByte = fit.slopeUsPerByte * ranks / steps;
+  return level;
+}
+
+llvm::Expected<ClusterModel> commopt::calibrate::makeCalibratedCluster(
+    const LinearFit &fit, int64_t ranks, int64_t ranksPerNode, std::string name,
+    std::string source) {
+  llvm::Expected<LinkLevel> level = ringLevelFromFit(fit, ranks);
+  if (!level)
+    return level.takeError();
+  ClusterModel cluster;
+  cluster.name = std::move(name);
+  cluster.source = std::move(source);
+  cluster.ranks = ranks;
+  cluster.ranksPerNode = ranksPerNode;
+  cluster.algorithm = AllreduceAlgorithm::Ring;
+  cluster.channels = 1;
+  cluster.intra = *level;
+  cluster.inter = *level;
+  if (llvm::Error error = cluster.verify())
+    return std::move(error);
+  return cluster;
+}
+
+std::vector<int64_t> commopt::calibrate::sweepSizes(int64_t minBytes,
+                                                    int64_t maxBytes) {
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = minBytes; bytes > 0 && bytes < maxBytes; bytes *= 2)
+    sizes.push_back(bytes);
+  sizes.push_back(maxBytes);
+  return sizes;
+}
+
+double commopt::calibrate::median(std::vector<double> values) {
+  size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  double upper = values[middle];
+  if (values.size() % 2 == 1)
+    return upper;
+  double lower = *std::max_element(values.begin(), values.begin() + middle);
+  return (lower + upper) / 2;
+}

@@ -1,0 +1,91 @@
+//===- Calibration.h - Fitting allreduce sweeps to a cluster ----*- C++ -*-===//
+//
+// The arithmetic of commopt-calibrate, apart from MPI so that it can be
+// tested on synthetic data: a least-squares fit of measured allreduce times
+// T(n) = a + b n (as MG-WFBP fits its clusters), its conversion to the
+// per-step alpha and beta of a p-rank ring that reproduces the fit exactly
+// (docs/CostModel.md, section 5), and the cluster description that results.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMOPT_BENCH_CALIBRATE_CALIBRATION_H
+#define COMMOPT_BENCH_CALIBRATE_CALIBRATION_H
+
+#include "CommDialect/Analysis/ClusterModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace commopt::calibrate {
+
+/// One measured point: an allreduce of `bytes` bytes took `timeUs`.
+struct Sample {
+  double bytes = 0;
+  double timeUs = 0;
+};
+
+/// T(n) = interceptUs + slopeUsPerByte * n, and how well it fits.
+struct LinearFit {
+  double interceptUs = 0;
+  double slopeUsPerByte = 0;
+  /// Root mean square of the residuals, in microseconds.
+  double rmsResidualUs = 0;
+  /// Largest |fitted - measured| / measured over the samples.
+  double maxRelativeError = 0;
+  /// Whether the unconstrained fit had a negative intercept and the fit was
+  /// redone through the origin (a negative latency is not a cluster).
+  bool interceptClamped = false;
+
+  double predictUs(double bytes) const {
+    return interceptUs + slopeUsPerByte * bytes;
+  }
+};
+
+/// What the least-squares fit minimises.
+enum class FitError {
+  /// Sum of squared absolute residuals (MG-WFBP's fit). Over doubling sizes
+  /// the largest messages dominate it, and the latency term is poorly
+  /// determined.
+  Absolute,
+  /// Sum of squared relative residuals ((fitted - measured) / measured):
+  /// every size counts alike, so the latency term is what small messages
+  /// measure.
+  Relative,
+};
+
+/// Least squares over `samples` (at least two distinct sizes). When the
+/// intercept comes out negative, fits the slope alone through the origin and
+/// sets `interceptClamped`.
+llvm::Expected<LinearFit> fitLinear(llvm::ArrayRef<Sample> samples,
+                                    FitError error = FitError::Absolute);
+
+/// The per-step alpha and beta of a ring allreduce over `ranks` ranks whose
+/// whole time is `fit`: the ring costs 2(p-1) alpha + 2(p-1)/p n beta, so
+/// alpha = a / (2(p-1)) and beta = b p / (2(p-1)). Needs ranks >= 2.
+llvm::Expected<mlir::comm::LinkLevel> ringLevelFromFit(const LinearFit &fit,
+                                                       int64_t ranks);
+
+/// The cluster a calibration describes: `ranks` ranks in nodes of
+/// `ranksPerNode`, a ring allreduce, one channel, and the fitted level as the
+/// flat level (inter-node when there are several nodes, intra-node
+/// otherwise). The other level, which a flat ring does not measure, gets the
+/// same figures. Verified before it is returned.
+llvm::Expected<mlir::comm::ClusterModel>
+makeCalibratedCluster(const LinearFit &fit, int64_t ranks, int64_t ranksPerNode,
+                      std::string name, std::string source);
+
+/// Sizes from `minBytes` to `maxBytes`, doubling (the last one is
+/// `maxBytes` even when it is not a doubling of the previous one).
+std::vector<int64_t> sweepSizes(int64_t minBytes, int64_t maxBytes);
+
+/// The median of `values` (the mean of the middle two for an even count);
+/// `values` must not be empty.
+double median(std::vector<double> values);
+
+} // namespace commopt::calibrate
+
+#endif // COMMOPT_BENCH_CALIBRATE_CALIBRATION_H

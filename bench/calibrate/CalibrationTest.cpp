@@ -1,0 +1,186 @@
+//===- CalibrationTest.cpp - Tests of the calibration arithmetic ----------===//
+//
+// The least-squares fit, its conversion to per-step ring alpha and beta, and
+// the cluster description, on synthetic data; and (CalibratedFile, run by
+// CTest after commopt-calibrate) that a file the tool wrote loads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Calibration.h"
+
+#include "CommDialect/Analysis/CollectiveCost.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+using namespace commopt::calibrate;
+using mlir::comm::ClusterModel;
+
+namespace {
+
+std::vector<Sample> linearSamples(double a, double b) {
+  std::vector<Sample> samples;
+  for (int64_t bytes : sweepSizes(4, int64_t(64) << 20))
+    samples.push_back({double(bytes), a + b * bytes});
+  return samples;
+}
+
+TEST(Calibration, FitRecoversNoiselessLine) {
+  // MG-WFBP's 56 Gb IB fit: a = 235.837 us, b = 4.0595e-10 s/B.
+  double a = 235.837, b = 4.0595e-4;
+  llvm::Expected<LinearFit> fit = fitLinear(linearSamples(a, b));
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_NEAR(fit->interceptUs, a, 1e-6 * a);
+  EXPECT_NEAR(fit->slopeUsPerByte, b, 1e-9 * b);
+  EXPECT_FALSE(fit->interceptClamped);
+  EXPECT_LT(fit->rmsResidualUs, 1e-6);
+  EXPECT_LT(fit->maxRelativeError, 1e-9);
+}
+
+TEST(Calibration, FitOfNoisyPointsIsTheLeastSquaresLine) {
+  // Three points off a line; the normal equations give a = 1, b = 2 exactly
+  // for y = {1, 3, 5} + {+1, -2, +1} at x = {0, 1, 2}.
+  std::vector<Sample> samples = {{0, 2}, {1, 1}, {2, 6}};
+  llvm::Expected<LinearFit> fit = fitLinear(samples);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_NEAR(fit->interceptUs, 1, 1e-12);
+  EXPECT_NEAR(fit->slopeUsPerByte, 2, 1e-12);
+  EXPECT_NEAR(fit->rmsResidualUs, std::sqrt(6.0 / 3), 1e-12);
+}
+
+TEST(Calibration, RelativeFitRecoversNoiselessLine) {
+  double a = 80, b = 2.5e-2;
+  llvm::Expected<LinearFit> fit =
+      fitLinear(linearSamples(a, b), FitError::Relative);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_NEAR(fit->interceptUs, a, 1e-6 * a);
+  EXPECT_NEAR(fit->slopeUsPerByte, b, 1e-9 * b);
+  EXPECT_FALSE(fit->interceptClamped);
+}
+
+TEST(Calibration, RelativeFitWeighsSmallSizes) {
+  // Flat at 100 us up to 1 KiB, then 1 us per byte: the absolute fit follows
+  // the large sizes and loses the latency, the relative one keeps it.
+  std::vector<Sample> samples;
+  for (int64_t bytes : sweepSizes(4, int64_t(1) << 20))
+    samples.push_back({double(bytes), std::max(100.0, double(bytes) / 10)});
+  llvm::Expected<LinearFit> absolute = fitLinear(samples);
+  llvm::Expected<LinearFit> relative = fitLinear(samples, FitError::Relative);
+  ASSERT_TRUE(absolute && relative);
+  auto relativeSquares = [&](const LinearFit &fit) {
+    double sum = 0;
+    for (const Sample &sample : samples) {
+      double r = (fit.predictUs(sample.bytes) - sample.timeUs) / sample.timeUs;
+      sum += r * r;
+    }
+    return sum;
+  };
+  EXPECT_LT(relativeSquares(*relative), relativeSquares(*absolute));
+  EXPECT_GT(relative->interceptUs, 50);
+}
+
+TEST(Calibration, NegativeInterceptIsClampedToTheOrigin) {
+  std::vector<Sample> samples = {{10, 5}, {20, 20}, {30, 35}};
+  llvm::Expected<LinearFit> fit = fitLinear(samples);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_TRUE(fit->interceptClamped);
+  EXPECT_EQ(fit->interceptUs, 0);
+  // sum(x y) / sum(x x) = (50 + 400 + 1050) / (100 + 400 + 900).
+  EXPECT_NEAR(fit->slopeUsPerByte, 1500.0 / 1400.0, 1e-12);
+}
+
+TEST(Calibration, FitRejectsDegenerateInput) {
+  EXPECT_FALSE(bool(fitLinear({{4, 1}})));
+  llvm::consumeError(fitLinear({{4, 1}}).takeError());
+  llvm::Expected<LinearFit> sameSize = fitLinear({{4, 1}, {4, 2}});
+  ASSERT_FALSE(bool(sameSize));
+  EXPECT_NE(llvm::toString(sameSize.takeError()).find("two distinct sizes"),
+            std::string::npos);
+  llvm::Expected<LinearFit> shrinking = fitLinear({{4, 10}, {8, 1}});
+  ASSERT_FALSE(bool(shrinking));
+  llvm::consumeError(shrinking.takeError());
+}
+
+TEST(Calibration, RingConversionIsTheInverseOfTheRingFormula) {
+  // The docs' worked example: MG-WFBP's 16-worker 56 Gb IB fit gives alpha
+  // 7.861 us and beta 2.1651e-10 s/B (docs/CostModel.md, section 5).
+  LinearFit fit;
+  fit.interceptUs = 235.837;
+  fit.slopeUsPerByte = 4.0595e-4;
+  llvm::Expected<mlir::comm::LinkLevel> level = ringLevelFromFit(fit, 16);
+  ASSERT_TRUE(bool(level)) << llvm::toString(level.takeError());
+  EXPECT_NEAR(level->alphaUs, 235.837 / 30, 1e-12);
+  EXPECT_NEAR(level->alphaUs, 7.861, 1e-3);
+  EXPECT_NEAR(level->betaUsPerByte * 1e-6, 2.1651e-10, 1e-14);
+
+  llvm::Expected<mlir::comm::LinkLevel> one = ringLevelFromFit(fit, 1);
+  ASSERT_FALSE(bool(one));
+  llvm::consumeError(one.takeError());
+}
+
+TEST(Calibration, ClusterReproducesTheFitThroughTheCostModel) {
+  double a = 120, b = 8e-3; // 1 Gbit/s-like
+  llvm::Expected<LinearFit> fit = fitLinear(linearSamples(a, b));
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  for (int64_t ranks : {2, 4, 16}) {
+    llvm::Expected<ClusterModel> cluster =
+        makeCalibratedCluster(*fit, ranks, 1, "test", "synthetic");
+    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+    for (double bytes : {4.0, 65536.0, 67108864.0})
+      EXPECT_NEAR(mlir::comm::allreduceCost(*cluster, bytes).totalUs(),
+                  a + b * bytes, 1e-9 * (a + b * bytes))
+          << ranks << " ranks, " << bytes << " bytes";
+  }
+}
+
+TEST(Calibration, WrittenJsonLoadsBack) {
+  LinearFit fit;
+  fit.interceptUs = 300;
+  fit.slopeUsPerByte = 1e-2;
+  llvm::Expected<ClusterModel> cluster =
+      makeCalibratedCluster(fit, 4, 2, "emulated", "synthetic fit");
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  std::string text = llvm::formatv("{0:2}", cluster->toJSON());
+  llvm::Expected<ClusterModel> loaded = ClusterModel::fromJSON(text);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError()) << "\n"
+                            << text;
+  EXPECT_EQ(*loaded, *cluster);
+  EXPECT_EQ(loaded->ranks, 4);
+  EXPECT_EQ(loaded->ranksPerNode, 2);
+  EXPECT_NE(text.find("\"commopt-cluster\""), std::string::npos);
+
+  // ranks_per_node must divide ranks.
+  llvm::Expected<ClusterModel> bad =
+      makeCalibratedCluster(fit, 4, 3, "bad", "synthetic fit");
+  ASSERT_FALSE(bool(bad));
+  llvm::consumeError(bad.takeError());
+}
+
+TEST(Calibration, SweepSizesAndMedian) {
+  EXPECT_EQ(sweepSizes(4, 64), (std::vector<int64_t>{4, 8, 16, 32, 64}));
+  EXPECT_EQ(sweepSizes(4, 40), (std::vector<int64_t>{4, 8, 16, 32, 40}));
+  EXPECT_EQ(sweepSizes(8, 8), (std::vector<int64_t>{8}));
+  EXPECT_EQ(sweepSizes(4, int64_t(64) << 20).size(), 25u);
+  EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+}
+
+// Run by CTest after commopt-calibrate-np2 wrote the file; skipped otherwise.
+TEST(CalibratedFile, Loads) {
+  const char *path = std::getenv("COMMOPT_CALIBRATED_JSON");
+  if (!path)
+    GTEST_SKIP() << "COMMOPT_CALIBRATED_JSON is not set";
+  llvm::Expected<ClusterModel> cluster = ClusterModel::loadFile(path);
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  EXPECT_EQ(cluster->ranks, 2);
+  EXPECT_NE(cluster->source.find("commopt-calibrate"), std::string::npos);
+}
+
+} // namespace
