@@ -28,6 +28,9 @@ void comm::buildLowerToLLVMPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
   bufferization::buildBufferDeallocationPipeline(pm);
+  // Deallocation clones buffers of unknown ownership, e.g. a sparse
+  // allreduce's gradient returned from a step that also stores a residual.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   ConvertCommToRuntimeOptions lowering;
   lowering.computeDelay = options.computeDelay;
   pm.addPass(comm::createConvertCommToRuntime(lowering));

@@ -1,6 +1,7 @@
 //===- Runtime.cpp - The commrt C ABI: lifetime, validation, dispatch -----===//
 
 #include "Backend.h"
+#include "Sparse.h"
 #include "WireFormat.h"
 
 #include <chrono>
@@ -398,6 +399,45 @@ Plan singlePlan(void *buffer, int64_t count, int32_t dtype, int32_t reduce,
   return plan;
 }
 
+/// Validates the arguments of a sparse allreduce (see commrt.h).
+commrt_status checkSparse(const float *grad, const float *residual,
+                          int64_t count, double density, int32_t select,
+                          int32_t exchange, int32_t reduce,
+                          int64_t chunkElements) {
+  if (count < 0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "count ", count, " is negative");
+  if (!grad && count > 0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "grad is null but count is ",
+                count);
+  if (!residual && count > 0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "residual is null but count is ",
+                count);
+  if (count > 0 && grad < residual + count && residual < grad + count)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "grad and residual overlap");
+  if (!(density > 0.0 && density <= 1.0))
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "density ", density,
+                " is not in (0, 1]");
+  if (commrt_status status = checkEnum("select", select, "commrt_select",
+                                       COMMRT_SELECT_TOPK, COMMRT_SELECT_CHUNK))
+    return status;
+  if (commrt_status status =
+          checkEnum("exchange", exchange, "commrt_exchange",
+                    COMMRT_EXCHANGE_ALLGATHER, COMMRT_EXCHANGE_CHUNK))
+    return status;
+  if (reduce != COMMRT_SUM && reduce != COMMRT_AVG)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "reduce ", reduce,
+                " is not COMMRT_SUM (0) or COMMRT_AVG (1)");
+  if ((select == COMMRT_SELECT_CHUNK) != (exchange == COMMRT_EXCHANGE_CHUNK))
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "select ", select,
+                " does not go with exchange ", exchange,
+                ": chunk selection (2) goes with the chunk exchange (2) and "
+                "only with it");
+  if (select == COMMRT_SELECT_CHUNK && chunkElements <= 0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "chunk_elements ", chunkElements,
+                " is not positive");
+  return COMMRT_SUCCESS;
+}
+
 /// The most elements a fused allreduce takes: their bytes fit an int64_t.
 constexpr int64_t kMaxElements = INT64_MAX / 8;
 
@@ -610,6 +650,38 @@ int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
     if (status != COMMRT_SUCCESS || plan.total == 0)
       return status;
     return runtime().backend->run(plan);
+  }());
+}
+
+int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
+                                double density, int32_t select,
+                                int32_t exchange, int32_t reduce,
+                                int64_t chunk_elements) {
+  return inFunction("commrt_sparse_allreduce", [&] {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+      return status;
+    commrt_status status = checkSparse(grad, residual, count, density, select,
+                                       exchange, reduce, chunk_elements);
+    int64_t densityBits;
+    std::memcpy(&densityBits, &density, sizeof densityBits);
+    status =
+        agree(status, {{"count", count},
+                       {"density", densityBits, SharedArgument::Show::Nothing},
+                       {"select", select},
+                       {"exchange", exchange},
+                       {"reduce", reduce},
+                       {"chunk_elements", chunk_elements}});
+    if (status != COMMRT_SUCCESS || count == 0)
+      return status;
+    SparseArguments args{grad,
+                         residual,
+                         count,
+                         density,
+                         static_cast<commrt_select>(select),
+                         static_cast<commrt_exchange>(exchange),
+                         static_cast<commrt_reduce>(reduce),
+                         chunk_elements};
+    return sparseAllreduce(args, runtime().comm);
   }());
 }
 

@@ -117,6 +117,16 @@ static commrt_reduce getRuntimeReduce(ReduceKind kind) {
   llvm_unreachable("unknown reduce kind");
 }
 
+// The sparse allreduce passes the dialect's enums on as they are.
+static_assert(static_cast<int>(SelectKind::topk) == COMMRT_SELECT_TOPK &&
+              static_cast<int>(SelectKind::threshold) ==
+                  COMMRT_SELECT_THRESHOLD &&
+              static_cast<int>(SelectKind::chunk) == COMMRT_SELECT_CHUNK);
+static_assert(static_cast<int>(ExchangeKind::allgather) ==
+                  COMMRT_EXCHANGE_ALLGATHER &&
+              static_cast<int>(ExchangeKind::hash) == COMMRT_EXCHANGE_HASH &&
+              static_cast<int>(ExchangeKind::chunk) == COMMRT_EXCHANGE_CHUNK);
+
 /// The sizes of `memref`: constants for static dimensions, memref.dim for
 /// dynamic ones.
 static SmallVector<Value> getSizes(OpBuilder &b, Location loc, Value memref) {
@@ -315,17 +325,11 @@ struct ConvertCommToRuntimePass
     ModuleOp module = getOperation();
     RuntimeCallBuilder runtime(module);
 
-    // Ops in tensor form have not been bufferized, and sparse collectives
-    // have no runtime path yet, in either form: say so instead of leaving
+    // Ops in tensor form have not been bufferized: say so instead of leaving
     // them behind for a later pass to choke on.
     WalkResult precheck = module.walk([](Operation *op) {
       if (!isa<CommDialect>(op->getDialect()))
         return WalkResult::advance();
-      if (isa<SparseAllReduceOp>(op)) {
-        op->emitOpError("cannot be lowered yet by convert-comm-to-runtime: "
-                        "the runtime has no sparse exchange");
-        return WalkResult::interrupt();
-      }
       auto isTensor = [](Type t) { return isa<TensorType>(t); };
       if (llvm::any_of(op->getOperandTypes(), isTensor) ||
           llvm::any_of(op->getResultTypes(), isTensor)) {
@@ -415,6 +419,47 @@ private:
     return success();
   }
 
+  /// `commrt_sparse_allreduce` on the gradient and residual buffers (staged
+  /// where they are not contiguous): the gradient receives the reduced
+  /// gradient and the residual the new residual. Without `chunk_elements`,
+  /// chunk selection gets the runtime's COMMRT_DEFAULT_CHUNK_ELEMENTS, the
+  /// attribute's documented default.
+  LogicalResult lowerSparse(SparseAllReduceOp sparse,
+                            RuntimeCallBuilder &runtime) {
+    Type elementType = getElementTypeOrSelf(sparse.getGrad().getType());
+    if (!elementType.isF32())
+      return sparse.emitOpError("cannot be lowered: the runtime's sparse "
+                                "allreduce takes f32 gradients, not ")
+             << elementType;
+    Location loc = sparse.getLoc();
+    OpBuilder b(sparse);
+    StagedBuffers staged = StagedBuffers::stage(
+        b, loc, ValueRange{sparse.getGrad(), sparse.getResidualIn()});
+    Value grad = staged.contiguous[0], residual = staged.contiguous[1];
+    auto i32 = [&](int64_t value) -> Value {
+      return arith::ConstantIntOp::create(b, loc, value, 32);
+    };
+    SmallVector<Value> callArgs = {
+        getDataPointer(b, loc, grad),
+        getDataPointer(b, loc, residual),
+        b.createOrFold<arith::IndexCastOp>(loc, b.getI64Type(),
+                                           getElementCount(b, loc, grad)),
+        arith::ConstantOp::create(b, loc, sparse.getDensityAttr()),
+        i32(static_cast<int64_t>(sparse.getSelect())),
+        i32(static_cast<int64_t>(sparse.getExchange())),
+        i32(getRuntimeReduce(sparse.getReduce())),
+        arith::ConstantIntOp::create(
+            b, loc,
+            sparse.getChunkElements().value_or(COMMRT_DEFAULT_CHUNK_ELEMENTS),
+            64)};
+    if (failed(runtime.emitCheckedCall(b, loc, "commrt_sparse_allreduce",
+                                       callArgs)))
+      return failure();
+    staged.writeBack(b, loc);
+    sparse.erase();
+    return success();
+  }
+
   /// Nothing, or a sleep of the step's cost with compute-delay.
   LogicalResult lowerCompute(ComputeOp compute, RuntimeCallBuilder &runtime) {
     if (compute->getNumResults() != 0)
@@ -470,6 +515,8 @@ private:
     if (auto fused = dyn_cast<FusedAllReduceOp>(op))
       return lowerCollective(op, fused.getInputs(), fused.getReduce(),
                              fused.getWireAttr(), fused.getPrescale(), runtime);
+    if (auto sparse = dyn_cast<SparseAllReduceOp>(op))
+      return lowerSparse(sparse, runtime);
     if (auto start = dyn_cast<StartOp>(op))
       return lowerStart(start, runtime);
     if (auto compute = dyn_cast<ComputeOp>(op))

@@ -177,6 +177,47 @@ func.func @start_in_loop(%a: memref<8xf32>, %n: index) {
   return
 }
 
+// A sparse allreduce passes its buffers, element count and attributes on:
+// density as an f64, select, exchange and reduce as their enum values.
+// CHECK-LABEL: func.func @sparse
+// CHECK-SAME: (%[[G:.*]]: memref<4x8xf32>, %[[R:.*]]: memref<4x8xf32>)
+// CHECK-DAG: %[[COUNT:.*]] = arith.constant 32 : i64
+// CHECK-DAG: %[[DENSITY:.*]] = arith.constant 2.500000e-01 : f64
+// CHECK-DAG: %[[THRESHOLD:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[ALLGATHER:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[DEFAULT_CHUNK:.*]] = arith.constant 32768 : i64
+// CHECK: %[[GPTR:.*]] = llvm.inttoptr {{.*}} : i64 to !llvm.ptr
+// CHECK: %[[RPTR:.*]] = llvm.inttoptr {{.*}} : i64 to !llvm.ptr
+// CHECK: %[[STATUS:.*]] = call @commrt_sparse_allreduce(%[[GPTR]], %[[RPTR]], %[[COUNT]], %[[DENSITY]], %[[THRESHOLD]], %[[ALLGATHER]], %[[THRESHOLD]], %[[DEFAULT_CHUNK]]) : (!llvm.ptr, !llvm.ptr, i64, f64, i32, i32, i32, i64) -> i32
+// CHECK: call @commrt_abort_on_error(%[[STATUS]])
+// CHECK-NOT: comm.
+func.func @sparse(%g: memref<4x8xf32>, %r: memref<4x8xf32>) {
+  comm.sparse_allreduce %g, %r {density = 0.25, select = #comm.select<threshold>,
+      exchange = #comm.exchange<allgather>, reduce = #comm.reduce<avg>}
+      : memref<4x8xf32>, memref<4x8xf32>
+  return
+}
+
+// A strided gradient is staged through a contiguous copy and copied back;
+// chunk_elements is passed on.
+// CHECK-LABEL: func.func @sparse_strided
+// CHECK-DAG: %[[CHUNK:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[SUM:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[ELEMENTS:.*]] = arith.constant 4 : i64
+// CHECK: %[[COPY:.*]] = memref.alloc() : memref<2x4xf32>
+// CHECK: memref.copy %{{.*}}, %[[COPY]]
+// CHECK: call @commrt_sparse_allreduce(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[CHUNK]], %[[CHUNK]], %[[SUM]], %[[ELEMENTS]])
+// CHECK: memref.copy %[[COPY]], %{{.*}}
+// CHECK: memref.dealloc %[[COPY]]
+func.func @sparse_strided(%m: memref<4x4xf32>, %r: memref<2x4xf32>) {
+  %v = memref.subview %m[0, 0] [2, 4] [2, 1]
+      : memref<4x4xf32> to memref<2x4xf32, strided<[8, 1]>>
+  comm.sparse_allreduce %v, %r {chunk_elements = 4 : i64, density = 0.5,
+      select = #comm.select<chunk>, exchange = #comm.exchange<chunk>}
+      : memref<2x4xf32, strided<[8, 1]>>, memref<2x4xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @queries
 // CHECK: %[[R:.*]] = call @commrt_rank() : () -> i32
 // CHECK: %[[RI:.*]] = arith.index_cast %[[R]] : i32 to index
@@ -200,6 +241,7 @@ func.func @left_alone(%m: memref<8xf32>) {
 // CHECK-DAG: func.func private @commrt_fused_allreduce(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, f32) -> i32
 // CHECK-DAG: func.func private @commrt_fused_allreduce_start(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, f32, i32, !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @commrt_wait(i64) -> i32
+// CHECK-DAG: func.func private @commrt_sparse_allreduce(!llvm.ptr, !llvm.ptr, i64, f64, i32, i32, i32, i64) -> i32
 // CHECK-DAG: func.func private @commrt_abort_on_error(i32)
 // CHECK-DAG: func.func private @commrt_rank() -> i32
 // CHECK-DAG: func.func private @commrt_size() -> i32

@@ -45,12 +45,11 @@ func.func @process_group(%m: memref<4xf32>, %n: memref<8xf32>) {
 
 // -----
 
-// Sparse collectives have no runtime path yet, in buffer form or in tensor
-// form (bufferizing first would not help).
-func.func @sparse_buffer_form(%g: memref<1024xf32>, %r: memref<1024xf32>) {
-  // expected-error @+1 {{'comm.sparse_allreduce' op cannot be lowered yet by convert-comm-to-runtime: the runtime has no sparse exchange}}
+// The runtime's sparse allreduce takes f32 gradients only.
+func.func @sparse_f64(%g: memref<1024xf64>, %r: memref<1024xf64>) {
+  // expected-error @+1 {{'comm.sparse_allreduce' op cannot be lowered: the runtime's sparse allreduce takes f32 gradients, not 'f64'}}
   comm.sparse_allreduce %g, %r {density = 0.01, select = #comm.select<threshold>, exchange = #comm.exchange<allgather>}
-      : memref<1024xf32>, memref<1024xf32>
+      : memref<1024xf64>, memref<1024xf64>
   return
 }
 
@@ -58,7 +57,7 @@ func.func @sparse_buffer_form(%g: memref<1024xf32>, %r: memref<1024xf32>) {
 
 func.func @sparse_tensor_form(%g: tensor<1024xf32>, %r: tensor<1024xf32>)
     -> (tensor<1024xf32>, tensor<1024xf32>) {
-  // expected-error @+1 {{'comm.sparse_allreduce' op cannot be lowered yet by convert-comm-to-runtime: the runtime has no sparse exchange}}
+  // expected-error @+1 {{'comm.sparse_allreduce' op operates on tensors: run one-shot-bufferize before convert-comm-to-runtime}}
   %0:2 = comm.sparse_allreduce %g, %r {density = 0.01, select = #comm.select<chunk>, exchange = #comm.exchange<chunk>}
       : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>, tensor<1024xf32>
   return %0#0, %0#1 : tensor<1024xf32>, tensor<1024xf32>

@@ -1,5 +1,5 @@
 // RUN: commopt-opt %s --comm-sparsify --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUF
-// RUN: not commopt-opt %s --comm-sparsify --commopt-lower-to-llvm 2>&1 | FileCheck %s --check-prefix=LOWER
+// RUN: commopt-opt %s --comm-sparsify --commopt-lower-to-llvm | FileCheck %s --check-prefix=LOWER
 
 // A plan of comm-sparsify bufferizes: the residual global becomes a memref
 // global that the collective updates through a copy (ml_program's
@@ -16,8 +16,14 @@
 // BUF: memref.copy %[[RES]], %[[GLOBAL2]]
 // BUF: return %[[G]]
 
-// The runtime has no sparse path yet: the lowering stops there and says so.
-// LOWER: error: 'comm.sparse_allreduce' op cannot be lowered yet by convert-comm-to-runtime: the runtime has no sparse exchange
+// The plan lowers to the LLVM dialect: the residual global becomes an LLVM
+// global, and the collective a call of the runtime's sparse allreduce.
+// LOWER: llvm.mlir.global private @fc_weight_residual(dense<0.000000e+00> : tensor<1000x2048xf32>)
+// LOWER-LABEL: llvm.func @step
+// LOWER: llvm.call @commrt_sparse_allreduce({{.*}}) : (!llvm.ptr, !llvm.ptr, i64, f64, i32, i32, i32, i64) -> i32
+// LOWER-NEXT: llvm.call @commrt_abort_on_error
+// LOWER-NOT: comm.
+// LOWER-NOT: bufferization.
 
 func.func @step(%g: tensor<1000x2048xf32>) -> tensor<1000x2048xf32> {
   %w = comm.allreduce %g {name = "fc.weight", reduce = #comm.reduce<avg>}

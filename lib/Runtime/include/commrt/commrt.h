@@ -87,6 +87,26 @@ enum { COMMRT_WIRE_NONE = -1 };
  * (to a number in 1..COMMRT_MAX_CHANNELS). All ranks must set the same. */
 enum { COMMRT_DEFAULT_CHANNELS = 8, COMMRT_MAX_CHANNELS = 64 };
 
+/* How commrt_sparse_allreduce selects the entries a rank sends. Values are
+ * part of the ABI and match #comm.select<...>. */
+typedef enum commrt_select {
+  COMMRT_SELECT_TOPK = 0,
+  COMMRT_SELECT_THRESHOLD = 1,
+  COMMRT_SELECT_CHUNK = 2,
+} commrt_select;
+
+/* How commrt_sparse_allreduce exchanges the selected entries. Values are part
+ * of the ABI and match #comm.exchange<...>. */
+typedef enum commrt_exchange {
+  COMMRT_EXCHANGE_ALLGATHER = 0,
+  COMMRT_EXCHANGE_HASH = 1,
+  COMMRT_EXCHANGE_CHUNK = 2,
+} commrt_exchange;
+
+/* The chunk size of chunk selection when the program names none: the default
+ * of the `chunk_elements` attribute of comm.sparse_allreduce. */
+enum { COMMRT_DEFAULT_CHUNK_ELEMENTS = 32768 };
+
 /* Initialises the runtime (and MPI, with MPI_Init_thread asking for
  * MPI_THREAD_MULTIPLE, unless the program already did) with the backend
  * chosen as described above. Idempotent. Every other entry point
@@ -208,6 +228,57 @@ int32_t commrt_test(int64_t handle, int32_t *done);
  * flight (never returned by a start, or already waited) fails with
  * COMMRT_ERROR_INVALID_ARGUMENT. */
 int32_t commrt_wait(int64_t handle);
+
+/* Blocking sparse allreduce with residual of `count` f32 elements (the
+ * semantics of comm.sparse_allreduce in buffer form). On every rank:
+ *  1. acc = grad + residual, element-wise.
+ *  2. Entries of acc are selected by magnitude, as `select` says, with
+ *     k = ceil(density * count):
+ *     - COMMRT_SELECT_TOPK: exactly the k entries of largest magnitude; among
+ *       equal magnitudes the lower index wins.
+ *     - COMMRT_SELECT_THRESHOLD: every entry whose magnitude reaches a
+ *       threshold t > 0 found by bisection over the bit patterns of the
+ *       magnitudes (one counting pass per step, at most 32 steps), stopping
+ *       as soon as between k and k + k / 8 entries reach it. Guarantee: the
+ *       selection has at least min(k, nonzeros) entries, and at most
+ *       max(k + k / 8, the number of entries at least as large as the k-th
+ *       largest magnitude) (more only where magnitudes tie); zeros are never
+ *       selected.
+ *     - COMMRT_SELECT_CHUNK: acc is cut into chunks of `chunk_elements`
+ *       (> 0) consecutive entries, the last one possibly shorter; the squared
+ *       norms of the chunks (in double) are summed over the ranks and rank 0
+ *       picks the ceil(density * chunks) chunks of largest sum (the lower
+ *       index wins ties) and broadcasts them, so that every rank selects the
+ *       same chunks. Goes with COMMRT_EXCHANGE_CHUNK only.
+ *  3. The selected entries are exchanged, as `exchange` says:
+ *     - COMMRT_EXCHANGE_ALLGATHER: every rank gathers every rank's (index,
+ *       value) pairs (MPI_Allgather of the counts, MPI_Allgatherv of the
+ *       pairs) and adds them up, in rank order.
+ *     - COMMRT_EXCHANGE_HASH: index i belongs to rank
+ *       (i * 0x9E3779B97F4A7C15 >> 32) % size (a multiplicative hash, which
+ *       spreads clustered indices over the ranks); the pairs go to their
+ *       owners by MPI_Alltoallv, each owner adds up what it receives in rank
+ *       order, and the owners' reduced pairs are allgathered. The sums are
+ *       the allgather exchange's, bit for bit.
+ *     - COMMRT_EXCHANGE_CHUNK: the selected chunks, packed into one buffer,
+ *       are allreduced with MPI_Allreduce. Goes with COMMRT_SELECT_CHUNK only.
+ *  4. `grad` receives the reduced gradient, dense: the sum (COMMRT_SUM) or the
+ *     sum divided by the number of ranks (COMMRT_AVG) of what the ranks
+ *     selected at each index, zero where no rank selected anything.
+ *  5. `residual` receives acc with the entries this rank sent set to zero,
+ *     so that sent + residual == acc exactly.
+ * `density` is in (0, 1]; `chunk_elements` is read only for chunk selection
+ * (COMMRT_DEFAULT_CHUNK_ELEMENTS is the dialect's default). The buffers must
+ * not overlap; count == 0 is a no-op (the buffers may then be null). The
+ * collective runs on the host over MPI whatever the backend, on the runtime's
+ * communicator. More pairs (over all ranks) or selected chunk entries than
+ * INT32_MAX fail on every rank. On failure the buffers' contents are
+ * unspecified. The consistency checks compare count, density (its
+ * bits), select, exchange, reduce and chunk_elements. */
+int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
+                                double density, int32_t select,
+                                int32_t exchange, int32_t reduce,
+                                int64_t chunk_elements);
 
 /* Turns the cross-rank argument check of collectives on (1) or off (0). It
  * costs one small allreduce per collective. Default: off, unless the

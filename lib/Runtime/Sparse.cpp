@@ -1,0 +1,336 @@
+//===- Sparse.cpp - Sparse allreduce with residual over MPI ---------------===//
+//
+// Residual gradient compression as commrt_sparse_allreduce describes it:
+// RedSync's top-k and threshold selection with an allgather of pairs, Zen's
+// hash-balanced exchange, GradientFlow's chunked selection and exchange.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Sparse.h"
+#include "Backend.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+using namespace commrt;
+
+namespace {
+
+/// The selected entries of one rank, or the reduced entries of an owner, as
+/// (index, value) pairs in two arrays.
+struct Pairs {
+  std::vector<int64_t> indices;
+  std::vector<float> values;
+};
+
+/// The bit pattern of |x|, which orders non-negative floats as integers.
+uint32_t magnitudeBits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits & 0x7fffffffu;
+}
+
+/// The number of entries of `acc` to select, ceil(density * count), at least
+/// 1 and at most `count`.
+int64_t selectionSize(double density, int64_t count) {
+  auto k =
+      static_cast<int64_t>(std::ceil(density * static_cast<double>(count)));
+  return std::clamp<int64_t>(k, 1, count);
+}
+
+/// The k entries of `acc` of largest magnitude, the lower index first among
+/// equal magnitudes, in index order.
+std::vector<int64_t> selectTopk(const float *acc, int64_t count, int64_t k) {
+  std::vector<int64_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  auto larger = [acc](int64_t a, int64_t b) {
+    uint32_t ma = magnitudeBits(acc[a]), mb = magnitudeBits(acc[b]);
+    return ma > mb || (ma == mb && a < b);
+  };
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), larger);
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+/// The number of entries of `acc` whose magnitude's bits reach `threshold`.
+int64_t countReaching(const float *acc, int64_t count, uint32_t threshold) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < count; ++i)
+    n += magnitudeBits(acc[i]) >= threshold;
+  return n;
+}
+
+/// The entries of `acc` whose magnitude reaches a threshold found by
+/// bisection over the magnitudes' bit patterns, as commrt.h describes, in
+/// index order.
+std::vector<int64_t> selectThreshold(const float *acc, int64_t count,
+                                     int64_t k) {
+  const int64_t slack = k + k / 8;
+  // Invariant: count(lo) >= k, count(hi) < k; lo is positive, so zeros are
+  // never selected.
+  uint32_t lo = 1, hi = 0;
+  for (int64_t i = 0; i < count; ++i)
+    hi = std::max(hi, magnitudeBits(acc[i]));
+  ++hi;
+  if (countReaching(acc, count, lo) > slack) {
+    while (hi - lo > 1) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      int64_t reaching = countReaching(acc, count, mid);
+      if (reaching < k) {
+        hi = mid;
+        continue;
+      }
+      lo = mid;
+      if (reaching <= slack)
+        break;
+    }
+  }
+  std::vector<int64_t> selected;
+  for (int64_t i = 0; i < count; ++i)
+    if (magnitudeBits(acc[i]) >= lo)
+      selected.push_back(i);
+  return selected;
+}
+
+/// Fails on every rank alike when a count that MPI takes as an int, here
+/// `total` (the same on every rank), is out of its range.
+commrt_status checkIntCount(int64_t total, const char *what) {
+  if (total > INT_MAX)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, what, " (", total,
+                ") exceed the ", INT_MAX, " elements an MPI call takes");
+  return COMMRT_SUCCESS;
+}
+
+/// The displacements of blocks of `counts` laid end to end, and their total.
+int64_t displacements(const std::vector<int> &counts,
+                      std::vector<int> &displs) {
+  displs.assign(counts.size(), 0);
+  int64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    displs[i] = static_cast<int>(std::min<int64_t>(total, INT_MAX));
+    total += counts[i];
+  }
+  return total;
+}
+
+/// Gathers every rank's `local` pairs into `all`, in rank order.
+commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
+  int size;
+  MPI_Comm_size(comm, &size);
+  int64_t mine = static_cast<int64_t>(local.indices.size());
+  // Counts in 64 bits, so that every rank sees the same total, in range or
+  // not, and fails or goes on alike.
+  std::vector<int64_t> wide(size);
+  if (int error = MPI_Allgather(&mine, 1, MPI_INT64_T, wide.data(), 1,
+                                MPI_INT64_T, comm))
+    return failMpi("MPI_Allgather", error);
+  int64_t total = 0;
+  for (int64_t n : wide)
+    total += n;
+  if (commrt_status status = checkIntCount(total, "the pairs of all ranks"))
+    return status;
+  std::vector<int> counts(wide.begin(), wide.end()), displs;
+  displacements(counts, displs);
+  all.indices.resize(total);
+  all.values.resize(total);
+  if (int error = MPI_Allgatherv(local.indices.data(), static_cast<int>(mine),
+                                 MPI_INT64_T, all.indices.data(), counts.data(),
+                                 displs.data(), MPI_INT64_T, comm))
+    return failMpi("MPI_Allgatherv", error);
+  if (int error = MPI_Allgatherv(local.values.data(), static_cast<int>(mine),
+                                 MPI_FLOAT, all.values.data(), counts.data(),
+                                 displs.data(), MPI_FLOAT, comm))
+    return failMpi("MPI_Allgatherv", error);
+  return COMMRT_SUCCESS;
+}
+
+/// The rank owning index `index` in the hash exchange.
+int hashOwner(int64_t index, int size) {
+  uint64_t hash = static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull;
+  return static_cast<int>((hash >> 32) % static_cast<uint64_t>(size));
+}
+
+/// Zen's exchange: `local`'s pairs go to their owners, which add them up,
+/// into `scratch` (`count` zeros), and the owners' sums are gathered into
+/// `all` (each index at most once).
+commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
+                           MPI_Comm comm) {
+  int size;
+  MPI_Comm_size(comm, &size);
+  // What an owner receives is at most what all ranks send: when that fits
+  // the int counts of MPI, so does everything after.
+  int64_t total = static_cast<int64_t>(local.indices.size());
+  if (int error =
+          MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, comm))
+    return failMpi("MPI_Allreduce", error);
+  if (commrt_status status = checkIntCount(total, "the pairs of all ranks"))
+    return status;
+  // Bucket the pairs by owner, keeping index order within a bucket.
+  std::vector<int> owners(local.indices.size());
+  std::vector<int> sendCounts(size, 0);
+  for (size_t i = 0; i < local.indices.size(); ++i)
+    ++sendCounts[owners[i] = hashOwner(local.indices[i], size)];
+  std::vector<int> sendDispls;
+  displacements(sendCounts, sendDispls);
+  Pairs outgoing;
+  outgoing.indices.resize(local.indices.size());
+  outgoing.values.resize(local.indices.size());
+  std::vector<int> next = sendDispls;
+  for (size_t i = 0; i < local.indices.size(); ++i) {
+    int slot = next[owners[i]]++;
+    outgoing.indices[slot] = local.indices[i];
+    outgoing.values[slot] = local.values[i];
+  }
+
+  std::vector<int> recvCounts(size);
+  if (int error = MPI_Alltoall(sendCounts.data(), 1, MPI_INT, recvCounts.data(),
+                               1, MPI_INT, comm))
+    return failMpi("MPI_Alltoall", error);
+  std::vector<int> recvDispls;
+  int64_t received = displacements(recvCounts, recvDispls);
+  Pairs incoming;
+  incoming.indices.resize(received);
+  incoming.values.resize(received);
+  if (int error = MPI_Alltoallv(outgoing.indices.data(), sendCounts.data(),
+                                sendDispls.data(), MPI_INT64_T,
+                                incoming.indices.data(), recvCounts.data(),
+                                recvDispls.data(), MPI_INT64_T, comm))
+    return failMpi("MPI_Alltoallv", error);
+  if (int error =
+          MPI_Alltoallv(outgoing.values.data(), sendCounts.data(),
+                        sendDispls.data(), MPI_FLOAT, incoming.values.data(),
+                        recvCounts.data(), recvDispls.data(), MPI_FLOAT, comm))
+    return failMpi("MPI_Alltoallv", error);
+
+  // Reduce in rank order, as the allgather exchange does.
+  std::vector<float> sums(count, 0.0f);
+  std::vector<char> seen(count, 0);
+  Pairs reduced;
+  for (int64_t i = 0; i < received; ++i) {
+    int64_t index = incoming.indices[i];
+    sums[index] += incoming.values[i];
+    if (!seen[index]) {
+      seen[index] = 1;
+      reduced.indices.push_back(index);
+    }
+  }
+  for (int64_t index : reduced.indices)
+    reduced.values.push_back(sums[index]);
+  return allgatherPairs(reduced, all, comm);
+}
+
+/// Selects and exchanges pairs; `acc` is in `residual`.
+commrt_status pairAllreduce(const SparseArguments &args, MPI_Comm comm) {
+  const float *acc = args.residual;
+  int64_t k = selectionSize(args.density, args.count);
+  std::vector<int64_t> selected = args.select == COMMRT_SELECT_TOPK
+                                      ? selectTopk(acc, args.count, k)
+                                      : selectThreshold(acc, args.count, k);
+  Pairs local;
+  local.indices = std::move(selected);
+  for (int64_t index : local.indices)
+    local.values.push_back(acc[index]);
+
+  Pairs all;
+  commrt_status status = args.exchange == COMMRT_EXCHANGE_HASH
+                             ? hashExchange(local, args.count, all, comm)
+                             : allgatherPairs(local, all, comm);
+  if (status != COMMRT_SUCCESS)
+    return status;
+
+  std::fill(args.grad, args.grad + args.count, 0.0f);
+  for (size_t i = 0; i < all.indices.size(); ++i)
+    args.grad[all.indices[i]] += all.values[i];
+  for (int64_t index : local.indices)
+    args.residual[index] = 0.0f;
+  return COMMRT_SUCCESS;
+}
+
+/// GradientFlow's chunked selection and exchange; `acc` is in `residual`.
+commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
+  const int64_t chunk = args.chunkElements;
+  const int64_t chunks = (args.count - 1) / chunk + 1;
+  if (commrt_status status = checkIntCount(chunks, "the chunks"))
+    return status;
+  auto chunkEnd = [&](int64_t c) {
+    return std::min(args.count, (c + 1) * chunk);
+  };
+
+  std::vector<double> norms(chunks, 0.0);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t i = c * chunk; i < chunkEnd(c); ++i)
+      norms[c] += static_cast<double>(args.residual[i]) * args.residual[i];
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<double> sums(rank == 0 ? chunks : 0);
+  if (int error =
+          MPI_Reduce(norms.data(), sums.data(), static_cast<int>(chunks),
+                     MPI_DOUBLE, MPI_SUM, 0, comm))
+    return failMpi("MPI_Reduce", error);
+  // Rank 0 decides, so that rounding differences cannot split the ranks.
+  const int64_t picked = selectionSize(args.density, chunks);
+  std::vector<int64_t> selected(picked);
+  if (rank == 0) {
+    std::vector<int64_t> order(chunks);
+    std::iota(order.begin(), order.end(), 0);
+    std::nth_element(order.begin(), order.begin() + (picked - 1), order.end(),
+                     [&](int64_t a, int64_t b) {
+                       return sums[a] > sums[b] ||
+                              (sums[a] == sums[b] && a < b);
+                     });
+    std::copy(order.begin(), order.begin() + picked, selected.begin());
+    std::sort(selected.begin(), selected.end());
+  }
+  if (int error = MPI_Bcast(selected.data(), static_cast<int>(picked),
+                            MPI_INT64_T, 0, comm))
+    return failMpi("MPI_Bcast", error);
+
+  int64_t packed = 0;
+  for (int64_t c : selected)
+    packed += chunkEnd(c) - c * chunk;
+  if (commrt_status status = checkIntCount(packed, "the selected chunks"))
+    return status;
+  std::vector<float> buffer;
+  buffer.reserve(packed);
+  for (int64_t c : selected)
+    buffer.insert(buffer.end(), args.residual + c * chunk,
+                  args.residual + chunkEnd(c));
+  if (int error =
+          MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(packed),
+                        MPI_FLOAT, MPI_SUM, comm))
+    return failMpi("MPI_Allreduce", error);
+
+  std::fill(args.grad, args.grad + args.count, 0.0f);
+  const float *next = buffer.data();
+  for (int64_t c : selected) {
+    int64_t begin = c * chunk, end = chunkEnd(c);
+    std::copy(next, next + (end - begin), args.grad + begin);
+    std::fill(args.residual + begin, args.residual + end, 0.0f);
+    next += end - begin;
+  }
+  return COMMRT_SUCCESS;
+}
+
+} // namespace
+
+commrt_status commrt::sparseAllreduce(const SparseArguments &args,
+                                      MPI_Comm comm) {
+  // acc = grad + residual, kept in the residual buffer until step 5.
+  for (int64_t i = 0; i < args.count; ++i)
+    args.residual[i] += args.grad[i];
+  commrt_status status = args.select == COMMRT_SELECT_CHUNK
+                             ? chunkAllreduce(args, comm)
+                             : pairAllreduce(args, comm);
+  if (status != COMMRT_SUCCESS || args.reduce != COMMRT_AVG)
+    return status;
+  int size;
+  MPI_Comm_size(comm, &size);
+  for (int64_t i = 0; i < args.count; ++i)
+    args.grad[i] /= static_cast<float>(size);
+  return COMMRT_SUCCESS;
+}
