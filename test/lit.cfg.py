@@ -28,6 +28,8 @@ llvm_config.add_tool_substitutions(
 # Test helpers written in Python use the standard library only; Debian's own
 # interpreter is the one TOOLCHAIN.md names.
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# The build folder, for scripts that take one (bench/plan_quality/run.py).
+config.substitutions.append(("%commopt_build", config.commopt_obj_root))
 
 # Multi-rank runs. OpenMPI must be allowed to run as root (CI does) and to
 # place more ranks than cores; vader's single-copy mechanism needs ptrace
