@@ -135,7 +135,7 @@ def dp_optimum(ready, sizes, latency, slope):
 
 def evaluate(tools, work, profile, cluster):
     opt, step = tools["opt"], profile["mlir"]
-    tag = f"{profile['name']}-{cluster}".replace("/", "_")
+    tag = f"{profile['name']}-{profile['source']}-{cluster}".replace("/", "_")
     results = {}
     for name, mode, passes in plans(cluster):
         report = os.path.join(work, f"{tag}-{name.replace(' ', '_')}.json")
