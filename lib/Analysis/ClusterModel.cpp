@@ -7,12 +7,12 @@
 
 #include "CommDialect/Analysis/ClusterModel.h"
 
+#include "Description.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <limits>
@@ -264,33 +264,11 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
 }
 
 llvm::Expected<ClusterModel> ClusterModel::fromJSON(llvm::StringRef text) {
-  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
-  if (!value)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "invalid cluster description: %s",
-                                   llvm::toString(value.takeError()).c_str());
-  ClusterModel cluster;
-  Path::Root root("cluster");
-  if (!comm::fromJSON(*value, cluster, root))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "invalid cluster description: %s",
-                                   llvm::toString(root.getError()).c_str());
-  return cluster;
+  return detail::parseDescription<ClusterModel>(text, "cluster");
 }
 
 llvm::Expected<ClusterModel> ClusterModel::loadFile(llvm::StringRef path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return llvm::createStringError(
-        buffer.getError(), "cannot read cluster description '%s': %s",
-        path.str().c_str(), buffer.getError().message().c_str());
-  llvm::Expected<ClusterModel> cluster = fromJSON((*buffer)->getBuffer());
-  if (!cluster)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
-                                   path.str().c_str(),
-                                   llvm::toString(cluster.takeError()).c_str());
-  return cluster;
+  return detail::loadDescription<ClusterModel>(path, "cluster");
 }
 
 llvm::json::Value ClusterModel::toJSON() const {
@@ -468,12 +446,5 @@ llvm::Expected<ClusterModel> ClusterModel::preset(llvm::StringRef name) {
 }
 
 llvm::Expected<ClusterModel> ClusterModel::parse(llvm::StringRef nameOrPath) {
-  if (llvm::is_contained(presetNames(), nameOrPath))
-    return preset(nameOrPath);
-  if (!llvm::sys::fs::exists(nameOrPath))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "'%s' is neither a cluster preset (%s) nor a file",
-        nameOrPath.str().c_str(), llvm::join(presetNames(), ", ").c_str());
-  return loadFile(nameOrPath);
+  return detail::parsePresetOrFile<ClusterModel>(nameOrPath, "cluster");
 }

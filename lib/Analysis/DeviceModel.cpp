@@ -7,11 +7,11 @@
 
 #include "CommDialect/Analysis/DeviceModel.h"
 
+#include "Description.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -98,33 +98,11 @@ bool comm::fromJSON(const llvm::json::Value &value, DeviceModel &device,
 }
 
 llvm::Expected<DeviceModel> DeviceModel::fromJSON(llvm::StringRef text) {
-  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
-  if (!value)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "invalid device description: %s",
-                                   llvm::toString(value.takeError()).c_str());
-  DeviceModel device;
-  Path::Root root("device");
-  if (!comm::fromJSON(*value, device, root))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "invalid device description: %s",
-                                   llvm::toString(root.getError()).c_str());
-  return device;
+  return detail::parseDescription<DeviceModel>(text, "device");
 }
 
 llvm::Expected<DeviceModel> DeviceModel::loadFile(llvm::StringRef path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return llvm::createStringError(
-        buffer.getError(), "cannot read device description '%s': %s",
-        path.str().c_str(), buffer.getError().message().c_str());
-  llvm::Expected<DeviceModel> device = fromJSON((*buffer)->getBuffer());
-  if (!device)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
-                                   path.str().c_str(),
-                                   llvm::toString(device.takeError()).c_str());
-  return device;
+  return detail::loadDescription<DeviceModel>(path, "device");
 }
 
 llvm::json::Value DeviceModel::toJSON() const {
@@ -202,12 +180,5 @@ llvm::Expected<DeviceModel> DeviceModel::preset(llvm::StringRef name) {
 }
 
 llvm::Expected<DeviceModel> DeviceModel::parse(llvm::StringRef nameOrPath) {
-  if (llvm::is_contained(presetNames(), nameOrPath))
-    return preset(nameOrPath);
-  if (!llvm::sys::fs::exists(nameOrPath))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "'%s' is neither a device preset (%s) nor a file",
-        nameOrPath.str().c_str(), llvm::join(presetNames(), ", ").c_str());
-  return loadFile(nameOrPath);
+  return detail::parsePresetOrFile<DeviceModel>(nameOrPath, "device");
 }
