@@ -31,8 +31,6 @@ SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 
 [[ -x $BENCH ]] || { echo "run.sh: build $BENCH first" >&2; exit 2; }
 mkdir -p "$OUT"
-RESULTS=$OUT/results.txt
-: >"$RESULTS"
 
 # shellcheck disable=SC2086
 "$PYTHON" bench/runtime/model_sizes.py "$OUT" $MODELS
@@ -40,7 +38,8 @@ RESULTS=$OUT/results.txt
 ROOTFLAG=()
 [[ $(id -u) == 0 ]] && ROOTFLAG=(--allow-run-as-root)
 
-# Runs "PROGRAM ARGS..." with 4 ranks in setting $1, appending RESULT lines.
+# Runs "PROGRAM ARGS..." with 4 ranks in setting $1, appending its RESULT
+# lines to $OUT/results-<setting>.txt.
 launch() {
   local setting=$1
   shift
@@ -50,10 +49,13 @@ launch() {
   else
     bench/cluster/emulate.sh run 4 "$setting" -- "$@"
   fi 2>&1 | tee -a "$OUT/log.txt" | grep '^RESULT' | sed "s/^RESULT /RESULT setting=$setting /" |
-    tee -a "$RESULTS"
+    tee -a "$OUT/results-$setting.txt"
 }
 
+# Every setting run replaces its own results; the report covers all settings
+# measured so far, so that SETTINGS=1gbit re-runs one of them.
 for setting in $SETTINGS; do
+  : >"$OUT/results-$setting.txt"
   if [[ $setting == shm ]]; then master=127.0.0.1; else master=$SUBNET.1; fi
   for model in $MODELS; do
     echo "== $model, $setting" >&2
@@ -65,4 +67,5 @@ for setting in $SETTINGS; do
   done
 done
 
-"$PYTHON" bench/runtime/report.py "$RESULTS" BENCHMARKS.md
+cat "$OUT"/results-*.txt >"$OUT/results.txt"
+"$PYTHON" bench/runtime/report.py "$OUT/results.txt" BENCHMARKS.md
