@@ -138,7 +138,8 @@ SmallVector<Bucket> planThreshold(ArrayRef<Candidate> candidates,
     firstBucket = false;
   };
 
-  for (auto [index, candidate] : llvm::enumerate(candidates)) {
+  for (size_t index = 0; index < candidates.size(); ++index) {
+    const Candidate &candidate = candidates[index];
     for (size_t i = open.size(); i-- > 0;)
       if (open[i].deadline <= candidate.position)
         close(i);
