@@ -196,20 +196,10 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
   if (!mapper)
     return false;
   ClusterModel result;
-  std::string format = kFormat.str();
-  int64_t version = kVersion;
   int64_t channels = 1;
-  if (!mapper.mapOptional("format", format) ||
-      !mapper.mapOptional("version", version))
+  if (!detail::readDescriptionHeader(mapper, path, kFormat,
+                                     "expected \"commopt-cluster\""))
     return false;
-  if (format != kFormat) {
-    path.field("format").report("expected \"commopt-cluster\"");
-    return false;
-  }
-  if (version != kVersion) {
-    path.field("version").report("unsupported version (expected 1)");
-    return false;
-  }
   if (!mapper.mapOptional("name", result.name) ||
       !mapper.mapOptional("source", result.source) ||
       !mapper.map("ranks", result.ranks) ||

@@ -18,6 +18,30 @@
 
 namespace mlir::comm::detail {
 
+/// Reads the optional `format` and `version` fields every description
+/// starts with; they must be `expectedFormat` and 1 when present.
+/// `formatError` is the message for another format (json::Path::report keeps
+/// only a pointer to it, so it must be a literal).
+inline bool readDescriptionHeader(llvm::json::ObjectMapper &mapper,
+                                  llvm::json::Path path,
+                                  llvm::StringRef expectedFormat,
+                                  llvm::StringLiteral formatError) {
+  std::string format = expectedFormat.str();
+  int64_t version = 1;
+  if (!mapper.mapOptional("format", format) ||
+      !mapper.mapOptional("version", version))
+    return false;
+  if (format != expectedFormat) {
+    path.field("format").report(formatError);
+    return false;
+  }
+  if (version != 1) {
+    path.field("version").report("unsupported version (expected 1)");
+    return false;
+  }
+  return true;
+}
+
 /// Parses `text` as a description of `kind` ("cluster", "device") into a
 /// `Model` with the `fromJSON(const json::Value &, Model &, json::Path)`
 /// found by argument-dependent lookup.

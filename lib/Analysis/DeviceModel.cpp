@@ -72,19 +72,9 @@ bool comm::fromJSON(const llvm::json::Value &value, DeviceModel &device,
                     Path path) {
   llvm::json::ObjectMapper mapper(value, path);
   DeviceModel result;
-  std::string format = kFormat.str();
-  int64_t version = kVersion;
-  if (!mapper || !mapper.mapOptional("format", format) ||
-      !mapper.mapOptional("version", version))
+  if (!mapper || !detail::readDescriptionHeader(mapper, path, kFormat,
+                                                "expected \"commopt-device\""))
     return false;
-  if (format != kFormat) {
-    path.field("format").report("expected \"commopt-device\"");
-    return false;
-  }
-  if (version != kVersion) {
-    path.field("version").report("unsupported version (expected 1)");
-    return false;
-  }
   if (!mapper.mapOptional("name", result.name) ||
       !mapper.mapOptional("source", result.source) ||
       !mapper.map("peak_tflops", result.peakTflops) ||
