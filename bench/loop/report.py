@@ -56,7 +56,7 @@ def main():
     parser.add_argument("benchmarks")
     parser.add_argument("--rate", default="1gbit")
     parser.add_argument("--steps", default="5")
-    parser.add_argument("--rounds", default="2")
+    parser.add_argument("--rounds", default="4")
     parser.add_argument("--cluster", default="bench/cluster/emulated-4x1gbit.json")
     parser.add_argument("--profile",
                         default="/work/shared/profiles/pipedream/resnet50.graph.txt")

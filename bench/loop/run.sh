@@ -15,7 +15,7 @@
 # `ninja -C build commopt-opt commopt-translate commrt`):
 #   bench/loop/run.sh
 # Environment: BUILD (default build), OUT (default $BUILD/loop), STEPS
-# (default 5), ROUNDS (default 2), RATE (default 1gbit), CLUSTER (default
+# (default 5), ROUNDS (default 4), RATE (default 1gbit), CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), PROFILE (default
 # /work/shared/profiles/pipedream/resnet50.graph.txt), LLVM_BIN (default
 # /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3).
@@ -29,7 +29,7 @@ cd "$ROOT"
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/loop}
 STEPS=${STEPS:-5}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-4}
 RATE=${RATE:-1gbit}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
 PROFILE=${PROFILE:-/work/shared/profiles/pipedream/resnet50.graph.txt}
