@@ -792,6 +792,41 @@ void commrt_sleep_us(double microseconds) {
         std::chrono::duration<double, std::micro>(microseconds));
 }
 
+double commrt_time_us(void) {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int32_t commrt_barrier(void) {
+  return inFunction("commrt_barrier", [&] {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+      return status;
+    if (int error = MPI_Barrier(runtime().comm))
+      return failMpi("MPI_Barrier", error);
+    return COMMRT_SUCCESS;
+  }());
+}
+
+int32_t commrt_report_step_us(int64_t step, double microseconds) {
+  return inFunction("commrt_report_step_us", [&] {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+      return status;
+    double slowest = 0.0;
+    if (int error = MPI_Allreduce(&microseconds, &slowest, 1, MPI_DOUBLE,
+                                  MPI_MAX, runtime().comm))
+      return failMpi("MPI_Allreduce", error);
+    int rank = 0;
+    MPI_Comm_rank(runtime().comm, &rank);
+    if (rank == 0) {
+      std::printf("commrt: step %lld: %.1f us\n", static_cast<long long>(step),
+                  slowest);
+      std::fflush(stdout);
+    }
+    return COMMRT_SUCCESS;
+  }());
+}
+
 void commrt_abort_on_error(int32_t status) {
   if (status == COMMRT_SUCCESS)
     return;

@@ -38,6 +38,26 @@ TEST(Runtime, InitialisesLazilyAsOneRank) {
   EXPECT_EQ(commrt_init(), COMMRT_SUCCESS) << "commrt_init is idempotent";
 }
 
+TEST(Runtime, TimeIsMonotonic) {
+  double previous = commrt_time_us();
+  for (int i = 0; i < 1000; ++i) {
+    double now = commrt_time_us();
+    EXPECT_GE(now, previous);
+    previous = now;
+  }
+  double before = commrt_time_us();
+  commrt_sleep_us(2000.0);
+  EXPECT_GE(commrt_time_us() - before, 2000.0);
+}
+
+TEST(Runtime, BarrierAndReportAsOneRank) {
+  EXPECT_EQ(commrt_barrier(), COMMRT_SUCCESS);
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(commrt_report_step_us(3, 1234.5), COMMRT_SUCCESS);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+            "commrt: step 3: 1234.5 us\n");
+}
+
 /// Invalid arguments, with consistency checks off (false) and on (true): on
 /// one rank both must give the same error.
 class InvalidArgumentTest : public ::testing::TestWithParam<bool> {

@@ -298,6 +298,24 @@ const char *commrt_last_error(void);
  * leaves the cores to the runtime's communication. */
 void commrt_sleep_us(double microseconds);
 
+/* Microseconds on a monotonic clock (std::chrono::steady_clock) from an
+ * unspecified origin: only differences between two calls on one rank mean
+ * anything. Local; needs no initialisation. Lowered drivers time steps with
+ * it (bench/loop). */
+double commrt_time_us(void);
+
+/* Blocks until every rank has called it (MPI_Barrier on the runtime's
+ * communicator), initialising the runtime if needed, so that the ranks start
+ * what follows together. Collective; it does not wait for asynchronous
+ * collectives in flight. */
+int32_t commrt_barrier(void);
+
+/* Reports a timed step: the largest `microseconds` over the ranks (the
+ * slowest rank's time, by an MPI_Allreduce with MPI_MAX) is printed by
+ * rank 0 to stdout as "commrt: step STEP: TIME us" and flushed. Collective;
+ * every rank must pass the same `step`. */
+int32_t commrt_report_step_us(int64_t step, double microseconds);
+
 /* Does nothing when `status` is COMMRT_SUCCESS. Otherwise prints
  * "commrt: rank R: <status name>: <last error>" to stderr and aborts every
  * rank with MPI_Abort (the process exits if MPI is not running), so that a

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+# ===- report.py - The "Closing the loop" section of BENCHMARKS.md ------=== #
+#
+# Reads what bench/loop/run.sh left in OUT (every plan's comm-estimate JSON
+# reports, <plan>.step.json and <plan>.steady.json, and its runs' logs,
+# <plan>.log, with rank 0's "commrt: step S: T us" lines) and replaces the
+# section "## Closing the loop" of BENCHMARKS.md (appending it when there is
+# none). Hand-written notes after the "<!-- notes -->" marker survive.
+#
+# Usage: report.py OUT BENCHMARKS.md [--rate R --steps N --rounds K ...]
+#
+# ===------------------------------------------------------------------=== #
+
+import argparse
+import datetime
+import json
+import re
+import statistics
+import sys
+
+PLANS = [("optimized", "comm-optimize (cost-model plan)"),
+         ("ddp", "DDP policy (25 MiB threshold buckets, 1 channel)")]
+TITLE = "## Closing the loop"
+MARKER = "<!-- notes -->\n"
+STEP = re.compile(r"^round (\d+): commrt: step (\d+): ([0-9.]+) us$")
+
+
+def estimate(path):
+    with open(path) as f:
+        report = json.load(f)
+    (function,) = [f for f in report["functions"] if f["function"] == "train_step"]
+    return function
+
+
+def measured(path):
+    """Timed steps (step 0 of every run is the warm-up), in us."""
+    warmups, timed = [], []
+    with open(path) as f:
+        for line in f:
+            match = STEP.match(line.strip())
+            if match:
+                value = float(match.group(3))
+                (warmups if int(match.group(2)) == 0 else timed).append(value)
+    if not timed:
+        sys.exit(f"report.py: no timed steps in {path}")
+    return warmups, timed
+
+
+def ms(us):
+    return f"{us / 1000:.1f}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("benchmarks")
+    parser.add_argument("--rate", default="1gbit")
+    parser.add_argument("--steps", default="5")
+    parser.add_argument("--rounds", default="4")
+    parser.add_argument("--cluster", default="bench/cluster/emulated-4x1gbit.json")
+    parser.add_argument("--profile",
+                        default="/work/shared/profiles/pipedream/resnet50.graph.txt")
+    args = parser.parse_args()
+
+    rows, results = [], {}
+    for plan, label in PLANS:
+        step = estimate(f"{args.out}/{plan}.step.json")
+        steady = estimate(f"{args.out}/{plan}.steady.json")
+        warmups, timed = measured(f"{args.out}/{plan}.log")
+        median = statistics.median(timed)
+        error = (step["step_us"] - median) / median * 100
+        results[plan] = (step, median, error)
+        rows.append(
+            f"| {label} | {len(step['collectives'])} | {ms(step['compute_us'])} "
+            f"| {ms(step['step_us'])} | {ms(steady['step_us'])} "
+            f"| {ms(median)} ({ms(min(timed))}..{ms(max(timed))}, {len(timed)} steps) "
+            f"| {ms(statistics.median(warmups))} | {error:+.1f}% |")
+
+    opt_step, opt_measured, opt_error = results["optimized"]
+    ddp_step, ddp_measured, ddp_error = results["ddp"]
+    speedup = ddp_measured / opt_measured
+    predicted_speedup = ddp_step["step_us"] / opt_step["step_us"]
+
+    def verdict(ok):
+        return "met" if ok else "missed"
+
+    lines = [
+        TITLE, "",
+        f"Measured on this 2-core Debian VM on {datetime.date.today()} (OpenMPI 4.1.4, "
+        "Release build with clang-22) by `bench/loop/run.sh`, branch `loop`. "
+        f"pipedream's ResNet-50 profile (`{args.profile}`, imported with "
+        "`commopt-translate --import-pipedream`) is planned by `comm-optimize` "
+        f"for the calibrated cluster `{args.cluster}` twice: the cost-model plan "
+        "(`cluster=FILE`, defaults) and DDP's policy (`cluster=FILE "
+        "fusion=threshold bucket-cap-mb=25 channels=1 priorities=false`). "
+        "`comm-estimate` predicts each plan's step (`estimate=step`, one step "
+        "from a cold start, which is what the driver times: `@train_step` waits "
+        "for every gradient before it returns) and, for reference, the steady "
+        "state. Each plan is lowered with `--commopt-lower-to-llvm=\"compute-delay\"` "
+        "(every `comm.compute` sleeps its profiled cost) under a `@main` "
+        "(`bench/loop/driver.py`) that runs one warm-up step and "
+        f"{args.steps} timed steps, each after `commrt_barrier`, timed with "
+        "`commrt_time_us`, the slowest rank's time reported by "
+        "`commrt_report_step_us`; it runs in `mlir-runner` on 4 ranks of "
+        f"`bench/cluster/emulate.sh` at {args.rate} ({args.rounds} rounds, the "
+        "plans alternating). Times in ms; measured is the median of the timed "
+        "steps of all rounds (min..max); error = (predicted - measured) / measured.",
+        "",
+        "| Plan | collectives | compute | predicted step | predicted steady | "
+        "measured step | warm-up step | error (step) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+        f"Measured speedup of the optimized plan over the DDP-policy plan: "
+        f"{speedup:.2f}x (predicted {predicted_speedup:.2f}x).",
+        "",
+        "| Target | result |",
+        "|---|---|",
+        f"| optimized plan: predicted step within 15% of measured | "
+        f"{opt_error:+.1f}%, {verdict(abs(opt_error) <= 15)} |",
+        f"| DDP-policy plan: predicted step within 15% of measured | "
+        f"{ddp_error:+.1f}%, {verdict(abs(ddp_error) <= 15)} |",
+        f"| optimized beats DDP (measured) | {speedup:.2f}x, "
+        f"{verdict(opt_measured < ddp_measured)} |",
+        "",
+        "Command (as root, after `ninja -C build commopt-opt commopt-translate "
+        "commrt`; modules, estimates and logs in `build/loop/`):",
+        "",
+        "```sh",
+        "bench/loop/run.sh",
+        "```",
+        "",
+        MARKER.rstrip("\n"),
+    ]
+    section = "\n".join(lines) + "\n"
+
+    with open(args.benchmarks) as f:
+        text = f.read()
+    start = text.find(TITLE + "\n")
+    notes = ""
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        following = text.find("\n## ", start + len(TITLE))
+        end = len(text) if following < 0 else following + 1
+        old = text[start:end]
+        if MARKER in old:
+            notes = old.split(MARKER, 1)[1]
+        text = text[:start] + section + notes + text[end:]
+    with open(args.benchmarks, "w") as f:
+        f.write(text)
+    print(section)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+#===- run.sh - Closing the loop: predicted vs measured step times --------===#
+#
+# Imports pipedream's ResNet-50 profile, plans it twice for the calibrated
+# emulated cluster (comm-optimize's default plan, and DDP's policy: 25 MiB
+# threshold buckets, one channel, no priorities), takes comm-estimate's
+# prediction of each plan (step and steady state, JSON), appends a timing
+# @main (driver.py), lowers with comm.compute sleeping its cost
+# (compute-delay), runs both on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
+# (ROUNDS rounds, the plans alternating; every run one warm-up step and
+# STEPS timed ones, each after a barrier, slowest rank) and replaces the
+# section "Closing the loop" of BENCHMARKS.md (report.py).
+#
+# Usage (as root, from anywhere, after
+# `ninja -C build commopt-opt commopt-translate commrt`):
+#   bench/loop/run.sh
+# Environment: BUILD (default build), OUT (default $BUILD/loop), STEPS
+# (default 5), ROUNDS (default 4), RATE (default 1gbit), CLUSTER (default
+# bench/cluster/emulated-4x1gbit.json), PROFILE (default
+# /work/shared/profiles/pipedream/resnet50.graph.txt), LLVM_BIN (default
+# /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3).
+#
+#===----------------------------------------------------------------------===#
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+OUT=${OUT:-$BUILD/loop}
+STEPS=${STEPS:-5}
+ROUNDS=${ROUNDS:-4}
+RATE=${RATE:-1gbit}
+CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
+PROFILE=${PROFILE:-/work/shared/profiles/pipedream/resnet50.graph.txt}
+LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
+PYTHON=${PYTHON:-/usr/bin/python3}
+BUILD=$(cd "$BUILD" && pwd)
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+OPT=$BUILD/bin/commopt-opt
+TRANSLATE=$BUILD/bin/commopt-translate
+for tool in "$OPT" "$TRANSLATE" "$BUILD/lib/libcommrt.so"; do
+  [[ -e $tool ]] || {
+    echo "run.sh: build $tool first" >&2
+    exit 2
+  }
+done
+LIBS=$BUILD/lib/libcommrt.so,$("$LLVM_BIN/llvm-config" --libdir)/libmlir_c_runner_utils.so
+LIBS=$LIBS,$("$LLVM_BIN/llvm-config" --libdir)/libmlir_runner_utils.so
+
+declare -A PLAN_OPTIONS=(
+  [optimized]="cluster=$CLUSTER"
+  [ddp]="cluster=$CLUSTER fusion=threshold bucket-cap-mb=25 channels=1 priorities=false"
+)
+PLANS=(optimized ddp)
+
+"$TRANSLATE" --import-pipedream "$PROFILE" -o "$OUT/resnet50.mlir"
+for plan in "${PLANS[@]}"; do
+  options=${PLAN_OPTIONS[$plan]}
+  echo "== plan $plan: --comm-optimize=\"$options\"" >&2
+  "$OPT" "$OUT/resnet50.mlir" \
+    --comm-optimize="$options estimate=step report=json report-file=$OUT/$plan.step.json" \
+    -o "$OUT/$plan.planned.mlir"
+  "$OPT" "$OUT/resnet50.mlir" \
+    --comm-optimize="$options estimate=steady report=json report-file=$OUT/$plan.steady.json" \
+    -o /dev/null
+  "$PYTHON" bench/loop/driver.py --steps $((STEPS + 1)) "$OUT/$plan.planned.mlir" \
+    >"$OUT/$plan.driver.mlir"
+  "$OPT" "$OUT/$plan.driver.mlir" --commopt-lower-to-llvm="compute-delay" \
+    -o "$OUT/$plan.lowered.mlir"
+  : >"$OUT/$plan.log"
+done
+
+for ((round = 1; round <= ROUNDS; round++)); do
+  for plan in "${PLANS[@]}"; do
+    echo "== round $round, plan $plan, 4 ranks at $RATE" >&2
+    bench/cluster/emulate.sh run 4 "$RATE" -- "$LLVM_BIN/mlir-runner" \
+      "$OUT/$plan.lowered.mlir" -e main -entry-point-result=void \
+      -shared-libs="$LIBS" 2>&1 | sed "s/^/round $round: /" |
+      tee -a "$OUT/$plan.log" >&2
+  done
+done
+
+"$PYTHON" bench/loop/report.py "$OUT" BENCHMARKS.md \
+  --rate="$RATE" --steps="$STEPS" --rounds="$ROUNDS" \
+  --cluster="$CLUSTER" --profile="$PROFILE"
