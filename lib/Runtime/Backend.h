@@ -82,9 +82,30 @@ public:
                               std::unique_ptr<Operation> &operation) = 0;
 };
 
+/// How the MPI backend reduces, from COMMRT_ALLREDUCE.
+enum class AllreduceAlgorithm {
+  /// The ring from `ringMinBytes` on with more than two ranks, MPI_Allreduce
+  /// below.
+  Auto,
+  /// Always MPI_Allreduce.
+  Mpi,
+  /// Always the ring, with more than one rank.
+  Ring,
+};
+
+/// The MPI backend's choice of allreduce algorithm; all ranks share it.
+struct AllreduceConfig {
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::Auto;
+  /// The least size in bytes reduced by the ring under Auto
+  /// (COMMRT_RING_MIN_BYTES).
+  int64_t ringMinBytes = int64_t(1) << 20;
+};
+
 /// Creates the MPI backend with `channels` channels over `comm`, a
-/// communicator whose error handler returns errors. Collective over `comm`.
+/// communicator whose error handler returns errors, reducing as `config`
+/// says. Collective over `comm`.
 commrt_status createMpiBackend(MPI_Comm comm, int channels,
+                               const AllreduceConfig &config,
                                std::unique_ptr<Backend> &out);
 
 #if COMMRT_HAVE_NCCL

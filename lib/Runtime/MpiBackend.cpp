@@ -8,6 +8,15 @@
 // while the caller computes; OpenMPI 4.1 would progress an MPI_Iallreduce
 // only while the caller is inside MPI. The threads need MPI_THREAD_MULTIPLE.
 //
+// Large f32 and f64 reductions run a ring allreduce of their own on the plan's
+// communicator (COMMRT_ALLREDUCE, COMMRT_RING_MIN_BYTES): OpenMPI's default
+// MPI_Allreduce over TCP reaches about half the link rate. The buffer is cut
+// into one near-equal segment per rank; a reduce-scatter of p - 1 steps sends
+// a segment to the right neighbour and reduces the one received from the
+// left into the buffer, leaving each rank with one fully reduced segment,
+// then an allgather of p - 1 steps circulates those. Every rank sends and
+// receives 2 (p - 1) / p of the buffer, the least any allreduce can.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
@@ -85,7 +94,8 @@ public:
   /// Sets up the f16/bf16 type and ops. Their constructors report errors on
   /// MPI_COMM_WORLD, where they are fatal by default; they fail only when MPI
   /// is out of memory.
-  explicit Reducer(int size) : size(size) {
+  Reducer(int size, const AllreduceConfig &config)
+      : size(size), config(config) {
     MPI_Type_contiguous(2, MPI_BYTE, &type16);
     MPI_Type_commit(&type16);
     for (int type = 0; type < 2; ++type)
@@ -105,12 +115,14 @@ public:
   Reducer &operator=(const Reducer &) = delete;
 
   /// Runs `plan` over `comm`, packing into `fusion` (grown as needed and
-  /// kept for the next plan) unless it reduces in place.
+  /// kept for the next plan) unless it reduces in place; a ring receives
+  /// into `scratch`, likewise kept.
   commrt_status run(const Plan &plan, MPI_Comm comm,
-                    std::vector<unsigned char> &fusion) const {
+                    std::vector<unsigned char> &fusion,
+                    std::vector<unsigned char> &scratch) const {
     if (plan.inPlace())
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
-                       comm);
+                       comm, scratch);
     commrt_dtype travel = travelType(plan.dtype, plan.wire);
     size_t travelBytes = plan.total * elementSize(travel);
     if (fusion.size() < travelBytes)
@@ -123,7 +135,7 @@ public:
     }
     if (commrt_status status =
             allreduce(fusion.data(), plan.total, travel,
-                      travelReduce(plan.wire, plan.reduce), comm))
+                      travelReduce(plan.wire, plan.reduce), comm, scratch))
       return status;
     double scale =
         unpackScale(plan.dtype, plan.wire, plan.reduce, plan.prescale, size);
@@ -137,11 +149,16 @@ public:
 
 private:
   /// In-place allreduce of `count` elements of `dtype` at `buffer` over
-  /// `comm`; AVG divides the sum by the number of ranks.
+  /// `comm`, by ring (receiving into `scratch`) or MPI_Allreduce as the
+  /// configuration says; AVG divides the sum by the number of ranks.
   commrt_status allreduce(void *buffer, int64_t count, commrt_dtype dtype,
-                          commrt_reduce reduce, MPI_Comm comm) const {
-    if (commrt_status status =
-            allreduceChunked(buffer, count, dtype, reduce, comm))
+                          commrt_reduce reduce, MPI_Comm comm,
+                          std::vector<unsigned char> &scratch) const {
+    commrt_status status =
+        useRing(count, dtype)
+            ? allreduceRing(buffer, count, dtype, reduce, comm, scratch)
+            : allreduceChunked(buffer, count, dtype, reduce, comm);
+    if (status)
       return status;
     if (reduce == COMMRT_AVG)
       divideBySize(buffer, count, dtype);
@@ -153,12 +170,8 @@ private:
   commrt_status allreduceChunked(void *buffer, int64_t count,
                                  commrt_dtype dtype, commrt_reduce reduce,
                                  MPI_Comm comm) const {
-    static const MPI_Op builtinOps[] = {MPI_SUM, MPI_SUM, MPI_MAX, MPI_MIN};
-    bool is16 = dtype == COMMRT_F16 || dtype == COMMRT_BF16;
-    MPI_Datatype type = is16                  ? type16
-                        : dtype == COMMRT_F32 ? MPI_FLOAT
-                                              : MPI_DOUBLE;
-    MPI_Op op = is16 ? ops16[dtype - COMMRT_F16][reduce] : builtinOps[reduce];
+    MPI_Datatype type = mpiType(dtype);
+    MPI_Op op = mpiOp(dtype, reduce);
     auto *bytes = static_cast<char *>(buffer);
     for (int64_t done = 0; done < count;) {
       int chunk = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
@@ -168,6 +181,121 @@ private:
         return failMpi("MPI_Allreduce", error);
       done += chunk;
     }
+    return COMMRT_SUCCESS;
+  }
+
+  /// Whether `count` elements of `dtype` are reduced by the ring. Only f32
+  /// and f64 are: the ring combines each segment in a different order, and
+  /// 16-bit sums, rounded at every step, would then differ between equal
+  /// elements at different places, which MPI_Allreduce keeps equal.
+  bool useRing(int64_t count, commrt_dtype dtype) const {
+    if (dtype != COMMRT_F32 && dtype != COMMRT_F64)
+      return false;
+    switch (config.algorithm) {
+    case AllreduceAlgorithm::Mpi:
+      return false;
+    case AllreduceAlgorithm::Ring:
+      return size > 1;
+    case AllreduceAlgorithm::Auto:
+      break;
+    }
+    return size > 2 && count * static_cast<int64_t>(elementSize(dtype)) >=
+                           config.ringMinBytes;
+  }
+
+  /// The MPI datatype carrying `dtype`.
+  MPI_Datatype mpiType(commrt_dtype dtype) const {
+    switch (dtype) {
+    case COMMRT_F32:
+      return MPI_FLOAT;
+    case COMMRT_F64:
+      return MPI_DOUBLE;
+    case COMMRT_F16:
+    case COMMRT_BF16:
+      break;
+    }
+    return type16;
+  }
+
+  /// The MPI op reducing `dtype` with `reduce`; AVG sums.
+  MPI_Op mpiOp(commrt_dtype dtype, commrt_reduce reduce) const {
+    static const MPI_Op builtinOps[] = {MPI_SUM, MPI_SUM, MPI_MAX, MPI_MIN};
+    if (dtype == COMMRT_F16 || dtype == COMMRT_BF16)
+      return ops16[dtype - COMMRT_F16][reduce];
+    return builtinOps[reduce];
+  }
+
+  /// Ring allreduce in place of `count` elements of `dtype` at `buffer` over
+  /// `comm`, receiving into `scratch` (grown as needed). AVG is reduced as
+  /// SUM. Segment `s` of the buffer is `count / size` elements, one more for
+  /// the first `count % size`; some may be empty.
+  commrt_status allreduceRing(void *buffer, int64_t count, commrt_dtype dtype,
+                              commrt_reduce reduce, MPI_Comm comm,
+                              std::vector<unsigned char> &scratch) const {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    const size_t width = elementSize(dtype);
+    const int64_t base = count / size, extra = count % size;
+    auto segmentBegin = [&](int segment) {
+      return segment * base + std::min<int64_t>(segment, extra);
+    };
+    auto segmentCount = [&](int segment) {
+      return base + (segment < extra ? 1 : 0);
+    };
+    auto wrap = [&](int segment) { return (segment % size + size) % size; };
+    size_t scratchBytes = segmentCount(0) * width;
+    if (scratch.size() < scratchBytes)
+      scratch.resize(scratchBytes);
+    MPI_Datatype type = mpiType(dtype);
+    MPI_Op op = mpiOp(dtype, reduce);
+    auto *bytes = static_cast<unsigned char *>(buffer);
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+    // One step: send segment `sent` to the right while receiving segment
+    // `received` from the left, into the scratch buffer to be reduced into
+    // the buffer, or straight into the buffer. In pieces of at most
+    // kRingPiece elements, since MPI counts are ints; every step of every
+    // rank exchanges the same number of pieces, some of them empty, so that
+    // each send meets its receive.
+    const int64_t pieces =
+        std::max<int64_t>(1, (segmentCount(0) + kRingPiece - 1) / kRingPiece);
+    auto step = [&](int sent, int received, bool reduceIt) -> commrt_status {
+      const int64_t sendCount = segmentCount(sent);
+      const int64_t receiveCount = segmentCount(received);
+      unsigned char *sendAt = bytes + segmentBegin(sent) * width;
+      unsigned char *receiveAt = bytes + segmentBegin(received) * width;
+      for (int64_t done = 0, piece = 0; piece < pieces;
+           ++piece, done += kRingPiece) {
+        int sendPiece = static_cast<int>(
+            std::clamp<int64_t>(sendCount - done, 0, kRingPiece));
+        int receivePiece = static_cast<int>(
+            std::clamp<int64_t>(receiveCount - done, 0, kRingPiece));
+        unsigned char *into =
+            reduceIt ? scratch.data() : receiveAt + done * width;
+        if (int error = MPI_Sendrecv(sendAt + done * width, sendPiece, type,
+                                     right, kRingTag, into, receivePiece, type,
+                                     left, kRingTag, comm, MPI_STATUS_IGNORE))
+          return failMpi("MPI_Sendrecv (ring allreduce)", error);
+        if (reduceIt && receivePiece > 0)
+          if (int error = MPI_Reduce_local(into, receiveAt + done * width,
+                                           receivePiece, type, op))
+            return failMpi("MPI_Reduce_local (ring allreduce)", error);
+      }
+      return COMMRT_SUCCESS;
+    };
+
+    // Reduce-scatter: after step s, segment rank - s - 1 holds the reduction
+    // over ranks rank - s - 1 .. rank; at the end this rank owns segment
+    // rank + 1 fully reduced.
+    for (int s = 0; s < size - 1; ++s)
+      if (commrt_status status =
+              step(wrap(rank - s), wrap(rank - s - 1), /*reduceIt=*/true))
+        return status;
+    // Allgather: pass the fully reduced segments around the ring.
+    for (int s = 0; s < size - 1; ++s)
+      if (commrt_status status =
+              step(wrap(rank + 1 - s), wrap(rank - s), /*reduceIt=*/false))
+        return status;
     return COMMRT_SUCCESS;
   }
 
@@ -187,7 +315,14 @@ private:
     }
   }
 
+  /// The tag of the ring's messages; a plan's communicator carries one
+  /// collective at a time.
+  static constexpr int kRingTag = 0x636d;
+  /// The most elements of one ring message.
+  static constexpr int64_t kRingPiece = INT_MAX;
+
   int size;
+  AllreduceConfig config;
   /// A 2-byte contiguous type carrying f16 and bf16 elements.
   MPI_Datatype type16 = MPI_DATATYPE_NULL;
   /// User ops for [f16, bf16] x commrt_reduce.
@@ -286,7 +421,7 @@ private:
         shared = std::move(queue.front());
         queue.pop_front();
       }
-      commrt_status status = reducer.run(shared->plan, comm, fusion);
+      commrt_status status = reducer.run(shared->plan, comm, fusion, scratch);
       {
         std::lock_guard<std::mutex> lock(shared->mutex);
         shared->status = status;
@@ -300,8 +435,8 @@ private:
 
   const Reducer &reducer;
   MPI_Comm comm;
-  /// The channel's fusion buffer; only its thread touches it.
-  std::vector<unsigned char> fusion;
+  /// The channel's fusion and ring buffers; only its thread touches them.
+  std::vector<unsigned char> fusion, scratch;
   std::mutex mutex;
   std::condition_variable wake;
   std::deque<std::shared_ptr<Shared>> queue;
@@ -312,8 +447,8 @@ private:
 class MpiBackend final : public Backend {
 public:
   MpiBackend(MPI_Comm comm, int size, int threadLevel,
-             std::vector<MPI_Comm> channelComms)
-      : comm(comm), threadLevel(threadLevel), reducer(size) {
+             const AllreduceConfig &config, std::vector<MPI_Comm> channelComms)
+      : comm(comm), threadLevel(threadLevel), reducer(size, config) {
     for (MPI_Comm channelComm : channelComms)
       channels.push_back(std::make_unique<Channel>(reducer, channelComm));
   }
@@ -321,7 +456,7 @@ public:
   commrt_backend kind() const override { return COMMRT_BACKEND_MPI; }
 
   commrt_status run(const Plan &plan) override {
-    return reducer.run(plan, comm, fusion);
+    return reducer.run(plan, comm, fusion, scratch);
   }
 
   commrt_status start(const Plan &plan, int channel,
@@ -345,7 +480,8 @@ private:
   MPI_Comm comm;
   /// The thread support level MPI was initialised with.
   int threadLevel;
-  std::vector<unsigned char> fusion;
+  /// The fusion and ring buffers of blocking collectives.
+  std::vector<unsigned char> fusion, scratch;
   Reducer reducer;
   /// Declared after the reducer, which their threads use, so that they are
   /// destroyed (and their collectives completed) first.
@@ -355,6 +491,7 @@ private:
 } // namespace
 
 commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,
+                                       const AllreduceConfig &config,
                                        std::unique_ptr<Backend> &out) {
   int size, threadLevel;
   MPI_Comm_size(comm, &size);
@@ -370,7 +507,7 @@ commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,
     MPI_Comm_set_errhandler(channelComm, MPI_ERRORS_RETURN);
     channelComms.push_back(channelComm);
   }
-  out = std::make_unique<MpiBackend>(comm, size, threadLevel,
+  out = std::make_unique<MpiBackend>(comm, size, threadLevel, config,
                                      std::move(channelComms));
   return COMMRT_SUCCESS;
 }

@@ -4,6 +4,7 @@
 #include "Sparse.h"
 #include "WireFormat.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +38,8 @@ struct Runtime {
   std::unique_ptr<Backend> backend;
   /// The number of channels; 0 until the first backend is created.
   int channels = 0;
+  /// The MPI backend's allreduce algorithm, read with `channels`.
+  AllreduceConfig allreduce;
   /// The collectives in flight, by handle.
   std::map<int64_t, std::unique_ptr<Operation>> operations;
   /// The handle of the next start; 0 is never one.
@@ -181,6 +184,33 @@ commrt_status channelsFromEnvironment(int &channels) {
   return COMMRT_SUCCESS;
 }
 
+/// Reads the MPI backend's allreduce algorithm from COMMRT_ALLREDUCE and
+/// COMMRT_RING_MIN_BYTES.
+commrt_status allreduceFromEnvironment(AllreduceConfig &config) {
+  config = AllreduceConfig();
+  if (const char *name = std::getenv("COMMRT_ALLREDUCE")) {
+    if (std::strcmp(name, "auto") == 0)
+      config.algorithm = AllreduceAlgorithm::Auto;
+    else if (std::strcmp(name, "mpi") == 0)
+      config.algorithm = AllreduceAlgorithm::Mpi;
+    else if (std::strcmp(name, "ring") == 0)
+      config.algorithm = AllreduceAlgorithm::Ring;
+    else
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_ALLREDUCE=", name,
+                  " is not one of auto, mpi, ring");
+  }
+  if (const char *text = std::getenv("COMMRT_RING_MIN_BYTES")) {
+    char *end;
+    errno = 0;
+    long long value = std::strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || value < 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_RING_MIN_BYTES=", text,
+                  " is not a number of bytes (0 or more)");
+    config.ringMinBytes = value;
+  }
+  return COMMRT_SUCCESS;
+}
+
 /// Creates the NCCL backend, or says why there is none.
 commrt_status createNccl(std::unique_ptr<Backend> &out) {
 #if COMMRT_HAVE_NCCL
@@ -281,12 +311,20 @@ commrt_status ensureBackend(commrt_backend requested) {
   }
   if (rt.channels == 0) {
     // Ranks that disagree would create different numbers of communicators.
+    // Ranks that disagree on the allreduce algorithm would deadlock.
     int channels;
+    AllreduceConfig allreduce;
     commrt_status status = channelsFromEnvironment(channels);
-    if (commrt_status agreed =
-            agreeAlways(status, {{"COMMRT_CHANNELS", channels}}))
+    if (status == COMMRT_SUCCESS)
+      status = allreduceFromEnvironment(allreduce);
+    if (commrt_status agreed = agreeAlways(
+            status,
+            {{"COMMRT_CHANNELS", channels},
+             {"COMMRT_ALLREDUCE", static_cast<int64_t>(allreduce.algorithm)},
+             {"COMMRT_RING_MIN_BYTES", allreduce.ringMinBytes}}))
       return agreed;
     rt.channels = channels;
+    rt.allreduce = allreduce;
   }
   if (requested == COMMRT_BACKEND_AUTO)
     if (commrt_status status = backendFromEnvironment(requested))
@@ -303,7 +341,8 @@ commrt_status ensureBackend(commrt_backend requested) {
       lastError = std::move(previousError);
   }
   if (!backend)
-    if (commrt_status status = createMpiBackend(rt.comm, rt.channels, backend))
+    if (commrt_status status =
+            createMpiBackend(rt.comm, rt.channels, rt.allreduce, backend))
       return status;
   // The replaced backend completes its collectives in flight as it goes.
   rt.backend = std::move(backend);

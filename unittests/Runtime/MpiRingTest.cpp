@@ -1,0 +1,138 @@
+//===- MpiRingTest.cpp - The ring allreduce agrees with MPI_Allreduce -----===//
+//
+// Run under mpirun by every commrt-mpi-tests entry: with the default
+// COMMRT_ALLREDUCE, these sizes mostly go to MPI_Allreduce; the
+// commrt-mpi-ring-np* entries force the ring for every size. Either way the
+// results must be exact, equal to MPI_Allreduce's own, and identical on all
+// ranks, also for sizes that are not a multiple of the number of ranks or
+// smaller than it. f16 and bf16 always go to MPI_Allreduce; they are tried
+// too, to show it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtils.h"
+
+#include <mpi.h>
+
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using commrt::testing::contribution;
+using commrt::testing::dtypeName;
+using commrt::testing::reduceName;
+using commrt::testing::TypedBuffer;
+
+namespace {
+
+int rank() { return commrt_rank(); }
+int size() { return commrt_size(); }
+
+/// Whether the `bytes` bytes at `data` are the same on every rank.
+bool sameOnAllRanks(const void *data, size_t bytes) {
+  std::vector<unsigned char> first(static_cast<const unsigned char *>(data),
+                                   static_cast<const unsigned char *>(data) +
+                                       bytes);
+  MPI_Bcast(first.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+  int same = std::memcmp(first.data(), data, bytes) == 0;
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return same;
+}
+
+/// The sizes tried: fewer elements than ranks, odd ones, and one of several
+/// MiB.
+const int64_t kCounts[] = {1, 2, 3, 5, 7, 1001, 65537, 1000003};
+
+using RingCase = std::tuple<commrt_dtype, commrt_reduce, int64_t>;
+
+class RingTest : public ::testing::TestWithParam<RingCase> {};
+
+TEST_P(RingTest, MatchesMpiAllreduceExactly) {
+  auto [dtype, reduce, count] = GetParam();
+  // One guard element on either side must stay untouched.
+  TypedBuffer buffer(dtype, count + 2);
+  buffer.set(0, 42.0);
+  buffer.set(count + 1, 43.0);
+  for (int64_t i = 0; i < count; ++i)
+    buffer.set(i + 1, contribution(rank(), i));
+  void *data = static_cast<char *>(buffer.data()) + commrt::elementSize(dtype);
+  ASSERT_EQ(commrt_allreduce(data, count, dtype, reduce), COMMRT_SUCCESS)
+      << commrt_last_error();
+
+  // The reference: MPI_Allreduce of the same contributions in double, which
+  // holds these small integers exactly.
+  std::vector<double> reference(count);
+  for (int64_t i = 0; i < count; ++i)
+    reference[i] = contribution(rank(), i);
+  static const MPI_Op ops[] = {MPI_SUM, MPI_SUM, MPI_MAX, MPI_MIN};
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, reference.data(),
+                          static_cast<int>(count), MPI_DOUBLE, ops[reduce],
+                          MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  // Through the element type, as commrt stores it.
+  TypedBuffer rounded(dtype, 1);
+  for (int64_t i = 0; i < count; ++i) {
+    rounded.set(0, reduce == COMMRT_AVG ? reference[i] / size() : reference[i]);
+    ASSERT_EQ(buffer.get(i + 1), rounded.get(0)) << "index " << i;
+  }
+  EXPECT_EQ(buffer.get(0), 42.0);
+  EXPECT_EQ(buffer.get(count + 1), 43.0);
+  EXPECT_TRUE(sameOnAllRanks(data, count * commrt::elementSize(dtype)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OddSizes, RingTest,
+    ::testing::Combine(
+        ::testing::Values(COMMRT_F32, COMMRT_F64, COMMRT_F16, COMMRT_BF16),
+        ::testing::Values(COMMRT_SUM, COMMRT_AVG, COMMRT_MAX, COMMRT_MIN),
+        ::testing::ValuesIn(kCounts)),
+    [](const ::testing::TestParamInfo<RingCase> &info) {
+      return std::string(dtypeName(std::get<0>(info.param))) + "_" +
+             reduceName(std::get<1>(info.param)) + "_" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+TEST(Ring, InexactSumsAreIdenticalOnAllRanks) {
+  // Sums that round differently in different orders: every rank must still
+  // hold the same bits, close to MPI_Allreduce's.
+  const int64_t count = 300007;
+  std::vector<float> data(count), reference(count);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] = reference[i] = 1.0f / static_cast<float>(i + 3 + 7 * rank());
+  ASSERT_EQ(commrt_allreduce(data.data(), count, COMMRT_F32, COMMRT_SUM),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, reference.data(),
+                          static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                          MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_NEAR(data[i], reference[i], 1e-6f * reference[i]) << "index " << i;
+  EXPECT_TRUE(sameOnAllRanks(data.data(), count * sizeof(float)));
+}
+
+TEST(Ring, FusedOddBuffersAreExact) {
+  // A fused plan packs buffers of odd sizes into one, reduced by the ring
+  // under COMMRT_ALLREDUCE=ring.
+  const int64_t counts[] = {1, 3, 1000, 7};
+  std::vector<std::vector<double>> buffers;
+  std::vector<void *> pointers;
+  for (int64_t count : counts) {
+    buffers.emplace_back(count);
+    for (int64_t i = 0; i < count; ++i)
+      buffers.back()[i] = contribution(rank(), i);
+    pointers.push_back(buffers.back().data());
+  }
+  ASSERT_EQ(commrt_fused_allreduce(pointers.data(), counts, 4, COMMRT_F64,
+                                   COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  for (size_t b = 0; b < buffers.size(); ++b)
+    for (int64_t i = 0; i < counts[b]; ++i)
+      ASSERT_EQ(buffers[b][i],
+                commrt::testing::expectedReduction(COMMRT_SUM, i, size()))
+          << "buffer " << b << " index " << i;
+}
+
+} // namespace
