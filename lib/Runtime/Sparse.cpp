@@ -8,6 +8,7 @@
 
 #include "Sparse.h"
 #include "Backend.h"
+#include "Selection.h"
 
 #include <algorithm>
 #include <climits>
@@ -27,21 +28,6 @@ struct Pairs {
   std::vector<float> values;
 };
 
-/// The bit pattern of |x|, which orders non-negative floats as integers.
-uint32_t magnitudeBits(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits & 0x7fffffffu;
-}
-
-/// The number of entries of `acc` to select, ceil(density * count), at least
-/// 1 and at most `count`.
-int64_t selectionSize(double density, int64_t count) {
-  auto k =
-      static_cast<int64_t>(std::ceil(density * static_cast<double>(count)));
-  return std::clamp<int64_t>(k, 1, count);
-}
-
 /// The k entries of `acc` of largest magnitude, the lower index first among
 /// equal magnitudes, in index order.
 std::vector<int64_t> selectTopk(const float *acc, int64_t count, int64_t k) {
@@ -57,42 +43,15 @@ std::vector<int64_t> selectTopk(const float *acc, int64_t count, int64_t k) {
   return order;
 }
 
-/// The number of entries of `acc` whose magnitude's bits reach `threshold`.
-int64_t countReaching(const float *acc, int64_t count, uint32_t threshold) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < count; ++i)
-    n += magnitudeBits(acc[i]) >= threshold;
-  return n;
-}
-
-/// The entries of `acc` whose magnitude reaches a threshold found by
-/// bisection over the magnitudes' bit patterns, as commrt.h describes, in
-/// index order.
+/// The entries of `acc` whose magnitude reaches the threshold of the `k`
+/// largest that RadixSearch finds (see Selection.h), in index order.
 std::vector<int64_t> selectThreshold(const float *acc, int64_t count,
                                      int64_t k) {
-  const int64_t slack = k + k / 8;
-  // Invariant: count(lo) >= k, count(hi) < k; lo is positive, so zeros are
-  // never selected.
-  uint32_t lo = 1, hi = 0;
-  for (int64_t i = 0; i < count; ++i)
-    hi = std::max(hi, magnitudeBits(acc[i]));
-  ++hi;
-  if (countReaching(acc, count, lo) > slack) {
-    while (hi - lo > 1) {
-      uint32_t mid = lo + (hi - lo) / 2;
-      int64_t reaching = countReaching(acc, count, mid);
-      if (reaching < k) {
-        hi = mid;
-        continue;
-      }
-      lo = mid;
-      if (reaching <= slack)
-        break;
-    }
-  }
+  const uint32_t threshold = findThreshold(acc, count, k);
   std::vector<int64_t> selected;
+  selected.reserve(k + k / 8);
   for (int64_t i = 0; i < count; ++i)
-    if (magnitudeBits(acc[i]) >= lo)
+    if (magnitudeBits(acc[i]) >= threshold)
       selected.push_back(i);
   return selected;
 }

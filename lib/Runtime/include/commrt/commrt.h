@@ -258,13 +258,15 @@ int32_t commrt_wait(int64_t handle);
  *     - COMMRT_SELECT_TOPK: exactly the k entries of largest magnitude; among
  *       equal magnitudes the lower index wins.
  *     - COMMRT_SELECT_THRESHOLD: every entry whose magnitude reaches a
- *       threshold t > 0 found by bisection over the bit patterns of the
- *       magnitudes (one counting pass per step, at most 32 steps), stopping
- *       as soon as between k and k + k / 8 entries reach it. Guarantee: the
- *       selection has at least min(k, nonzeros) entries, and at most
- *       max(k + k / 8, the number of entries at least as large as the k-th
- *       largest magnitude) (more only where magnitudes tie); zeros are never
- *       selected.
+ *       threshold t > 0 found by a radix search over the bit patterns of the
+ *       magnitudes: at most three histogram passes (digits of 11, 10 and 10
+ *       bits), each refining the bin that holds the k-th largest magnitude,
+ *       stopping as soon as at most k + k / 8 entries reach the bin's lower
+ *       edge. Guarantee: the selection has at least min(k, nonzeros)
+ *       entries, and at most max(k + k / 8, the number of entries at least
+ *       as large as the k-th largest magnitude) (more only where magnitudes
+ *       tie); zeros are never selected. The NCCL backend selects the same
+ *       entries.
  *     - COMMRT_SELECT_CHUNK: acc is cut into chunks of `chunk_elements`
  *       (> 0) consecutive entries, the last one possibly shorter; the squared
  *       norms of the chunks (in double) are summed over the ranks and rank 0
