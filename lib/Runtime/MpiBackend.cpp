@@ -123,6 +123,22 @@ public:
     if (plan.inPlace())
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
                        comm, scratch);
+    // A ring reads and writes the buffers where they are: packing them into
+    // the fusion buffer would only copy.
+    if (plan.wire == COMMRT_WIRE_NONE && plan.prescale == 1.0f &&
+        useRing(plan.total, plan.dtype)) {
+      std::vector<Span> spans;
+      for (size_t i = 0; i < plan.buffers.size(); ++i)
+        spans.push_back(
+            {static_cast<unsigned char *>(plan.buffers[i]), plan.counts[i]});
+      if (commrt_status status =
+              allreduceRing(spans, plan.dtype, plan.reduce, comm, scratch))
+        return status;
+      if (plan.reduce == COMMRT_AVG)
+        for (size_t i = 0; i < plan.buffers.size(); ++i)
+          divideBySize(plan.buffers[i], plan.counts[i], plan.dtype);
+      return COMMRT_SUCCESS;
+    }
     commrt_dtype travel = travelType(plan.dtype, plan.wire);
     size_t travelBytes = plan.total * elementSize(travel);
     if (fusion.size() < travelBytes)
@@ -156,7 +172,8 @@ private:
                           std::vector<unsigned char> &scratch) const {
     commrt_status status =
         useRing(count, dtype)
-            ? allreduceRing(buffer, count, dtype, reduce, comm, scratch)
+            ? allreduceRing({{static_cast<unsigned char *>(buffer), count}},
+                            dtype, reduce, comm, scratch)
             : allreduceChunked(buffer, count, dtype, reduce, comm);
     if (status)
       return status;
@@ -225,16 +242,82 @@ private:
     return builtinOps[reduce];
   }
 
-  /// Ring allreduce in place of `count` elements of `dtype` at `buffer` over
-  /// `comm`, receiving into `scratch` (grown as needed). AVG is reduced as
-  /// SUM. Segment `s` of the buffer is `count / size` elements, one more for
-  /// the first `count % size`; some may be empty.
-  commrt_status allreduceRing(void *buffer, int64_t count, commrt_dtype dtype,
-                              commrt_reduce reduce, MPI_Comm comm,
+  /// Contiguous elements of the ring's buffer, which is the concatenation of
+  /// its spans: one buffer reduced in place, or every buffer of a plan.
+  struct Span {
+    unsigned char *data;
+    int64_t count;
+  };
+
+  /// A message of the ring: the elements [begin, begin + count) of the
+  /// concatenated spans, as an MPI buffer, count and datatype. A range in one
+  /// span is sent as it is; one across spans through an hindexed datatype
+  /// over absolute addresses, which MPI frees once the message is done.
+  struct Message {
+    void *buffer = MPI_BOTTOM;
+    int count = 0;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+  };
+
+  /// Makes the message of `count` elements of `type` (`width` bytes each)
+  /// at `begin` in `spans`, whose first offsets are `offsets`.
+  commrt_status message(const std::vector<Span> &spans,
+                        const std::vector<int64_t> &offsets, int64_t begin,
+                        int64_t count, MPI_Datatype type, size_t width,
+                        Message &out) const {
+    out = Message{MPI_BOTTOM, 0, type};
+    if (count == 0)
+      return COMMRT_SUCCESS;
+    size_t first = std::upper_bound(offsets.begin(), offsets.end(), begin) -
+                   offsets.begin() - 1;
+    int64_t within = begin - offsets[first];
+    if (within + count <= spans[first].count) {
+      out.buffer = spans[first].data + within * width;
+      out.count = static_cast<int>(count);
+      return COMMRT_SUCCESS;
+    }
+    std::vector<int> lengths;
+    std::vector<MPI_Aint> addresses;
+    for (size_t i = first; count > 0; ++i, within = 0) {
+      int64_t taken = std::min(count, spans[i].count - within);
+      MPI_Aint address;
+      MPI_Get_address(spans[i].data + within * width, &address);
+      lengths.push_back(static_cast<int>(taken));
+      addresses.push_back(address);
+      count -= taken;
+    }
+    MPI_Datatype gathered;
+    if (int error = MPI_Type_create_hindexed(static_cast<int>(lengths.size()),
+                                             lengths.data(), addresses.data(),
+                                             type, &gathered))
+      return failMpi("MPI_Type_create_hindexed (ring allreduce)", error);
+    if (int error = MPI_Type_commit(&gathered)) {
+      MPI_Type_free(&gathered);
+      return failMpi("MPI_Type_commit (ring allreduce)", error);
+    }
+    out = Message{MPI_BOTTOM, 1, gathered};
+    return COMMRT_SUCCESS;
+  }
+
+  /// Ring allreduce in place of the concatenation of `spans` (elements of
+  /// `dtype`) over `comm`, receiving into `scratch` (grown as needed). AVG is
+  /// reduced as SUM. Segment `s` is `count / size` elements, one more for the
+  /// first `count % size`; some may be empty. Each step moves its segment in
+  /// pieces of kRingPieceBytes, pipelined: the next piece is on the wire
+  /// while the last one is reduced.
+  commrt_status allreduceRing(const std::vector<Span> &spans,
+                              commrt_dtype dtype, commrt_reduce reduce,
+                              MPI_Comm comm,
                               std::vector<unsigned char> &scratch) const {
     int rank;
     MPI_Comm_rank(comm, &rank);
     const size_t width = elementSize(dtype);
+    std::vector<int64_t> offsets;
+    int64_t count = 0;
+    for (const Span &span : spans) {
+      offsets.push_back(count);
+      count += span.count;
+    }
     const int64_t base = count / size, extra = count % size;
     auto segmentBegin = [&](int segment) {
       return segment * base + std::min<int64_t>(segment, extra);
@@ -243,44 +326,104 @@ private:
       return base + (segment < extra ? 1 : 0);
     };
     auto wrap = [&](int segment) { return (segment % size + size) % size; };
-    size_t scratchBytes = segmentCount(0) * width;
-    if (scratch.size() < scratchBytes)
-      scratch.resize(scratchBytes);
-    MPI_Datatype type = mpiType(dtype);
-    MPI_Op op = mpiOp(dtype, reduce);
-    auto *bytes = static_cast<unsigned char *>(buffer);
+    const int64_t pieceCount = std::max<int64_t>(1, kRingPieceBytes / width);
+    // Two pieces: one being received while the other is reduced.
+    const int64_t scratchCount = std::min(segmentCount(0), pieceCount);
+    if (scratch.size() < 2 * scratchCount * width)
+      scratch.resize(2 * scratchCount * width);
+    const MPI_Datatype type = mpiType(dtype);
+    const MPI_Op op = mpiOp(dtype, reduce);
     const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    // Every step of every rank moves the same number of pieces, some of
+    // them empty, so that each send meets its receive.
+    const int64_t pieces =
+        std::max<int64_t>(1, (segmentCount(0) + pieceCount - 1) / pieceCount);
+
+    // Reduces the `n` received elements at `from` into the elements
+    // [begin, begin + n) of the spans.
+    auto reduceInto = [&](const unsigned char *from, int64_t begin,
+                          int64_t n) -> commrt_status {
+      size_t i = std::upper_bound(offsets.begin(), offsets.end(), begin) -
+                 offsets.begin() - 1;
+      for (int64_t within = begin - offsets[i]; n > 0; ++i, within = 0) {
+        int64_t taken = std::min(n, spans[i].count - within);
+        if (int error = MPI_Reduce_local(from, spans[i].data + within * width,
+                                         static_cast<int>(taken), type, op))
+          return failMpi("MPI_Reduce_local (ring allreduce)", error);
+        from += taken * width;
+        n -= taken;
+      }
+      return COMMRT_SUCCESS;
+    };
 
     // One step: send segment `sent` to the right while receiving segment
-    // `received` from the left, into the scratch buffer to be reduced into
-    // the buffer, or straight into the buffer. In pieces of at most
-    // kRingPiece elements, since MPI counts are ints; every step of every
-    // rank exchanges the same number of pieces, some of them empty, so that
-    // each send meets its receive.
-    const int64_t pieces =
-        std::max<int64_t>(1, (segmentCount(0) + kRingPiece - 1) / kRingPiece);
+    // `received` from the left, into scratch to be reduced into the spans,
+    // or straight into the spans.
     auto step = [&](int sent, int received, bool reduceIt) -> commrt_status {
       const int64_t sendCount = segmentCount(sent);
       const int64_t receiveCount = segmentCount(received);
-      unsigned char *sendAt = bytes + segmentBegin(sent) * width;
-      unsigned char *receiveAt = bytes + segmentBegin(received) * width;
-      for (int64_t done = 0, piece = 0; piece < pieces;
-           ++piece, done += kRingPiece) {
-        int sendPiece = static_cast<int>(
-            std::clamp<int64_t>(sendCount - done, 0, kRingPiece));
-        int receivePiece = static_cast<int>(
-            std::clamp<int64_t>(receiveCount - done, 0, kRingPiece));
-        unsigned char *into =
-            reduceIt ? scratch.data() : receiveAt + done * width;
-        if (int error = MPI_Sendrecv(sendAt + done * width, sendPiece, type,
-                                     right, kRingTag, into, receivePiece, type,
-                                     left, kRingTag, comm, MPI_STATUS_IGNORE))
-          return failMpi("MPI_Sendrecv (ring allreduce)", error);
-        if (reduceIt && receivePiece > 0)
-          if (int error = MPI_Reduce_local(into, receiveAt + done * width,
-                                           receivePiece, type, op))
-            return failMpi("MPI_Reduce_local (ring allreduce)", error);
+      auto pieceOf = [&](int64_t total, int64_t piece) {
+        return std::clamp<int64_t>(total - piece * pieceCount, 0, pieceCount);
+      };
+      std::vector<MPI_Request> sends(pieces, MPI_REQUEST_NULL);
+      std::vector<MPI_Request> receives(pieces, MPI_REQUEST_NULL);
+      // Posts the receive and the send of piece `piece`.
+      auto post = [&](int64_t piece) -> commrt_status {
+        const int64_t receiving = pieceOf(receiveCount, piece);
+        const int64_t receiveAt = segmentBegin(received) + piece * pieceCount;
+        Message into;
+        if (reduceIt)
+          into = Message{scratch.data() + (piece % 2) * scratchCount * width,
+                         static_cast<int>(receiving), type};
+        else if (commrt_status status = message(spans, offsets, receiveAt,
+                                                receiving, type, width, into))
+          return status;
+        int error = MPI_Irecv(into.buffer, into.count, into.type, left,
+                              kRingTag, comm, &receives[piece]);
+        if (into.type != type)
+          MPI_Type_free(&into.type);
+        if (error)
+          return failMpi("MPI_Irecv (ring allreduce)", error);
+        Message from;
+        if (commrt_status status =
+                message(spans, offsets, segmentBegin(sent) + piece * pieceCount,
+                        pieceOf(sendCount, piece), type, width, from))
+          return status;
+        error = MPI_Isend(from.buffer, from.count, from.type, right, kRingTag,
+                          comm, &sends[piece]);
+        if (from.type != type)
+          MPI_Type_free(&from.type);
+        if (error)
+          return failMpi("MPI_Isend (ring allreduce)", error);
+        return COMMRT_SUCCESS;
+      };
+
+      if (!reduceIt) {
+        for (int64_t piece = 0; piece < pieces; ++piece)
+          if (commrt_status status = post(piece))
+            return status;
+      } else {
+        if (commrt_status status = post(0))
+          return status;
+        for (int64_t piece = 0; piece < pieces; ++piece) {
+          if (piece + 1 < pieces)
+            if (commrt_status status = post(piece + 1))
+              return status;
+          if (int error = MPI_Wait(&receives[piece], MPI_STATUS_IGNORE))
+            return failMpi("MPI_Wait (ring allreduce)", error);
+          if (commrt_status status = reduceInto(
+                  scratch.data() + (piece % 2) * scratchCount * width,
+                  segmentBegin(received) + piece * pieceCount,
+                  pieceOf(receiveCount, piece)))
+            return status;
+        }
       }
+      if (int error = MPI_Waitall(static_cast<int>(pieces), receives.data(),
+                                  MPI_STATUSES_IGNORE))
+        return failMpi("MPI_Waitall (ring allreduce)", error);
+      if (int error = MPI_Waitall(static_cast<int>(pieces), sends.data(),
+                                  MPI_STATUSES_IGNORE))
+        return failMpi("MPI_Waitall (ring allreduce)", error);
       return COMMRT_SUCCESS;
     };
 
@@ -318,8 +461,10 @@ private:
   /// The tag of the ring's messages; a plan's communicator carries one
   /// collective at a time.
   static constexpr int kRingTag = 0x636d;
-  /// The most elements of one ring message.
-  static constexpr int64_t kRingPiece = INT_MAX;
+  /// The most bytes of one ring message: small enough that a piece is
+  /// reduced while the next one travels, large enough that per-message
+  /// costs stay small.
+  static constexpr int64_t kRingPieceBytes = int64_t(1) << 20;
 
   int size;
   AllreduceConfig config;

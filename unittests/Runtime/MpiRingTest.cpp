@@ -135,4 +135,57 @@ TEST(Ring, FusedOddBuffersAreExact) {
           << "buffer " << b << " index " << i;
 }
 
+/// Runs a fused f32 allreduce of buffers of `counts` and checks every
+/// element exactly, the guards around each buffer, and that all ranks agree.
+void checkFusedF32(const std::vector<int64_t> &counts, commrt_reduce reduce) {
+  std::vector<std::vector<float>> buffers;
+  std::vector<void *> pointers;
+  for (int64_t count : counts) {
+    buffers.emplace_back(count + 2);
+    buffers.back().front() = 42.0f;
+    buffers.back().back() = 43.0f;
+    for (int64_t i = 0; i < count; ++i)
+      buffers.back()[i + 1] = static_cast<float>(contribution(rank(), i));
+    pointers.push_back(buffers.back().data() + 1);
+  }
+  ASSERT_EQ(commrt_fused_allreduce(pointers.data(), counts.data(),
+                                   static_cast<int64_t>(counts.size()),
+                                   COMMRT_F32, reduce, COMMRT_WIRE_NONE, 1.0f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  // Count mismatches rather than stop at the first: every rank must reach
+  // the collective check below, or the others would wait for it.
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    EXPECT_EQ(buffers[b].front(), 42.0f) << "buffer " << b;
+    EXPECT_EQ(buffers[b].back(), 43.0f) << "buffer " << b;
+    int64_t mismatches = 0, first = -1;
+    for (int64_t i = 0; i < counts[b]; ++i)
+      if (buffers[b][i + 1] !=
+              static_cast<float>(
+                  commrt::testing::expectedReduction(reduce, i, size())) &&
+          mismatches++ == 0)
+        first = i;
+    EXPECT_EQ(mismatches, 0) << "buffer " << b << ", first at index " << first;
+    EXPECT_TRUE(
+        sameOnAllRanks(buffers[b].data(), buffers[b].size() * sizeof(float)));
+  }
+}
+
+TEST(Ring, FusedBuffersAcrossSegmentsAndPieces) {
+  // The ring reduces a fused f32 plan in the buffers themselves: segments
+  // and 1 MiB pieces start and end inside buffers and span several.
+  checkFusedF32({1, 300000, 5, 262144, 131071, 700001, 1, 2}, COMMRT_SUM);
+  checkFusedF32({1, 300000, 5, 262144, 131071, 700001, 1, 2}, COMMRT_AVG);
+  checkFusedF32({2000003}, COMMRT_MAX);
+}
+
+TEST(Ring, FusedManySmallBuffers) {
+  // One message gathers hundreds of buffers (an hindexed datatype).
+  std::vector<int64_t> counts;
+  for (int i = 0; i < 700; ++i)
+    counts.push_back(1 + (i * 37) % 301);
+  checkFusedF32(counts, COMMRT_SUM);
+  checkFusedF32(counts, COMMRT_MIN);
+}
+
 } // namespace

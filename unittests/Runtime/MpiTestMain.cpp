@@ -20,19 +20,25 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 public:
   explicit RankFailurePrinter(int rank) : rank(rank) {}
 
+  void OnTestStart(const ::testing::TestInfo &test) override {
+    current = &test;
+  }
+
   void OnTestPartResult(const ::testing::TestPartResult &result) override {
     if (!result.failed())
       return;
-    const ::testing::TestInfo *test =
-        ::testing::UnitTest::GetInstance()->current_test_info();
+    // Not UnitTest::current_test_info(): GoogleTest holds the lock it takes
+    // while it reports a result, so calling it here would deadlock.
     std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: Failure\n%s\n", rank,
-                 test ? test->test_suite_name() : "", test ? test->name() : "",
+                 current ? current->test_suite_name() : "",
+                 current ? current->name() : "",
                  result.file_name() ? result.file_name() : "unknown",
                  result.line_number(), result.message());
   }
 
 private:
   int rank;
+  const ::testing::TestInfo *current = nullptr;
 };
 
 } // namespace
