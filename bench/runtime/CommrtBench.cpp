@@ -6,6 +6,8 @@
 // that reduce the same buffers with commrt:
 //
 //   per-tensor        one commrt_allreduce per gradient (f32 sum)
+//   per-tensor-mpi    one plain MPI_Allreduce per gradient: the baseline
+//                     without commrt, with the MPI library's own algorithm
 //   fused-f32         one commrt_fused_allreduce of all gradients
 //   fused-f16         the same with COMMRT_F16 on the wire, prescale 1/p
 //   sparse-allgather  commrt_sparse_allreduce (threshold select, allgather
@@ -44,7 +46,8 @@ struct Options {
   std::string sizes;
   std::string label;
   std::string plans =
-      "per-tensor,fused-f32,fused-f16,sparse-allgather,sparse-hash,"
+      "per-tensor,per-tensor-mpi,fused-f32,fused-f16,sparse-allgather,"
+      "sparse-hash,"
       "sparse-chunk";
   int repetitions = 3;
   int warmup = 1;
@@ -58,7 +61,8 @@ const char *const usageText =
     "  --sizes=FILE               gradient sizes, one '<elements> [shape]' a "
     "line\n"
     "  --label=TEXT               names the run in the RESULT lines\n"
-    "  --plans=P,P,...            per-tensor, fused-f32, fused-f16,\n"
+    "  --plans=P,P,...            per-tensor, per-tensor-mpi, fused-f32,\n"
+    "                             fused-f16,\n"
     "                             sparse-allgather, sparse-hash, sparse-chunk\n"
     "                             (default: all)\n"
     "  --repetitions=N            timed runs per plan, median taken (default "
@@ -187,6 +191,7 @@ struct Gradients {
 
 enum class Plan {
   PerTensor,
+  PerTensorMpi,
   FusedF32,
   FusedF16,
   SparseAllgather,
@@ -204,6 +209,7 @@ bool parsePlan(const std::string &name, Plan &plan) {
     const char *name;
     Plan plan;
   } table[] = {{"per-tensor", Plan::PerTensor},
+               {"per-tensor-mpi", Plan::PerTensorMpi},
                {"fused-f32", Plan::FusedF32},
                {"fused-f16", Plan::FusedF16},
                {"sparse-allgather", Plan::SparseAllgather},
@@ -226,6 +232,14 @@ void runPlan(Plan plan, Gradients &g, const Options &options, int size) {
       check(
           commrt_allreduce(g.pointers[t], g.counts[t], COMMRT_F32, COMMRT_SUM),
           "commrt_allreduce");
+    return;
+  case Plan::PerTensorMpi:
+    for (int32_t t = 0; t < n; ++t)
+      if (MPI_Allreduce(MPI_IN_PLACE, g.pointers[t], int(g.counts[t]),
+                        MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        std::fprintf(stderr, "commrt-bench: MPI_Allreduce failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
     return;
   case Plan::FusedF32:
     check(commrt_fused_allreduce(g.pointers.data(), g.counts.data(), n,

@@ -8,7 +8,7 @@
 // while the caller computes; OpenMPI 4.1 would progress an MPI_Iallreduce
 // only while the caller is inside MPI. The threads need MPI_THREAD_MULTIPLE.
 //
-// Large f32 and f64 reductions run a ring allreduce of their own on the plan's
+// Large reductions run a ring allreduce of their own on the plan's
 // communicator (COMMRT_ALLREDUCE, COMMRT_RING_MIN_BYTES): OpenMPI's default
 // MPI_Allreduce over TCP reaches about half the link rate. The buffer is cut
 // into one near-equal segment per rank; a reduce-scatter of p - 1 steps sends
@@ -201,13 +201,8 @@ private:
     return COMMRT_SUCCESS;
   }
 
-  /// Whether `count` elements of `dtype` are reduced by the ring. Only f32
-  /// and f64 are: the ring combines each segment in a different order, and
-  /// 16-bit sums, rounded at every step, would then differ between equal
-  /// elements at different places, which MPI_Allreduce keeps equal.
+  /// Whether `count` elements of `dtype` are reduced by the ring.
   bool useRing(int64_t count, commrt_dtype dtype) const {
-    if (dtype != COMMRT_F32 && dtype != COMMRT_F64)
-      return false;
     switch (config.algorithm) {
     case AllreduceAlgorithm::Mpi:
       return false;

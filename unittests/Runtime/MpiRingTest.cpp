@@ -5,8 +5,7 @@
 // commrt-mpi-ring-np* entries force the ring for every size. Either way the
 // results must be exact, equal to MPI_Allreduce's own, and identical on all
 // ranks, also for sizes that are not a multiple of the number of ranks or
-// smaller than it. f16 and bf16 always go to MPI_Allreduce; they are tried
-// too, to show it.
+// smaller than it, in every type.
 //
 //===----------------------------------------------------------------------===//
 

@@ -33,26 +33,29 @@
 |*    start the collectives of different channels in the same order: the      *|
 |*    kernels of NCCL communicators sharing a GPU can wait for each other.    *|
 |*                                                                            *|
-|* How the MPI backend reduces: a ring allreduce of its own for f32 and f64,  *|
-|* MPI_Allreduce otherwise. The ring cuts the (packed) buffer into one        *|
-|* near-equal segment per rank, then runs a reduce-scatter of p - 1           *|
-|* MPI_Sendrecv steps (send a segment to the right neighbour, reduce the one  *|
-|* received from the left into the buffer) and an allgather of p - 1 steps,   *|
-|* on the communicator the collective runs on (a channel's own for            *|
-|* asynchronous ones). Each rank sends and receives 2 (p - 1) / p of the      *|
+|* How the MPI backend reduces: a ring allreduce of its own for large         *|
+|* buffers, MPI_Allreduce otherwise. The ring treats the buffers of a plan as *|
+|* one (a fused f32/f64 plan without a wire type is reduced where its buffers *|
+|* are, with no packing; a wire type is packed first) and cuts it into one    *|
+|* near-equal segment per rank, then runs a reduce-scatter of p - 1 steps     *|
+|* (send a segment to the right neighbour, reduce the one received from the   *|
+|* left into the buffer) and an allgather of p - 1 steps, on the communicator *|
+|* the collective runs on (a channel's own for asynchronous ones). Each step  *|
+|* moves its segment in pipelined pieces of 1 MiB, so a piece is reduced      *|
+|* while the next travels. Each rank sends and receives 2 (p - 1) / p of the  *|
 |* buffer, so large messages approach the link rate where OpenMPI's default   *|
 |* allreduce over TCP reaches about half of it. Results are the same on every *|
-|* rank; AVG divides the sum afterwards. Environment, read at initialisation  *|
-|* and required to be the same on every rank (COMMRT_ERROR_MISMATCH           *|
-|* otherwise; an invalid value fails with COMMRT_ERROR_INVALID_ARGUMENT):     *|
+|* rank; AVG divides the sum afterwards. 16-bit sums are rounded to the wire  *|
+|* type at every step of the reduce-scatter, as MPI_Allreduce's are; which    *|
+|* order an element is summed in depends on its segment. Environment, read at *|
+|* initialisation and required to be the same on every rank                   *|
+|* (COMMRT_ERROR_MISMATCH otherwise; an invalid value fails with              *|
+|* COMMRT_ERROR_INVALID_ARGUMENT):                                            *|
 |*  - COMMRT_ALLREDUCE: "auto" (default) uses the ring from                   *|
 |*    COMMRT_RING_MIN_BYTES on with more than two ranks; "mpi" always uses    *|
-|*    MPI_Allreduce; "ring" uses the ring for f32/f64 whenever p > 1.         *|
+|*    MPI_Allreduce; "ring" uses the ring whenever p > 1.                     *|
 |*  - COMMRT_RING_MIN_BYTES: the threshold of "auto" in bytes (default        *|
 |*    1048576).                                                               *|
-|* 16-bit buffers and wire types always use MPI_Allreduce: the ring combines  *|
-|* each segment in a different order, so equal 16-bit elements at different   *|
-|* places could round differently.                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef COMMRT_COMMRT_H
