@@ -220,9 +220,6 @@ public:
   }
 
   commrt_status sparse(const SparseArguments &args) override {
-    if (commrt_status status =
-            checkCuda("cudaSetDevice", cudaSetDevice(device)))
-      return status;
     if (!sparseState)
       sparseState = std::make_unique<NcclSparse>(
           bootstrap, main.comm, main.stream, rank, size, device);

@@ -136,7 +136,9 @@ commrt_status NcclSparse::reserveTemp(size_t bytes) {
 
 commrt_status NcclSparse::place(const SparseArguments &args, bool &onDevice) {
   bool gradOnDevice = false, residualOnDevice = false;
-  commrt_status status = locateBuffer("grad", args.grad, device, gradOnDevice);
+  commrt_status status = checkCuda("cudaSetDevice", cudaSetDevice(device));
+  if (status == COMMRT_SUCCESS)
+    status = locateBuffer("grad", args.grad, device, gradOnDevice);
   if (status == COMMRT_SUCCESS)
     status = locateBuffer("residual", args.residual, device, residualOnDevice);
   if (status == COMMRT_SUCCESS && gradOnDevice != residualOnDevice)

@@ -75,8 +75,9 @@ private:
   /// fail when one did. Called before every NCCL collective.
   commrt_status agree(commrt_status local);
 
-  /// Checks where grad and residual are and agrees on it with every rank;
-  /// sets `onDevice` to whether they are device memory.
+  /// Makes the backend's device current, checks where grad and residual
+  /// are and agrees on both with every rank; sets `onDevice` to whether they
+  /// are device memory.
   commrt_status place(const SparseArguments &args, bool &onDevice);
 
   /// The device path, with acc = grad + residual in `args.residual`.

@@ -134,9 +134,9 @@ protected:
                                        int64_t count, int pass,
                                        uint32_t prefix) {
     DeviceArray<unsigned long long> bins(RadixSearch::kMaxBins);
-    EXPECT_EQ(
-        cuda::histogram(acc.get(), count, pass, prefix, bins.get(), stream),
-        cudaSuccess);
+    EXPECT_EQ(commrt::cuda::histogram(acc.get(), count, pass, prefix,
+                                      bins.get(), stream),
+              cudaSuccess);
     std::vector<unsigned long long> counts =
         bins.download(RadixSearch::bins(pass));
     return std::vector<int64_t>(counts.begin(), counts.end());
@@ -149,19 +149,21 @@ protected:
                       const std::vector<int64_t> &expected) {
     const auto count = static_cast<int64_t>(values.size());
     DeviceArray<unsigned long long> counter(1);
-    ASSERT_EQ(cuda::countSelected(acc.get(), count, cut, counter.get(), stream),
+    ASSERT_EQ(commrt::cuda::countSelected(acc.get(), count, cut, counter.get(),
+                                          stream),
               cudaSuccess);
     const auto selected = static_cast<int64_t>(counter.download()[0]);
     ASSERT_EQ(selected, static_cast<int64_t>(expected.size()));
     DeviceArray<int64_t> indices(selected), number(1);
     DeviceArray<float> picked(selected);
     size_t tempBytes = 0;
-    ASSERT_EQ(cuda::select(acc.get(), count, cut, nullptr, nullptr, nullptr,
-                           nullptr, tempBytes, stream),
+    ASSERT_EQ(commrt::cuda::select(acc.get(), count, cut, nullptr, nullptr,
+                                   nullptr, nullptr, tempBytes, stream),
               cudaSuccess);
     DeviceArray<char> temp(tempBytes);
-    ASSERT_EQ(cuda::select(acc.get(), count, cut, indices.get(), picked.get(),
-                           number.get(), temp.get(), tempBytes, stream),
+    ASSERT_EQ(commrt::cuda::select(acc.get(), count, cut, indices.get(),
+                                   picked.get(), number.get(), temp.get(),
+                                   tempBytes, stream),
               cudaSuccess);
     EXPECT_EQ(number.download()[0], selected);
     EXPECT_EQ(indices.download(), expected);
@@ -181,7 +183,10 @@ protected:
                 cudaSuccess);
     }
     ~Search() { cudaFreeHost(pinned); }
-    cuda::SearchBuffers buffers() const { return {device.get(), pinned}; }
+    /// The bins as the searches take them.
+    commrt::cuda::SearchBuffers buffers() const {
+      return {device.get(), pinned};
+    }
   };
 
   cudaStream_t stream = nullptr;
@@ -191,8 +196,8 @@ TEST_F(SparseKernelsTest, AccumulateAddsTheGradient) {
   std::vector<float> grad = dataSets()[0].values;
   std::vector<float> residual(grad.rbegin(), grad.rend());
   DeviceArray<float> deviceGrad(grad), deviceResidual(residual);
-  ASSERT_EQ(cuda::accumulate(deviceResidual.get(), deviceGrad.get(),
-                             static_cast<int64_t>(grad.size()), stream),
+  ASSERT_EQ(commrt::cuda::accumulate(deviceResidual.get(), deviceGrad.get(),
+                                     static_cast<int64_t>(grad.size()), stream),
             cudaSuccess);
   for (size_t i = 0; i < grad.size(); ++i)
     residual[i] += grad[i];
@@ -231,8 +236,8 @@ TEST_F(SparseKernelsTest, ThresholdSelectionMatchesTheHost) {
     for (int64_t k : sizesFor(count)) {
       SCOPED_TRACE("k = " + std::to_string(k));
       uint32_t threshold = 0;
-      ASSERT_EQ(cuda::findThreshold(acc.get(), count, k, search.buffers(),
-                                    stream, threshold),
+      ASSERT_EQ(commrt::cuda::findThreshold(
+                    acc.get(), count, k, search.buffers(), stream, threshold),
                 cudaSuccess);
       EXPECT_EQ(threshold, findThreshold(set.values.data(), count, k));
       checkSelection(acc, set.values, Cut{threshold, count},
@@ -250,9 +255,9 @@ TEST_F(SparseKernelsTest, TopkMatchesTheHost) {
     for (int64_t k : sizesFor(count)) {
       SCOPED_TRACE("k = " + std::to_string(k));
       Cut cut{};
-      ASSERT_EQ(
-          cuda::findTopkCut(acc.get(), count, k, search.buffers(), stream, cut),
-          cudaSuccess);
+      ASSERT_EQ(commrt::cuda::findTopkCut(acc.get(), count, k, search.buffers(),
+                                          stream, cut),
+                cudaSuccess);
       Cut host = findTopkCut(set.values.data(), count, k);
       EXPECT_EQ(cut.key, host.key);
       EXPECT_EQ(cut.tiesBelow, host.tiesBelow);
@@ -281,13 +286,14 @@ TEST_F(SparseKernelsTest, SelectMarkedCompactsInIndexOrder) {
   DeviceArray<float> deviceSource(source), values(expected.size());
   DeviceArray<int64_t> indices(expected.size()), number(1);
   size_t tempBytes = 0;
-  ASSERT_EQ(cuda::selectMarked(nullptr, count, nullptr, nullptr, nullptr,
-                               nullptr, nullptr, tempBytes, stream),
+  ASSERT_EQ(commrt::cuda::selectMarked(nullptr, count, nullptr, nullptr,
+                                       nullptr, nullptr, nullptr, tempBytes,
+                                       stream),
             cudaSuccess);
   DeviceArray<char> temp(tempBytes);
-  ASSERT_EQ(cuda::selectMarked(deviceMarks.get(), count, deviceSource.get(),
-                               indices.get(), values.get(), number.get(),
-                               temp.get(), tempBytes, stream),
+  ASSERT_EQ(commrt::cuda::selectMarked(
+                deviceMarks.get(), count, deviceSource.get(), indices.get(),
+                values.get(), number.get(), temp.get(), tempBytes, stream),
             cudaSuccess);
   EXPECT_EQ(number.download()[0], static_cast<int64_t>(expected.size()));
   EXPECT_EQ(indices.download(), expected);
@@ -319,7 +325,7 @@ TEST_F(SparseKernelsTest, ScatterAddSumsRanksInOrder) {
     }
     DeviceArray<int64_t> deviceIndices(indices);
     DeviceArray<float> deviceValues(values);
-    ASSERT_EQ(cuda::scatterAdd(
+    ASSERT_EQ(commrt::cuda::scatterAdd(
                   deviceTarget.get(), deviceIndices.get(), deviceValues.get(),
                   static_cast<int64_t>(indices.size()), marks.get(), stream),
               cudaSuccess);
@@ -336,15 +342,18 @@ TEST_F(SparseKernelsTest, ZeroAtFillZeroAndDivide) {
   std::vector<int64_t> indices = {0, 5, count / 2, count - 1};
   DeviceArray<float> deviceData(data);
   DeviceArray<int64_t> deviceIndices(indices);
-  ASSERT_EQ(cuda::zeroAt(deviceData.get(), deviceIndices.get(), 4, stream),
+  ASSERT_EQ(
+      commrt::cuda::zeroAt(deviceData.get(), deviceIndices.get(), 4, stream),
+      cudaSuccess);
+  ASSERT_EQ(commrt::cuda::divide(deviceData.get(), count, 3.0f, stream),
             cudaSuccess);
-  ASSERT_EQ(cuda::divide(deviceData.get(), count, 3.0f, stream), cudaSuccess);
   for (int64_t i : indices)
     data[i] = 0.0f;
   for (float &x : data)
     x /= 3.0f;
   EXPECT_EQ(bitsOf(deviceData.download()), bitsOf(data));
-  ASSERT_EQ(cuda::fillZero(deviceData.get(), count, stream), cudaSuccess);
+  ASSERT_EQ(commrt::cuda::fillZero(deviceData.get(), count, stream),
+            cudaSuccess);
   EXPECT_EQ(deviceData.download(), std::vector<float>(count, 0.0f));
 }
 
@@ -357,8 +366,9 @@ TEST_F(SparseKernelsTest, ChunkNormsMatchTheHost) {
     SCOPED_TRACE("chunk " + std::to_string(chunk));
     std::vector<double> host = chunkNorms(values.data(), count, chunk);
     DeviceArray<double> norms(host.size());
-    ASSERT_EQ(cuda::chunkNorms(acc.get(), count, chunk, norms.get(), stream),
-              cudaSuccess);
+    ASSERT_EQ(
+        commrt::cuda::chunkNorms(acc.get(), count, chunk, norms.get(), stream),
+        cudaSuccess);
     std::vector<double> device = norms.download();
     for (size_t c = 0; c < host.size(); ++c)
       ASSERT_LE(std::fabs(device[c] - host[c]), 1e-12 * std::fabs(host[c]))
@@ -380,8 +390,9 @@ TEST_F(SparseKernelsTest, PackAndUnpackChunks) {
       expected.push_back(c * chunk + e < count ? acc[c * chunk + e] : 0.0f);
   DeviceArray<float> deviceAcc(acc), packed(picked * chunk);
   DeviceArray<int64_t> deviceChunks(chunks);
-  ASSERT_EQ(cuda::packChunks(deviceAcc.get(), count, chunk, deviceChunks.get(),
-                             picked, packed.get(), stream),
+  ASSERT_EQ(commrt::cuda::packChunks(deviceAcc.get(), count, chunk,
+                                     deviceChunks.get(), picked, packed.get(),
+                                     stream),
             cudaSuccess);
   EXPECT_EQ(bitsOf(packed.download()), bitsOf(expected));
 
@@ -393,9 +404,9 @@ TEST_F(SparseKernelsTest, PackAndUnpackChunks) {
       residual[i] = 0.0f;
     }
   DeviceArray<float> deviceGrad(std::vector<float>(count, 0.0f));
-  ASSERT_EQ(cuda::unpackChunks(packed.get(), count, chunk, deviceChunks.get(),
-                               picked, deviceGrad.get(), deviceAcc.get(),
-                               stream),
+  ASSERT_EQ(commrt::cuda::unpackChunks(
+                packed.get(), count, chunk, deviceChunks.get(), picked,
+                deviceGrad.get(), deviceAcc.get(), stream),
             cudaSuccess);
   EXPECT_EQ(bitsOf(deviceGrad.download()), bitsOf(grad));
   EXPECT_EQ(bitsOf(deviceAcc.download()), bitsOf(residual));

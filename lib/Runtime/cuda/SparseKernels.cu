@@ -40,6 +40,7 @@ __device__ int64_t gridStride() { return int64_t(gridDim.x) * blockDim.x; }
 /// The lesser of two indices (std::min is host code).
 __device__ int64_t lesser(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/// `residual[i] += grad[i]`.
 __global__ void accumulateKernel(float *residual, const float *grad,
                                  int64_t count) {
   for (int64_t i = firstIndex(); i < count; i += gridStride())
@@ -78,6 +79,7 @@ unsigned histogramBlocks(int64_t count) {
 
 using BlockSum = cub::BlockReduce<unsigned long long, kThreads>;
 
+/// Adds the number of entries `cut` selects to `*selected`.
 __global__ void countSelectedKernel(const float *acc, int64_t count, Cut cut,
                                     unsigned long long *selected) {
   __shared__ typename BlockSum::TempStorage temp;
@@ -117,11 +119,14 @@ struct SelectedBy {
   const float *acc;
   Cut cut;
 
+  /// Whether the entry at index `i` is selected.
   __device__ bool operator()(const int64_t &i) const {
     return cut.selects(magnitudeBits(acc[i]), i);
   }
 };
 
+/// `target[indices[j]] += values[j]`, marking the indices when `marks` is
+/// not null.
 __global__ void scatterAddKernel(float *target, const int64_t *indices,
                                  const float *values, int64_t pairs,
                                  unsigned char *marks) {
@@ -133,12 +138,14 @@ __global__ void scatterAddKernel(float *target, const int64_t *indices,
   }
 }
 
+/// `data[indices[j]] = 0`.
 __global__ void zeroAtKernel(float *data, const int64_t *indices,
                              int64_t pairs) {
   for (int64_t j = firstIndex(); j < pairs; j += gridStride())
     data[indices[j]] = 0.0f;
 }
 
+/// `data[i] /= divisor`.
 __global__ void divideKernel(float *data, int64_t count, float divisor) {
   for (int64_t i = firstIndex(); i < count; i += gridStride())
     data[i] = data[i] / divisor;
