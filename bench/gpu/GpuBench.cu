@@ -303,10 +303,13 @@ void reportRate(const Options &options, const char *part,
 void benchConvert(const Options &options, cudaStream_t stream) {
   const int64_t count = options.convertMegabytes * (1 << 20) / 4;
   DeviceArray<float> f32(count), f32Out(count);
-  DeviceArray<uint16_t> half(count), halfOut(count);
+  DeviceArray<uint16_t> f16(count), bf16(count), narrowOut(count);
   fillGaussian(f32.get(), count, 1, 1.0f, stream);
   // 16-bit inputs, converted once, untimed.
-  check(commrt::cuda::convert(f32.get(), COMMRT_F32, half.get(), COMMRT_F16,
+  check(commrt::cuda::convert(f32.get(), COMMRT_F32, f16.get(), COMMRT_F16,
+                              count, 1.0, stream),
+        "convert");
+  check(commrt::cuda::convert(f32.get(), COMMRT_F32, bf16.get(), COMMRT_BF16,
                               count, 1.0, stream),
         "convert");
   struct Case {
@@ -323,9 +326,11 @@ void benchConvert(const Options &options, cudaStream_t stream) {
   };
   for (const Case &c : cases) {
     const void *input = c.from == COMMRT_F32 ? static_cast<void *>(f32.get())
-                                             : static_cast<void *>(half.get());
+                        : c.from == COMMRT_F16
+                            ? static_cast<void *>(f16.get())
+                            : static_cast<void *>(bf16.get());
     void *output = c.to == COMMRT_F32 ? static_cast<void *>(f32Out.get())
-                                      : static_cast<void *>(halfOut.get());
+                                      : static_cast<void *>(narrowOut.get());
     size_t bytesMoved = size_t(count) * (c.from == COMMRT_F32 ? 4 : 2) +
                         size_t(count) * (c.to == COMMRT_F32 ? 4 : 2);
     Summary time = timeRuns(options, stream, [&] {
