@@ -3,6 +3,7 @@
 #ifndef COMMRT_BACKEND_H
 #define COMMRT_BACKEND_H
 
+#include "Sparse.h"
 #include "commrt/commrt.h"
 
 #include <mpi.h>
@@ -80,6 +81,10 @@ public:
   /// Starts `plan` on `channel` and sets `operation` to it.
   virtual commrt_status start(const Plan &plan, int channel,
                               std::unique_ptr<Operation> &operation) = 0;
+
+  /// Runs the sparse allreduce `args` (validated, count > 0) to completion,
+  /// as commrt_sparse_allreduce describes; blocking and collective.
+  virtual commrt_status sparse(const SparseArguments &args) = 0;
 };
 
 /// How the MPI backend reduces, from COMMRT_ALLREDUCE.

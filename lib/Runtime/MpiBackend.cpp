@@ -615,6 +615,10 @@ public:
     return COMMRT_SUCCESS;
   }
 
+  commrt_status sparse(const SparseArguments &args) override {
+    return sparseAllreduce(args, comm);
+  }
+
 private:
   /// The runtime's communicator, for blocking collectives.
   MPI_Comm comm;

@@ -6,40 +6,47 @@
 // that commrt_test queries and commrt_wait synchronises. Host buffers are
 // staged through device memory on the way in and through pinned host memory
 // on the way out, from which a host function on the stream copies them to
-// the caller's buffers, so that no step blocks the caller.
+// the caller's buffers, so that no step blocks the caller. Sparse
+// allreduces run on the main stream too (NcclSparse.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "NcclSparse.h"
+#include "NcclSupport.h"
 #include "WireFormat.h"
 #include "cuda/WireKernels.h"
-
-#include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <cstring>
 
 using namespace commrt;
 
-namespace {
-
-/// Reports a failed CUDA `call` unless `error` is cudaSuccess.
-commrt_status checkCuda(const char *call, cudaError_t error) {
+commrt_status commrt::checkCuda(const char *call, cudaError_t error) {
   if (error == cudaSuccess)
     return COMMRT_SUCCESS;
   return fail(COMMRT_ERROR_BACKEND, call, " returned ", cudaGetErrorName(error),
               " (", cudaGetErrorString(error), ")");
 }
 
-/// Reports a failed NCCL `call` on `comm` (may be null) unless `result` is
-/// ncclSuccess.
-commrt_status checkNccl(const char *call, ncclResult_t result,
-                        ncclComm_t comm) {
+commrt_status commrt::checkNccl(const char *call, ncclResult_t result,
+                                ncclComm_t comm) {
   if (result == ncclSuccess)
     return COMMRT_SUCCESS;
   return fail(COMMRT_ERROR_BACKEND, call, " returned ",
               ncclGetErrorString(result), ": ", ncclGetLastError(comm));
 }
+
+commrt_status commrt::agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
+                                     commrt_status othersStatus,
+                                     const char *what) {
+  int ok = localStatus == COMMRT_SUCCESS;
+  if (int error = MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm))
+    return failMpi("MPI_Allreduce", error);
+  if (localStatus != COMMRT_SUCCESS || ok)
+    return localStatus;
+  return fail(othersStatus, what, " failed on another rank");
+}
+
+namespace {
 
 ncclDataType_t ncclType(commrt_dtype dtype) {
   switch (dtype) {
@@ -67,18 +74,6 @@ ncclRedOp_t ncclOp(commrt_reduce reduce) {
     return ncclMin;
   }
   return ncclSum;
-}
-
-/// Makes every rank fail when `localStatus` failed on any rank; returns
-/// `localStatus` where it failed and `othersStatus` elsewhere.
-commrt_status agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
-                             commrt_status othersStatus, const char *what) {
-  int ok = localStatus == COMMRT_SUCCESS;
-  if (int error = MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm))
-    return failMpi("MPI_Allreduce", error);
-  if (localStatus != COMMRT_SUCCESS || ok)
-    return localStatus;
-  return fail(othersStatus, what, " failed on another rank");
 }
 
 /// A copy from pinned staging memory to a caller's host buffer.
@@ -222,6 +217,13 @@ public:
     }
     operation = std::make_unique<NcclOperation>(event);
     return COMMRT_SUCCESS;
+  }
+
+  commrt_status sparse(const SparseArguments &args) override {
+    if (!sparseState)
+      sparseState = std::make_unique<NcclSparse>(
+          bootstrap, main.comm, main.stream, rank, size, device);
+    return sparseState->run(args);
   }
 
 private:
@@ -384,6 +386,8 @@ private:
   /// after `main`, whose communicator they were split from, so that they
   /// are destroyed first.
   std::vector<std::unique_ptr<Stream>> channels;
+  /// The scratch memory of sparse allreduces, created by the first one.
+  std::unique_ptr<NcclSparse> sparseState;
 };
 
 /// Picks this rank's device: its rank among the ranks of its node, modulo

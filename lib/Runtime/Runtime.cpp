@@ -720,7 +720,7 @@ int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                          static_cast<commrt_exchange>(exchange),
                          static_cast<commrt_reduce>(reduce),
                          chunk_elements};
-    return sparseAllreduce(args, runtime().comm);
+    return runtime().backend->sparse(args);
   }());
 }
 

@@ -28,34 +28,6 @@ struct Pairs {
   std::vector<float> values;
 };
 
-/// The k entries of `acc` of largest magnitude, the lower index first among
-/// equal magnitudes, in index order.
-std::vector<int64_t> selectTopk(const float *acc, int64_t count, int64_t k) {
-  std::vector<int64_t> order(count);
-  std::iota(order.begin(), order.end(), 0);
-  auto larger = [acc](int64_t a, int64_t b) {
-    uint32_t ma = magnitudeBits(acc[a]), mb = magnitudeBits(acc[b]);
-    return ma > mb || (ma == mb && a < b);
-  };
-  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), larger);
-  order.resize(k);
-  std::sort(order.begin(), order.end());
-  return order;
-}
-
-/// The entries of `acc` whose magnitude reaches the threshold of the `k`
-/// largest that RadixSearch finds (see Selection.h), in index order.
-std::vector<int64_t> selectThreshold(const float *acc, int64_t count,
-                                     int64_t k) {
-  const uint32_t threshold = findThreshold(acc, count, k);
-  std::vector<int64_t> selected;
-  selected.reserve(k + k / 8);
-  for (int64_t i = 0; i < count; ++i)
-    if (magnitudeBits(acc[i]) >= threshold)
-      selected.push_back(i);
-  return selected;
-}
-
 /// Fails on every rank alike when a count that MPI takes as an int, here
 /// `total` (the same on every rank), is out of its range.
 commrt_status checkIntCount(int64_t total, const char *what) {
@@ -108,12 +80,6 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   return COMMRT_SUCCESS;
 }
 
-/// The rank owning index `index` in the hash exchange.
-int hashOwner(int64_t index, int size) {
-  uint64_t hash = static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull;
-  return static_cast<int>((hash >> 32) % static_cast<uint64_t>(size));
-}
-
 /// Zen's exchange: `local`'s pairs go to their owners, which add them up,
 /// into `scratch` (`count` zeros), and the owners' sums are gathered into
 /// `all` (each index at most once).
@@ -129,22 +95,16 @@ commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
     return failMpi("MPI_Allreduce", error);
   if (commrt_status status = checkIntCount(total, "the pairs of all ranks"))
     return status;
-  // Bucket the pairs by owner, keeping index order within a bucket.
-  std::vector<int> owners(local.indices.size());
-  std::vector<int> sendCounts(size, 0);
-  for (size_t i = 0; i < local.indices.size(); ++i)
-    ++sendCounts[owners[i] = hashOwner(local.indices[i], size)];
-  std::vector<int> sendDispls;
-  displacements(sendCounts, sendDispls);
   Pairs outgoing;
   outgoing.indices.resize(local.indices.size());
   outgoing.values.resize(local.indices.size());
-  std::vector<int> next = sendDispls;
-  for (size_t i = 0; i < local.indices.size(); ++i) {
-    int slot = next[owners[i]]++;
-    outgoing.indices[slot] = local.indices[i];
-    outgoing.values[slot] = local.values[i];
-  }
+  std::vector<int64_t> bucketSizes =
+      bucketByOwner(local.indices.data(), local.values.data(),
+                    static_cast<int64_t>(local.indices.size()), size,
+                    outgoing.indices.data(), outgoing.values.data());
+  std::vector<int> sendCounts(bucketSizes.begin(), bucketSizes.end());
+  std::vector<int> sendDispls;
+  displacements(sendCounts, sendDispls);
 
   std::vector<int> recvCounts(size);
   if (int error = MPI_Alltoall(sendCounts.data(), 1, MPI_INT, recvCounts.data(),
@@ -220,10 +180,7 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
     return std::min(args.count, (c + 1) * chunk);
   };
 
-  std::vector<double> norms(chunks, 0.0);
-  for (int64_t c = 0; c < chunks; ++c)
-    for (int64_t i = c * chunk; i < chunkEnd(c); ++i)
-      norms[c] += static_cast<double>(args.residual[i]) * args.residual[i];
+  std::vector<double> norms = chunkNorms(args.residual, args.count, chunk);
   int rank;
   MPI_Comm_rank(comm, &rank);
   std::vector<double> sums(rank == 0 ? chunks : 0);
@@ -234,17 +191,8 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
   // Rank 0 decides, so that rounding differences cannot split the ranks.
   const int64_t picked = selectionSize(args.density, chunks);
   std::vector<int64_t> selected(picked);
-  if (rank == 0) {
-    std::vector<int64_t> order(chunks);
-    std::iota(order.begin(), order.end(), 0);
-    std::nth_element(order.begin(), order.begin() + (picked - 1), order.end(),
-                     [&](int64_t a, int64_t b) {
-                       return sums[a] > sums[b] ||
-                              (sums[a] == sums[b] && a < b);
-                     });
-    std::copy(order.begin(), order.begin() + picked, selected.begin());
-    std::sort(selected.begin(), selected.end());
-  }
+  if (rank == 0)
+    selected = pickChunks(sums, picked);
   if (int error = MPI_Bcast(selected.data(), static_cast<int>(picked),
                             MPI_INT64_T, 0, comm))
     return failMpi("MPI_Bcast", error);
@@ -276,6 +224,76 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
 }
 
 } // namespace
+
+std::vector<int64_t> commrt::selectTopk(const float *acc, int64_t count,
+                                        int64_t k) {
+  std::vector<int64_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  auto larger = [acc](int64_t a, int64_t b) {
+    uint32_t ma = magnitudeBits(acc[a]), mb = magnitudeBits(acc[b]);
+    return ma > mb || (ma == mb && a < b);
+  };
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), larger);
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+std::vector<int64_t> commrt::selectThreshold(const float *acc, int64_t count,
+                                             int64_t k) {
+  const uint32_t threshold = findThreshold(acc, count, k);
+  std::vector<int64_t> selected;
+  selected.reserve(k + k / 8);
+  for (int64_t i = 0; i < count; ++i)
+    if (magnitudeBits(acc[i]) >= threshold)
+      selected.push_back(i);
+  return selected;
+}
+
+std::vector<double> commrt::chunkNorms(const float *acc, int64_t count,
+                                       int64_t chunkElements) {
+  const int64_t chunks = (count - 1) / chunkElements + 1;
+  std::vector<double> norms(chunks, 0.0);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t end = std::min(count, (c + 1) * chunkElements);
+    for (int64_t i = c * chunkElements; i < end; ++i)
+      norms[c] += static_cast<double>(acc[i]) * acc[i];
+  }
+  return norms;
+}
+
+std::vector<int64_t> commrt::pickChunks(const std::vector<double> &norms,
+                                        int64_t picked) {
+  std::vector<int64_t> order(norms.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::nth_element(order.begin(), order.begin() + (picked - 1), order.end(),
+                   [&](int64_t a, int64_t b) {
+                     return norms[a] > norms[b] ||
+                            (norms[a] == norms[b] && a < b);
+                   });
+  order.resize(picked);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+std::vector<int64_t> commrt::bucketByOwner(const int64_t *indices,
+                                           const float *values, int64_t count,
+                                           int size, int64_t *outIndices,
+                                           float *outValues) {
+  std::vector<int> owners(count);
+  std::vector<int64_t> bucketSizes(size, 0);
+  for (int64_t i = 0; i < count; ++i)
+    ++bucketSizes[owners[i] = hashOwner(indices[i], size)];
+  std::vector<int64_t> next(size, 0);
+  for (int r = 1; r < size; ++r)
+    next[r] = next[r - 1] + bucketSizes[r - 1];
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t slot = next[owners[i]]++;
+    outIndices[slot] = indices[i];
+    outValues[slot] = values[i];
+  }
+  return bucketSizes;
+}
 
 commrt_status commrt::sparseAllreduce(const SparseArguments &args,
                                       MPI_Comm comm) {

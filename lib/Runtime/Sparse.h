@@ -1,7 +1,9 @@
 //===- Sparse.h - Sparse allreduce with residual over MPI -------*- C++ -*-===//
 //
 // The selection and exchange schemes of commrt_sparse_allreduce (see
-// commrt.h), on the host over an MPI communicator.
+// commrt.h), on the host over an MPI communicator. The selections, chunk
+// norms, chunk choice and hash bucketing are exposed as the reference of
+// the NCCL backend's device path, which shares the last two.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,8 @@
 #include "commrt/commrt.h"
 
 #include <mpi.h>
+
+#include <vector>
 
 namespace commrt {
 
@@ -27,6 +31,34 @@ struct SparseArguments {
   commrt_reduce reduce;
   int64_t chunkElements;
 };
+
+/// The k entries of `acc` (`count` of them, k in 1..count) of largest
+/// magnitude, the lower index first among equal magnitudes, in index order.
+std::vector<int64_t> selectTopk(const float *acc, int64_t count, int64_t k);
+
+/// The entries of `acc` whose magnitude reaches the threshold of the `k`
+/// largest that RadixSearch finds (see Selection.h), in index order.
+std::vector<int64_t> selectThreshold(const float *acc, int64_t count,
+                                     int64_t k);
+
+/// The squared norms, in double and in index order, of the chunks of
+/// `chunkElements` consecutive entries of `acc` (the last one possibly
+/// shorter).
+std::vector<double> chunkNorms(const float *acc, int64_t count,
+                               int64_t chunkElements);
+
+/// The `picked` (1..norms.size()) chunks of largest `norms`, the lower index
+/// first among equal norms, in index order: rank 0's choice.
+std::vector<int64_t> pickChunks(const std::vector<double> &norms,
+                                int64_t picked);
+
+/// Buckets the `count` pairs (`indices`, `values`) by their owner among
+/// `size` ranks (hashOwner), in rank order and index order within a bucket,
+/// into `outIndices` and `outValues` (`count` entries each); returns the
+/// size of each bucket.
+std::vector<int64_t> bucketByOwner(const int64_t *indices, const float *values,
+                                   int64_t count, int size, int64_t *outIndices,
+                                   float *outValues);
 
 /// Runs the sparse allreduce `args` over `comm`, collectively. Failures set
 /// the last error without naming the entry point.

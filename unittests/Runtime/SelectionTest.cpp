@@ -3,7 +3,8 @@
 // findThreshold against a brute-force count of what reaches its threshold:
 // the guarantee commrt.h states, on data shaped to exercise each way the
 // search ends (early stop after one pass, refinement to the last digit,
-// ties, fewer nonzeros than k).
+// ties, fewer nonzeros than k). findTopkCut (TopkSearch and TieSearch, the
+// bookkeeping of the device's top-k) against a brute-force top-k.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,9 +21,12 @@
 #include <string>
 #include <vector>
 
+using commrt::Cut;
 using commrt::findThreshold;
+using commrt::findTopkCut;
 using commrt::magnitudeBits;
 using commrt::RadixSearch;
+using commrt::TieSearch;
 
 namespace {
 
@@ -147,6 +151,123 @@ TEST(SelectionTest, WideDynamicRange) {
     values[i] = (i % 3 ? 1.0f : -1.0f) * std::exp2(exponent(random));
   for (int64_t k : {1, 66, 655, 6554, 65536})
     checkGuarantee(values, k);
+}
+
+/// The indices of exactly the `k` largest magnitudes, the lower index first
+/// among equal ones, in index order: sorted by (magnitude down, index up).
+std::vector<int64_t> bruteForceTopk(const std::vector<float> &values,
+                                    int64_t k) {
+  std::vector<int64_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int64_t>(i);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    uint32_t ka = magnitudeBits(values[a]), kb = magnitudeBits(values[b]);
+    return ka > kb || (ka == kb && a < b);
+  });
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+/// The indices `cut` selects from `values`, in index order.
+std::vector<int64_t> selectedBy(const std::vector<float> &values, Cut cut) {
+  std::vector<int64_t> selected;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (cut.selects(magnitudeBits(values[i]), static_cast<int64_t>(i)))
+      selected.push_back(static_cast<int64_t>(i));
+  return selected;
+}
+
+/// Checks findTopkCut against the brute-force top-k for every k of `ks`.
+void checkTopk(const std::vector<float> &values,
+               std::initializer_list<int64_t> ks) {
+  const auto count = static_cast<int64_t>(values.size());
+  for (int64_t k : ks) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    Cut cut = findTopkCut(values.data(), count, k);
+    EXPECT_EQ(selectedBy(values, cut), bruteForceTopk(values, k));
+  }
+}
+
+TEST(TopkCutTest, GaussianGradients) {
+  std::mt19937 random(5);
+  std::normal_distribution<float> normal(0.0f, 1e-3f);
+  std::vector<float> values(100000);
+  for (float &x : values)
+    x = normal(random);
+  checkTopk(values, {1, 2, 100, 1000, 12345, 99999, 100000});
+}
+
+TEST(TopkCutTest, TiesAreTakenLowestIndexFirst) {
+  // 30000 entries of 8 distinct magnitudes (both signs): every k below
+  // splits a run of ties, which TieSearch narrows over several steps.
+  std::vector<float> values(30000);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = (i % 2 ? -1.0f : 1.0f) * static_cast<float>((i * 7919) % 8);
+  checkTopk(values,
+            {1, 3750, 3751, 5000, 12345, 26249, 26250, 26251, 29999, 30000});
+  // Ties with the k-th largest one tile apart, the wanted one last.
+  std::vector<float> sparse(5000, 0.0f);
+  sparse[7] = sparse[4999] = sparse[2500] = 2.0f;
+  checkTopk(sparse, {1, 2, 3, 4, 4000, 5000});
+}
+
+TEST(TopkCutTest, StopsWhenABinEdgeHoldsExactlyK) {
+  // 100 entries of 4 and 10000 of 1: after the first pass exactly 100
+  // reach the lower edge of 4's bin.
+  std::vector<float> values(10000, 1.0f);
+  values.insert(values.end(), 100, -4.0f);
+  Cut cut =
+      findTopkCut(values.data(), static_cast<int64_t>(values.size()), 100);
+  EXPECT_EQ(cut.key, magnitudeBits(4.0f) & ~((1u << 20) - 1));
+  EXPECT_EQ(cut.tiesBelow, static_cast<int64_t>(values.size()));
+  checkTopk(values, {100, 101, 10100});
+}
+
+TEST(TopkCutTest, ZerosFillUpToK) {
+  std::vector<float> values(1000, 0.0f);
+  values[10] = -1e-40f;
+  values[900] = 3.0f;
+  values[500] = -0.0f;
+  checkTopk(values, {1, 2, 3, 4, 500, 1000});
+}
+
+TEST(TopkCutTest, WideDynamicRange) {
+  std::mt19937 random(13);
+  std::uniform_real_distribution<float> exponent(-30.0f, 10.0f);
+  std::vector<float> values(65536);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = (i % 3 ? 1.0f : -1.0f) * std::exp2(exponent(random));
+  checkTopk(values, {1, 66, 655, 6554, 65536});
+}
+
+TEST(TieSearchTest, NarrowsToTheWantedTie) {
+  // 2^23 entries: tiles of 4096, then of 2, then single entries.
+  const int64_t count = int64_t(1) << 23;
+  TieSearch search(count, 3);
+  EXPECT_EQ(search.tileElements(), 4096);
+  EXPECT_EQ(search.tiles(), 2048);
+  std::vector<int64_t> counts(2048, 0);
+  counts[5] = 2;
+  counts[7] = 4;
+  ASSERT_TRUE(search.advance(counts.data()));
+  EXPECT_EQ(search.begin(), 7 * 4096);
+  EXPECT_EQ(search.size(), 4096);
+  EXPECT_EQ(search.tileElements(), 2);
+  counts.assign(2048, 0);
+  counts[100] = 2; // The wanted one is the first of these two.
+  ASSERT_TRUE(search.advance(counts.data()));
+  EXPECT_FALSE(search.done());
+  EXPECT_EQ(search.tileElements(), 1);
+  EXPECT_EQ(search.tiles(), 2);
+  const int64_t ones[2] = {1, 1};
+  ASSERT_TRUE(search.advance(ones));
+  ASSERT_TRUE(search.done());
+  EXPECT_EQ(search.end(), 7 * 4096 + 200 + 1);
+  // Fewer ties than wanted: the counts are inconsistent.
+  TieSearch tooFew(10, 3);
+  const int64_t few[10] = {1, 0, 1};
+  EXPECT_FALSE(tooFew.advance(few));
 }
 
 } // namespace

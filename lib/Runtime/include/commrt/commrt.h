@@ -295,12 +295,30 @@ int32_t commrt_wait(int64_t handle);
  *     so that sent + residual == acc exactly.
  * `density` is in (0, 1]; `chunk_elements` is read only for chunk selection
  * (COMMRT_DEFAULT_CHUNK_ELEMENTS is the dialect's default). The buffers must
- * not overlap; count == 0 is a no-op (the buffers may then be null). The
- * collective runs on the host over MPI whatever the backend, on the runtime's
- * communicator. More pairs (over all ranks) or selected chunk entries than
- * INT32_MAX fail on every rank. On failure the buffers' contents are
- * unspecified. The consistency checks compare count, density (its
- * bits), select, exchange, reduce and chunk_elements. */
+ * not overlap; count == 0 is a no-op (the buffers may then be null). Where
+ * it runs:
+ *  - MPI backend: on the host, over MPI on the runtime's communicator. More
+ *    pairs (over all ranks) or selected chunk entries than INT32_MAX fail on
+ *    every rank.
+ *  - NCCL backend, grad and residual device (or managed) memory: on the GPU,
+ *    with CUDA kernels and NCCL collectives on the backend's stream (the
+ *    allgather exchange as ncclAllGather of the counts and one
+ *    ncclBroadcast per rank, the hash exchange with ncclSend/ncclRecv, the
+ *    chunk exchange as ncclReduce of the norms, ncclBroadcast of the chunks
+ *    and ncclAllReduce). It selects exactly the entries the host path
+ *    selects and adds in the same order, so grad and residual are the host
+ *    path's bit for bit, except that the chunk exchange sums chunks in
+ *    NCCL's order (chunk norms are summed in another order too, so where
+ *    two norms are within rounding of each other the chosen chunks may
+ *    differ). It returns once the GPU work is done.
+ *  - NCCL backend, both host memory: on the host as under MPI, over the
+ *    communicator NCCL was bootstrapped over.
+ *  - NCCL backend, one device and one host buffer: fails with
+ *    COMMRT_ERROR_INVALID_ARGUMENT (on every rank, as does any rank's
+ *    disagreement on where the buffers are, with COMMRT_ERROR_MISMATCH).
+ * On failure the buffers' contents are unspecified. The consistency checks
+ * compare count, density (its bits), select, exchange, reduce and
+ * chunk_elements. */
 int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                                 double density, int32_t select,
                                 int32_t exchange, int32_t reduce,
