@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 #===- run.sh - Closing the loop: predicted vs measured step times --------===#
 #
-# Imports pipedream's ResNet-50 profile, plans it twice for the calibrated
-# emulated cluster (comm-optimize's default plan, and DDP's policy: 25 MiB
-# threshold buckets, one channel, no priorities), takes comm-estimate's
+# Imports pipedream's ResNet-50 profile, plans it three times for the
+# calibrated emulated cluster (comm-optimize's default plan, the same with
+# f16 on the wire, and DDP's policy: 25 MiB threshold buckets, one channel,
+# no priorities), takes comm-estimate's
 # prediction of each plan (step and steady state, JSON), appends a timing
 # @main (driver.py), lowers with comm.compute sleeping its cost
-# (compute-delay), runs both on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
+# (compute-delay), runs them on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
 # (ROUNDS rounds, the plans alternating; every run one warm-up step and
 # STEPS timed ones, each after a barrier, slowest rank) and replaces the
 # section "Closing the loop" of BENCHMARKS.md (report.py).
@@ -52,9 +53,10 @@ LIBS=$LIBS,$("$LLVM_BIN/llvm-config" --libdir)/libmlir_runner_utils.so
 
 declare -A PLAN_OPTIONS=(
   [optimized]="cluster=$CLUSTER"
+  [optimized-f16]="cluster=$CLUSTER wire=f16"
   [ddp]="cluster=$CLUSTER fusion=threshold bucket-cap-mb=25 channels=1 priorities=false"
 )
-PLANS=(optimized ddp)
+PLANS=(optimized optimized-f16 ddp)
 
 "$TRANSLATE" --import-pipedream "$PROFILE" -o "$OUT/resnet50.mlir"
 for plan in "${PLANS[@]}"; do

@@ -49,13 +49,19 @@ void combine16(void *in, void *inOut, int *length, MPI_Datatype *) {
     rhs[i] = Narrow(Combine(Widen(lhs[i]), Widen(rhs[i])));
 }
 
+/// An MPI_User_function combining f16 elements as combineHalves does (in
+/// hardware where the CPU converts f16).
+template <commrt_reduce Reduce>
+void combineHalf(void *in, void *inOut, int *length, MPI_Datatype *) {
+  combineHalves(static_cast<const uint16_t *>(in),
+                static_cast<uint16_t *>(inOut), *length, Reduce);
+}
+
 /// The user functions for f16 and bf16, indexed by [dtype - COMMRT_F16]
 /// [reduce]; AVG sums (the division follows the allreduce).
 MPI_User_function *const kUserFunctions16[2][4] = {
-    {combine16<halfToFloat, floatToHalf, add>,
-     combine16<halfToFloat, floatToHalf, add>,
-     combine16<halfToFloat, floatToHalf, maximum>,
-     combine16<halfToFloat, floatToHalf, minimum>},
+    {combineHalf<COMMRT_SUM>, combineHalf<COMMRT_SUM>, combineHalf<COMMRT_MAX>,
+     combineHalf<COMMRT_MIN>},
     {combine16<bfloat16ToFloat, floatToBFloat16, add>,
      combine16<bfloat16ToFloat, floatToBFloat16, add>,
      combine16<bfloat16ToFloat, floatToBFloat16, maximum>,

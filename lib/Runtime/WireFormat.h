@@ -143,8 +143,22 @@ inline double unpackScale(commrt_dtype dtype, int32_t wire,
 /// product is computed in double when either type is f64 and in float (with
 /// `scale` rounded to float) otherwise, and rounded once to `to`, to nearest
 /// even. With `from` == `to` and `scale` 1 it copies the bits.
+/// Where the CPU converts f16 in hardware (x86 F16C), f32 <-> f16 takes that
+/// path, 8 elements at a time: the same values, bit for bit, except that a
+/// NaN keeps its payload instead of becoming the canonical quiet NaN.
 void convert(const void *input, commrt_dtype from, void *output,
              commrt_dtype to, int64_t count, double scale);
+
+/// Whether this CPU converts f16 in hardware, which convert() and
+/// combineHalves() then use.
+bool hasHardwareHalf();
+
+/// The reduction of f16 elements that the MPI backend's user op runs:
+/// `inOut[i] = narrow(combine(widen(in[i]), widen(inOut[i])))` with the
+/// combination of `reduce` in float (AVG sums), where max and min are
+/// std::max and std::min.
+void combineHalves(const uint16_t *in, uint16_t *inOut, int64_t count,
+                   commrt_reduce reduce);
 
 } // namespace commrt
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -272,8 +273,7 @@ TEST(Convert, UnpackScaleUndoesPrescaleAndAverages) {
             1.0 / 3.0);
 }
 
-#if COMMRT_HAVE_NCCL
-/// Inputs of `dtype` for the kernel test: every 16-bit pattern but NaNs,
+/// Inputs of `dtype` for the kernel tests: every 16-bit pattern but NaNs,
 /// or a stride through the finite floats (for f64, doubles just above them,
 /// which exercise the single rounding).
 std::vector<unsigned char> kernelInputs(commrt_dtype dtype) {
@@ -305,7 +305,6 @@ std::vector<unsigned char> kernelInputs(commrt_dtype dtype) {
   }
   return bytes;
 }
-#endif
 
 TEST(WireKernels, MatchTheHostReference) {
 #if COMMRT_HAVE_NCCL
@@ -351,6 +350,90 @@ TEST(WireKernels, MatchTheHostReference) {
 #else
   GTEST_SKIP() << "commrt was built without CUDA and NCCL";
 #endif
+}
+
+TEST(WireFormat, HardwareHalfMatchesTheScalarReference) {
+  // convert() takes F16C where this CPU has it; every non-NaN value must
+  // come out as the scalar conversions compute it. The counts are not
+  // multiples of 8, so the scalar tails run too.
+  std::vector<unsigned char> floatBytes = kernelInputs(COMMRT_F32);
+  std::vector<unsigned char> halfBytes = kernelInputs(COMMRT_F16);
+  std::vector<float> floats(floatBytes.size() / sizeof(float));
+  std::memcpy(floats.data(), floatBytes.data(), floatBytes.size());
+  std::vector<uint16_t> halves(halfBytes.size() / sizeof(uint16_t));
+  std::memcpy(halves.data(), halfBytes.data(), halfBytes.size());
+  floats.resize(floats.size() / 8 * 8 - 3);
+  halves.resize(halves.size() / 8 * 8 - 5);
+  for (double scale : {1.0, 0.25, 3.0, 1.0 / 3.0}) {
+    const auto factor = static_cast<float>(scale);
+    std::vector<uint16_t> packed(floats.size());
+    convert(floats.data(), COMMRT_F32, packed.data(), COMMRT_F16,
+            static_cast<int64_t>(floats.size()), scale);
+    for (size_t i = 0; i < floats.size(); ++i)
+      ASSERT_EQ(packed[i], floatToHalf(floats[i] * factor))
+          << "f32 bits " << floatBits(floats[i]) << " scaled by " << scale;
+    std::vector<float> unpacked(halves.size());
+    convert(halves.data(), COMMRT_F16, unpacked.data(), COMMRT_F32,
+            static_cast<int64_t>(halves.size()), scale);
+    for (size_t i = 0; i < halves.size(); ++i)
+      ASSERT_EQ(floatBits(unpacked[i]),
+                floatBits(halfToFloat(halves[i]) * factor))
+          << "f16 bits " << halves[i] << " scaled by " << scale;
+  }
+  // NaN stays NaN, whatever its payload becomes.
+  const float nans[] = {std::nanf(""),
+                        floatFromBits(0x7f800001),
+                        floatFromBits(0xffc00123),
+                        std::nanf(""),
+                        std::nanf(""),
+                        std::nanf(""),
+                        std::nanf(""),
+                        std::nanf(""),
+                        std::nanf("")};
+  uint16_t packedNans[9];
+  convert(nans, COMMRT_F32, packedNans, COMMRT_F16, 9, 1.0);
+  for (uint16_t half : packedNans)
+    EXPECT_TRUE(std::isnan(halfToFloat(half))) << half;
+  std::cout << "[          ] f16 conversions in hardware (F16C): "
+            << (hasHardwareHalf() ? "yes" : "no") << "\n";
+}
+
+TEST(WireFormat, CombineHalvesMatchesTheScalarReference) {
+  // Pairs of f16 values of every exponent, including infinities and
+  // overflowing sums; the scalar combination is the reference.
+  // Signed zeros first: max and min keep the first operand of equal ones,
+  // as std::max and std::min do.
+  std::vector<uint16_t> a = {0x8000, 0x0000, 0x8000, 0x0000},
+                        b = {0x0000, 0x8000, 0x8000, 0x0000};
+  for (uint32_t bits = 0; bits <= 0xffff; bits += 7) {
+    if (std::isnan(halfToFloat(static_cast<uint16_t>(bits))))
+      continue;
+    a.push_back(static_cast<uint16_t>(bits));
+    b.push_back(static_cast<uint16_t>((bits * 40503u + 12345u) & 0xffff));
+    if (std::isnan(halfToFloat(b.back())))
+      b.back() = 0x3c00;
+  }
+  a.resize(a.size() / 8 * 8 - 1);
+  b.resize(a.size());
+  const std::pair<commrt_reduce, float (*)(float, float)> reductions[] = {
+      {COMMRT_SUM, [](float x, float y) { return x + y; }},
+      {COMMRT_AVG, [](float x, float y) { return x + y; }},
+      {COMMRT_MAX, [](float x, float y) { return std::max(x, y); }},
+      {COMMRT_MIN, [](float x, float y) { return std::min(x, y); }}};
+  for (auto [reduce, combine] : reductions) {
+    std::vector<uint16_t> result = b;
+    combineHalves(a.data(), result.data(), static_cast<int64_t>(a.size()),
+                  reduce);
+    for (size_t i = 0; i < a.size(); ++i) {
+      uint16_t expected =
+          floatToHalf(combine(halfToFloat(a[i]), halfToFloat(b[i])));
+      if (std::isnan(halfToFloat(expected)))
+        ASSERT_TRUE(std::isnan(halfToFloat(result[i]))) << "index " << i;
+      else
+        ASSERT_EQ(result[i], expected)
+            << "reduce " << reduce << ", " << a[i] << " and " << b[i];
+    }
+  }
 }
 
 } // namespace
