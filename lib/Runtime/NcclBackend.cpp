@@ -358,14 +358,7 @@ private:
   /// Sets `onDevice` to whether `pointer` is device (or managed) memory,
   /// which NCCL can reduce in place; host memory is staged.
   commrt_status locate(const void *pointer, bool &onDevice) {
-    cudaPointerAttributes attributes;
-    if (commrt_status status =
-            checkCuda("cudaPointerGetAttributes",
-                      cudaPointerGetAttributes(&attributes, pointer)))
-      return status;
-    onDevice = attributes.type == cudaMemoryTypeDevice ||
-               attributes.type == cudaMemoryTypeManaged;
-    return COMMRT_SUCCESS;
+    return locateBuffer("a buffer", pointer, device, onDevice);
   }
 
   /// Enqueues a copy of `bytes` on `stream`, in whichever direction.
@@ -466,5 +459,21 @@ commrt_status commrt::createNcclBackend(MPI_Comm comm, int channels,
   }
   out = std::make_unique<NcclBackend>(comm, nccl, rank, size, device, stream,
                                       channels);
+  return COMMRT_SUCCESS;
+}
+
+commrt_status commrt::locateBuffer(const char *name, const void *pointer,
+                                   int device, bool &onDevice) {
+  cudaPointerAttributes attributes;
+  if (commrt_status status =
+          checkCuda("cudaPointerGetAttributes",
+                    cudaPointerGetAttributes(&attributes, pointer)))
+    return status;
+  onDevice = attributes.type == cudaMemoryTypeDevice ||
+             attributes.type == cudaMemoryTypeManaged;
+  if (attributes.type == cudaMemoryTypeDevice && attributes.device != device)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, name,
+                " is memory of CUDA device ", attributes.device,
+                ", but this rank's NCCL backend runs on device ", device);
   return COMMRT_SUCCESS;
 }

@@ -47,24 +47,6 @@ using namespace commrt;
 
 namespace {
 
-/// Sets `onDevice` to whether `pointer`, the argument `name`, is device (or
-/// managed) memory; device memory must be `device`'s.
-commrt_status locateBuffer(const char *name, const void *pointer, int device,
-                           bool &onDevice) {
-  cudaPointerAttributes attributes;
-  if (commrt_status status =
-          checkCuda("cudaPointerGetAttributes",
-                    cudaPointerGetAttributes(&attributes, pointer)))
-    return status;
-  onDevice = attributes.type == cudaMemoryTypeDevice ||
-             attributes.type == cudaMemoryTypeManaged;
-  if (attributes.type == cudaMemoryTypeDevice && attributes.device != device)
-    return fail(COMMRT_ERROR_INVALID_ARGUMENT, name,
-                " is memory of CUDA device ", attributes.device,
-                ", but this rank's NCCL backend runs on device ", device);
-  return COMMRT_SUCCESS;
-}
-
 /// Names where a buffer is, for messages.
 const char *placeName(bool onDevice) {
   return onDevice ? "device memory" : "host memory";

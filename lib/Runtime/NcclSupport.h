@@ -29,6 +29,12 @@ commrt_status checkNccl(const char *call, ncclResult_t result, ncclComm_t comm);
 commrt_status agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
                              commrt_status othersStatus, const char *what);
 
+/// Sets `onDevice` to whether `pointer`, the argument `name`, is device (or
+/// managed) memory, which NCCL reduces in place; device memory must be
+/// `device`'s, the backend's.
+commrt_status locateBuffer(const char *name, const void *pointer, int device,
+                           bool &onDevice);
+
 } // namespace commrt
 
 #endif // COMMRT_NCCLSUPPORT_H
