@@ -202,6 +202,22 @@ __global__ void unpackChunksKernel(const float *packed, int64_t count,
   }
 }
 
+/// Copies the first `n` counts of `buffers.device` to `out` on the host,
+/// through the pinned buffer, once the work queued on `stream` is done.
+cudaError_t countsToHost(const SearchBuffers &buffers, int64_t n,
+                         cudaStream_t stream, int64_t *out) {
+  if (cudaError_t error = cudaMemcpyAsync(buffers.pinned, buffers.device,
+                                          n * sizeof(unsigned long long),
+                                          cudaMemcpyDeviceToHost, stream))
+    return error;
+  // The pinned counts are read below: the copy must have landed.
+  if (cudaError_t error = cudaStreamSynchronize(stream))
+    return error;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<int64_t>(buffers.pinned[i]);
+  return cudaSuccess;
+}
+
 /// Runs the histogram of pass `pass` with prefix `prefix` and copies its
 /// counts into `counts` on the host.
 cudaError_t
@@ -212,16 +228,7 @@ histogramToHost(const float *acc, int64_t count, int pass, uint32_t prefix,
   if (cudaError_t error =
           histogram(acc, count, pass, prefix, buffers.device, stream))
     return error;
-  if (cudaError_t error = cudaMemcpyAsync(buffers.pinned, buffers.device,
-                                          bins * sizeof(unsigned long long),
-                                          cudaMemcpyDeviceToHost, stream))
-    return error;
-  // The pinned counts are read below: the copy must have landed.
-  if (cudaError_t error = cudaStreamSynchronize(stream))
-    return error;
-  for (int b = 0; b < bins; ++b)
-    counts[b] = static_cast<int64_t>(buffers.pinned[b]);
-  return cudaSuccess;
+  return countsToHost(buffers, bins, stream, counts.data());
 }
 
 } // namespace
@@ -350,14 +357,8 @@ cudaError_t commrt::cuda::findTopkCut(const float *acc, int64_t count,
     if (cudaError_t error =
             countTies(acc, ties, search.key(), buffers.device, stream))
       return error;
-    if (cudaError_t error = cudaMemcpyAsync(buffers.pinned, buffers.device,
-                                            tiles * sizeof(unsigned long long),
-                                            cudaMemcpyDeviceToHost, stream))
+    if (cudaError_t error = countsToHost(buffers, tiles, stream, counts.data()))
       return error;
-    if (cudaError_t error = cudaStreamSynchronize(stream))
-      return error;
-    for (int64_t t = 0; t < tiles; ++t)
-      counts[t] = static_cast<int64_t>(buffers.pinned[t]);
     // The histograms counted these ties: fewer means corrupted counts.
     if (!ties.advance(counts.data()))
       return cudaErrorIllegalState;
