@@ -13,6 +13,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libgtest-dev
   python3 python3-torch python3-torchvision
+  dataset-fashion-mnist
 )
 
 missing=()

@@ -27,4 +27,11 @@
 #define GET_OP_CLASSES
 #include "CommDialect/CommOps.h.inc"
 
+namespace mlir::comm {
+/// The chunk size of chunk selection when a comm.sparse_allreduce names none
+/// (the default of its `chunk_elements`; the runtime's
+/// COMMRT_DEFAULT_CHUNK_ELEMENTS).
+inline constexpr int64_t kDefaultSparseChunkElements = 32768;
+} // namespace mlir::comm
+
 #endif // COMMDIALECT_COMMDIALECT_H

@@ -98,6 +98,16 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
   Option<double> density{*this, "density",
                          llvm::cl::desc("Density of sparse gradients"),
                          llvm::cl::init(0.001)};
+  Option<std::string> sparseSelect{
+      *this, "sparse-select",
+      llvm::cl::desc("How sparse gradients select their entries for the "
+                     "allgather and hash exchanges: threshold or topk"),
+      llvm::cl::init("threshold")};
+  Option<std::string> sparseExchange{
+      *this, "sparse-exchange",
+      llvm::cl::desc("How sparse gradients are exchanged: auto, allgather, "
+                     "hash or chunk (comm-sparsify's exchange)"),
+      llvm::cl::init("auto")};
   Option<std::string> estimate{
       *this, "estimate",
       llvm::cl::desc("Estimate the plan at the end: none, step or steady"),

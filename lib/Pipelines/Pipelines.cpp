@@ -53,6 +53,8 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
     CommSparsifyOptions sparsify;
     sparsify.cluster = options.cluster;
     sparsify.density = options.density;
+    sparsify.select = options.sparseSelect;
+    sparsify.exchange = options.sparseExchange;
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

@@ -85,6 +85,12 @@ public:
   /// Runs the sparse allreduce `args` (validated, count > 0) to completion,
   /// as commrt_sparse_allreduce describes; blocking and collective.
   virtual commrt_status sparse(const SparseArguments &args) = 0;
+
+  /// Broadcasts the `count` (> 0) elements of `dtype` at `buffer` from rank
+  /// `root` (in range) to every rank, in place, as commrt_broadcast
+  /// describes; blocking and collective.
+  virtual commrt_status broadcast(void *buffer, int64_t count,
+                                  commrt_dtype dtype, int root) = 0;
 };
 
 /// How the MPI backend reduces, from COMMRT_ALLREDUCE.
@@ -112,6 +118,15 @@ struct AllreduceConfig {
 commrt_status createMpiBackend(MPI_Comm comm, int channels,
                                const AllreduceConfig &config,
                                std::unique_ptr<Backend> &out);
+
+/// Broadcasts the `count` (> 0) elements of `dtype` at the host buffer
+/// `buffer` from rank `root` to every rank of `comm`, in place, with MPI_Bcast
+/// in pieces of at most INT_MAX elements (MPI counts are ints); 16-bit
+/// elements travel as `type16`, a committed 2-byte type. Blocking and
+/// collective over `comm`. The MPI backend's broadcast, and the NCCL
+/// backend's for host buffers.
+commrt_status broadcastOverMpi(void *buffer, int64_t count, commrt_dtype dtype,
+                               int root, MPI_Comm comm, MPI_Datatype type16);
 
 #if COMMRT_HAVE_NCCL
 /// Creates the NCCL backend with `channels` channels, bootstrapped over

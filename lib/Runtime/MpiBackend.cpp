@@ -7,6 +7,8 @@
 // blocking MPI_Allreduce progresses by itself, so the collective advances
 // while the caller computes; OpenMPI 4.1 would progress an MPI_Iallreduce
 // only while the caller is inside MPI. The threads need MPI_THREAD_MULTIPLE.
+// Broadcasts are blocking MPI_Bcast calls (broadcastOverMpi, which the NCCL
+// backend shares for host buffers).
 //
 // Large reductions run a ring allreduce of their own on the plan's
 // communicator (COMMRT_ALLREDUCE, COMMRT_RING_MIN_BYTES): OpenMPI's default
@@ -78,6 +80,20 @@ template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
 void divide16(uint16_t *data, int64_t count, int size) {
   for (int64_t i = 0; i < count; ++i)
     data[i] = Narrow(Widen(data[i]) / static_cast<float>(size));
+}
+
+/// The MPI datatype carrying `dtype`, 16-bit elements as `type16`.
+MPI_Datatype mpiTypeOf(commrt_dtype dtype, MPI_Datatype type16) {
+  switch (dtype) {
+  case COMMRT_F32:
+    return MPI_FLOAT;
+  case COMMRT_F64:
+    return MPI_DOUBLE;
+  case COMMRT_F16:
+  case COMMRT_BF16:
+    break;
+  }
+  return type16;
 }
 
 /// The name of the MPI thread support level `level`.
@@ -169,6 +185,9 @@ public:
     return COMMRT_SUCCESS;
   }
 
+  /// The 2-byte type carrying f16 and bf16 elements.
+  MPI_Datatype halfType() const { return type16; }
+
 private:
   /// In-place allreduce of `count` elements of `dtype` at `buffer` over
   /// `comm`, by ring (receiving into `scratch`) or MPI_Allreduce as the
@@ -207,6 +226,11 @@ private:
     return COMMRT_SUCCESS;
   }
 
+  /// The MPI datatype carrying `dtype`.
+  MPI_Datatype mpiType(commrt_dtype dtype) const {
+    return mpiTypeOf(dtype, type16);
+  }
+
   /// Whether `count` elements of `dtype` are reduced by the ring.
   bool useRing(int64_t count, commrt_dtype dtype) const {
     switch (config.algorithm) {
@@ -219,20 +243,6 @@ private:
     }
     return size > 2 && count * static_cast<int64_t>(elementSize(dtype)) >=
                            config.ringMinBytes;
-  }
-
-  /// The MPI datatype carrying `dtype`.
-  MPI_Datatype mpiType(commrt_dtype dtype) const {
-    switch (dtype) {
-    case COMMRT_F32:
-      return MPI_FLOAT;
-    case COMMRT_F64:
-      return MPI_DOUBLE;
-    case COMMRT_F16:
-    case COMMRT_BF16:
-      break;
-    }
-    return type16;
   }
 
   /// The MPI op reducing `dtype` with `reduce`; AVG sums.
@@ -625,6 +635,12 @@ public:
     return sparseAllreduce(args, comm);
   }
 
+  commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
+                          int root) override {
+    return broadcastOverMpi(buffer, count, dtype, root, comm,
+                            reducer.halfType());
+  }
+
 private:
   /// The runtime's communicator, for blocking collectives.
   MPI_Comm comm;
@@ -639,6 +655,21 @@ private:
 };
 
 } // namespace
+
+commrt_status commrt::broadcastOverMpi(void *buffer, int64_t count,
+                                       commrt_dtype dtype, int root,
+                                       MPI_Comm comm, MPI_Datatype type16) {
+  MPI_Datatype type = mpiTypeOf(dtype, type16);
+  auto *bytes = static_cast<char *>(buffer);
+  for (int64_t done = 0; done < count;) {
+    int chunk = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+    if (int error = MPI_Bcast(bytes + done * elementSize(dtype), chunk, type,
+                              root, comm))
+      return failMpi("MPI_Bcast", error);
+    done += chunk;
+  }
+  return COMMRT_SUCCESS;
+}
 
 commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,
                                        const AllreduceConfig &config,

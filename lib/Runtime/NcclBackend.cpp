@@ -7,7 +7,8 @@
 // staged through device memory on the way in and through pinned host memory
 // on the way out, from which a host function on the stream copies them to
 // the caller's buffers, so that no step blocks the caller. Sparse
-// allreduces run on the main stream too (NcclSparse.cpp).
+// allreduces run on the main stream too (NcclSparse.cpp), and so do
+// broadcasts of device buffers; host buffers are broadcast over MPI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,7 +187,15 @@ public:
         channels(channels) {
     main.comm = comm;
     main.stream = stream;
+    // Fails only when MPI is out of memory, as the MPI backend's does.
+    MPI_Type_contiguous(2, MPI_BYTE, &type16);
+    MPI_Type_commit(&type16);
   }
+
+  ~NcclBackend() override { MPI_Type_free(&type16); }
+
+  NcclBackend(const NcclBackend &) = delete;
+  NcclBackend &operator=(const NcclBackend &) = delete;
 
   commrt_backend kind() const override { return COMMRT_BACKEND_NCCL; }
 
@@ -226,6 +235,25 @@ public:
     return sparseState->run(args);
   }
 
+  commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
+                          int root) override {
+    bool onDevice = false;
+    if (commrt_status status = placeBroadcast(buffer, onDevice))
+      return status;
+    // NCCL reaches device memory only: host buffers are broadcast on the
+    // host, over the communicator NCCL was bootstrapped over.
+    if (!onDevice)
+      return broadcastOverMpi(buffer, count, dtype, root, bootstrap, type16);
+    if (commrt_status status =
+            checkNccl("ncclBroadcast",
+                      ncclBroadcast(buffer, buffer, count, ncclType(dtype),
+                                    root, main.comm, main.stream),
+                      main.comm))
+      return status;
+    return checkCuda("cudaStreamSynchronize",
+                     cudaStreamSynchronize(main.stream));
+  }
+
 private:
   /// Creates the stream and the NCCL communicator of `channel`. Collective.
   commrt_status createChannel(int channel) {
@@ -245,6 +273,32 @@ private:
             bootstrap, status, COMMRT_ERROR_BACKEND, "ncclCommSplit"))
       return agreed;
     channels[channel] = std::move(created);
+    return COMMRT_SUCCESS;
+  }
+
+  /// Sets `onDevice` to whether the broadcast's `buffer` is device (or
+  /// managed) memory, once every rank has found its buffer in the same kind
+  /// of memory; every rank fails when one fails, so that all take the same
+  /// path, NCCL or MPI. Collective over the bootstrap communicator.
+  commrt_status placeBroadcast(const void *buffer, bool &onDevice) {
+    commrt_status status = checkCuda("cudaSetDevice", cudaSetDevice(device));
+    if (status == COMMRT_SUCCESS)
+      status = locateBuffer("buffer", buffer, device, onDevice);
+    // The maximum of [status, on device, on host] over the ranks.
+    const bool ok = status == COMMRT_SUCCESS;
+    int votes[3] = {static_cast<int>(status), ok && onDevice, ok && !onDevice};
+    if (int error =
+            MPI_Allreduce(MPI_IN_PLACE, votes, 3, MPI_INT, MPI_MAX, bootstrap))
+      return failMpi("MPI_Allreduce", error);
+    if (!ok)
+      return status;
+    if (votes[0] != COMMRT_SUCCESS)
+      return fail(static_cast<commrt_status>(votes[0]),
+                  "another rank's buffer was rejected");
+    if (votes[1] && votes[2])
+      return fail(COMMRT_ERROR_MISMATCH,
+                  "ranks disagree on where the buffer is (device memory on "
+                  "some ranks, host memory on others)");
     return COMMRT_SUCCESS;
   }
 
@@ -381,6 +435,9 @@ private:
   std::vector<std::unique_ptr<Stream>> channels;
   /// The scratch memory of sparse allreduces, created by the first one.
   std::unique_ptr<NcclSparse> sparseState;
+  /// A 2-byte contiguous type carrying f16 and bf16 elements of host
+  /// broadcasts.
+  MPI_Datatype type16 = MPI_DATATYPE_NULL;
 };
 
 /// Picks this rank's device: its rank among the ranks of its node, modulo

@@ -415,6 +415,16 @@ commrt_status checkChannel(int32_t channel) {
   return COMMRT_SUCCESS;
 }
 
+/// Fails unless `root` is a rank of the runtime's communicator.
+commrt_status checkRoot(int32_t root) {
+  int size;
+  MPI_Comm_size(runtime().comm, &size);
+  if (root < 0 || root >= size)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "root ", root,
+                " is out of range (expected 0..", size - 1, ")");
+  return COMMRT_SUCCESS;
+}
+
 /// Fails when `handle`, where a start stores its handle, is null.
 commrt_status checkHandlePointer(const int64_t *handle) {
   if (!handle)
@@ -649,6 +659,25 @@ int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
       return status;
     return runtime().backend->run(
         singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f));
+  }());
+}
+
+int32_t commrt_broadcast(void *buffer, int64_t count, int32_t dtype,
+                         int32_t root) {
+  return inFunction("commrt_broadcast", [&] {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+      return status;
+    commrt_status status = checkBuffer(buffer, count);
+    if (status == COMMRT_SUCCESS)
+      status = checkDtype(dtype);
+    if (status == COMMRT_SUCCESS)
+      status = checkRoot(root);
+    status =
+        agree(status, {{"count", count}, {"dtype", dtype}, {"root", root}});
+    if (status != COMMRT_SUCCESS || count == 0)
+      return status;
+    return runtime().backend->broadcast(buffer, count,
+                                        static_cast<commrt_dtype>(dtype), root);
   }());
 }
 

@@ -1,6 +1,6 @@
 //===- Translations.cpp - Registration of commopt's translations ----------===//
 //
-// Registers the profile imports and the timeline export with the
+// Registers the profile imports and the timeline and plan exports with the
 // mlir-translate registry.
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -26,12 +27,13 @@ static void registerImportDialects(DialectRegistry &registry) {
   registry.insert<comm::CommDialect, func::FuncDialect>();
 }
 
-/// The dialects of the training steps the export reads: comm, and the
-/// upstream ops whose cost it estimates with the roofline model.
+/// The dialects of the training steps the exports read: comm, the upstream
+/// ops whose cost they estimate with the roofline model, and the globals
+/// that hold sparse residuals.
 static void registerExportDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, comm::CommDialect, func::FuncDialect,
                   linalg::LinalgDialect, math::MathDialect,
-                  tensor::TensorDialect>();
+                  ml_program::MLProgramDialect, tensor::TensorDialect>();
 }
 
 void mlir::comm::registerCommOptTranslations() {
@@ -53,6 +55,11 @@ void mlir::comm::registerCommOptTranslations() {
             clEnumValN(SimulationMode::SteadyState, "steady",
                        "the measured iterations of the steady state")),
         llvm::cl::init(SimulationMode::Step));
+    static llvm::cl::opt<std::string> planFunction(
+        "plan-function",
+        llvm::cl::desc("--export-plan: the step function (default: the one "
+                       "function that holds collectives)"),
+        llvm::cl::init(""));
     TranslateToMLIRRegistration importGradProfile(
         "import-grad-profile",
         "Import a commopt JSON gradient profile (version 1)",
@@ -78,6 +85,16 @@ void mlir::comm::registerCommOptTranslations() {
           options.device = timelineDevice;
           options.mode = timelineMode;
           return comm::exportTimeline(module, os, options);
+        },
+        registerExportDialects);
+    TranslateFromMLIRRegistration exportPlan(
+        "export-plan",
+        "Write a planned step (after comm-optimize with an estimate) as a "
+        "JSON plan for commopt's training bridge (docs/Plan.md)",
+        [](ModuleOp module, raw_ostream &os) {
+          PlanExportOptions options;
+          options.function = planFunction;
+          return comm::exportPlan(module, os, options);
         },
         registerExportDialects);
     return true;

@@ -80,9 +80,12 @@ static std::string getTitle(const FunctionEstimate &estimate) {
   return estimate.model.empty() ? title : estimate.model + " " + title;
 }
 
-/// Attaches the figures of `timeline` to `func` and its collectives.
+/// Attaches the figures of `timeline` to `func` and its collectives, with
+/// the cluster they were simulated on (`clusterName`, `ranks` ranks), which
+/// the plan export records.
 static void attachEstimate(func::FuncOp func, const StepModel &model,
-                           const StepTimeline &timeline) {
+                           const StepTimeline &timeline,
+                           StringRef clusterName, int64_t ranks) {
   Builder builder(func.getContext());
   const TimelineResult &result = timeline.result;
   func->setAttr(
@@ -100,6 +103,8 @@ static void attachEstimate(func::FuncOp func, const StepModel &model,
           builder.getNamedAttr(
               "mode",
               builder.getStringAttr(stringifySimulationMode(timeline.mode))),
+          builder.getNamedAttr("cluster", builder.getStringAttr(clusterName)),
+          builder.getNamedAttr("ranks", builder.getI64IntegerAttr(ranks)),
       }));
   // One new attribute dictionary per op: steps have up to 10^5 collectives.
   StringAttr startName = builder.getStringAttr("comm.start_us");
@@ -227,7 +232,8 @@ struct CommEstimatePass
                          << llvm::toString(timeline.takeError());
         return signalPassFailure();
       }
-      attachEstimate(func, *model, *timeline);
+      attachEstimate(func, *model, *timeline, getClusterName(),
+                     clusterModel->ranks);
       if (reportFormat != ReportFormat::None)
         estimates.push_back(summarize(modelName, func, *model, *timeline));
     }
@@ -264,12 +270,18 @@ private:
         printTextReport(estimate, os);
   }
 
+  /// The cluster's preset or file name, or the option naming it.
+  StringRef getClusterName() const {
+    return clusterModel->name.empty() ? StringRef(cluster)
+                                      : StringRef(clusterModel->name);
+  }
+
   /// The cluster in one line: its name and the figures that shape the
   /// timeline.
   std::string describeCluster() const {
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << (clusterModel->name.empty() ? cluster : clusterModel->name) << " ("
+    os << getClusterName() << " ("
        << clusterModel->ranks << " ranks, " << clusterModel->ranksPerNode
        << " per node, " << stringifyAllreduceAlgorithm(clusterModel->algorithm)
        << " allreduce, " << clusterModel->channels << " "

@@ -9,6 +9,7 @@
 
 #include "CommDialect/Analysis/ClusterModel.h"
 #include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
 #include "CommDialect/Passes.h"
 
@@ -33,19 +34,6 @@ using namespace mlir::comm;
 /// The exchanges `exchange=auto` chooses from, in the order that breaks ties.
 static constexpr ExchangeKind kAllExchanges[] = {
     ExchangeKind::allgather, ExchangeKind::hash, ExchangeKind::chunk};
-
-/// The cost model's name for an exchange.
-static SparseExchangeScheme getScheme(ExchangeKind exchange) {
-  switch (exchange) {
-  case ExchangeKind::allgather:
-    return SparseExchangeScheme::Allgather;
-  case ExchangeKind::hash:
-    return SparseExchangeScheme::Hash;
-  case ExchangeKind::chunk:
-    return SparseExchangeScheme::Chunk;
-  }
-  llvm_unreachable("unknown exchange kind");
-}
 
 /// A symbol name made from a parameter name: characters other than letters,
 /// digits and '_' become '_', and a leading digit gets a '_' before it.
@@ -133,27 +121,19 @@ private:
     if (allreduce.getWire() || allreduce.getPrescale())
       return std::nullopt;
 
-    int64_t elements = type.getNumElements();
-    int64_t valueBytes =
-        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-    int64_t bytes = elements * valueBytes;
+    SparseGradient gradient =
+        describeSparseGradient(type, density, chunkElements);
+    int64_t bytes = gradient.denseElements * gradient.valueBytes;
     if (bytes < minBytes)
       return std::nullopt;
-
-    SparseGradient gradient;
-    gradient.denseElements = elements;
-    gradient.density = density;
-    gradient.valueBytes = valueBytes;
-    gradient.indexBytes =
-        elements <= std::numeric_limits<uint32_t>::max() ? 4 : 8;
-    gradient.chunkElements = chunkElements;
 
     double bestUs =
         allreduceCost(*clusterModel, static_cast<double>(bytes)).totalUs();
     std::optional<ExchangeKind> best;
     for (ExchangeKind candidate : exchanges) {
       double us =
-          sparseAllreduceCost(*clusterModel, getScheme(candidate), gradient)
+          sparseAllreduceCost(*clusterModel, getSparseExchangeScheme(candidate),
+                              gradient)
               .totalUs();
       if (us < bestUs) {
         bestUs = us;

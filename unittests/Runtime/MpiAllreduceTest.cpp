@@ -2,7 +2,7 @@
 //
 // Run under mpirun with any number of ranks (CTest uses 2 and 4). Values are
 // small integers and halves, exact in every dtype, so results compare
-// exactly.
+// exactly. Broadcasts are tested here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +10,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -121,6 +123,110 @@ INSTANTIATE_TEST_SUITE_P(
              reduceName(std::get<1>(info.param));
     });
 
+/// A broadcast's root: the first or the last rank.
+enum class Root { First, Last };
+
+using DtypeAndRoot = std::tuple<commrt_dtype, Root>;
+
+class BroadcastTest : public ::testing::TestWithParam<DtypeAndRoot> {
+protected:
+  int root() const {
+    return std::get<1>(GetParam()) == Root::First ? 0 : size() - 1;
+  }
+};
+
+TEST_P(BroadcastTest, CopiesRootsElementsToEveryRank) {
+  commrt_dtype dtype = std::get<0>(GetParam());
+  for (int64_t count : {int64_t(1), int64_t(1000), int64_t(1) << 20}) {
+    // One guard element on either side must keep this rank's value.
+    TypedBuffer buffer(dtype, count + 2);
+    buffer.set(0, 100 + rank());
+    buffer.set(count + 1, 200 + rank());
+    for (int64_t i = 0; i < count; ++i)
+      buffer.set(i + 1, contribution(rank(), i));
+    TypedBuffer expected(dtype, count);
+    for (int64_t i = 0; i < count; ++i)
+      expected.set(i, contribution(root(), i));
+    const size_t width = commrt::elementSize(dtype);
+    void *data = static_cast<char *>(buffer.data()) + width;
+    ASSERT_EQ(commrt_broadcast(data, count, dtype, root()), COMMRT_SUCCESS)
+        << commrt_last_error();
+    // Bit for bit: 16-bit elements are copied, not converted.
+    ASSERT_EQ(std::memcmp(data, expected.data(), count * width), 0)
+        << "count " << count;
+    for (int64_t i = 0; i < std::min<int64_t>(count, 16); ++i)
+      EXPECT_EQ(buffer.get(i + 1), contribution(root(), i)) << "index " << i;
+    EXPECT_EQ(buffer.get(0), 100 + rank());
+    EXPECT_EQ(buffer.get(count + 1), 200 + rank());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, BroadcastTest,
+    ::testing::Combine(::testing::Values(COMMRT_F32, COMMRT_F64, COMMRT_F16,
+                                         COMMRT_BF16),
+                       ::testing::Values(Root::First, Root::Last)),
+    [](const ::testing::TestParamInfo<DtypeAndRoot> &info) {
+      return std::string(dtypeName(std::get<0>(info.param))) +
+             (std::get<1>(info.param) == Root::First ? "_first" : "_last");
+    });
+
+TEST(Broadcast, CountZeroIsANoOp) {
+  float value = static_cast<float>(rank());
+  EXPECT_EQ(commrt_broadcast(nullptr, 0, COMMRT_F32, 0), COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(commrt_broadcast(&value, 0, COMMRT_BF16, size() - 1),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(value, static_cast<float>(rank()));
+}
+
+/// Invalid arguments passed by every rank, with consistency checks off
+/// (false) and on (true): every rank fails alike, and none is left waiting.
+class BroadcastInvalidTest : public ::testing::TestWithParam<bool> {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(commrt_set_consistency_checks(GetParam()), COMMRT_SUCCESS);
+  }
+  void TearDown() override { commrt_set_consistency_checks(0); }
+};
+
+TEST_P(BroadcastInvalidTest, FailsOnEveryRank) {
+  float data[4] = {};
+  const std::string ranks = "(expected 0.." + std::to_string(size() - 1) + ")";
+  EXPECT_TRUE(failedWith(commrt_broadcast(nullptr, 4, COMMRT_F32, 0),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_broadcast: buffer is null but count is 4"));
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, -1, COMMRT_F32, 0),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_broadcast: count -1 is negative"));
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, 4, COMMRT_F32, -1),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_broadcast: root -1 is out of range " + ranks));
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, 4, COMMRT_F16, size()),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_broadcast: root " + std::to_string(size()) +
+                             " is out of range " + ranks));
+  EXPECT_TRUE(failedWith(
+      commrt_broadcast(data, 4, 4, 0), COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_broadcast: dtype 4 is not a commrt_dtype (expected 0..3)"));
+  EXPECT_TRUE(failedWith(commrt_broadcast(nullptr, 0, COMMRT_F32, size()),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_broadcast: root " + std::to_string(size()) +
+                             " is out of range " + ranks))
+      << "the root is checked even when count is 0";
+  // The ranks are still in step.
+  float value = rank() == 0 ? 5.0f : 0.0f;
+  ASSERT_EQ(commrt_broadcast(&value, 1, COMMRT_F32, 0), COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(value, 5.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Checks, BroadcastInvalidTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "On" : "Off";
+                         });
+
 /// Tests that run with consistency checks on and need two or more ranks.
 class CheckedTest : public ::testing::Test {
 protected:
@@ -208,10 +314,69 @@ TEST_F(CheckedTest, InvalidDtypeOnRankZeroFailsOnEveryRank) {
   expectRanksStillInStep();
 }
 
+TEST_F(CheckedTest, BroadcastRootMismatchFailsOnEveryRank) {
+  float data[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  int32_t root = rank() == 0 ? 0 : lastRank();
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, 4, COMMRT_F32, root),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_broadcast: ranks disagree on root (min 0, "
+                         "max " +
+                             std::to_string(lastRank()) + ")"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, BroadcastCountMismatchFailsOnEveryRank) {
+  double data[4] = {};
+  int64_t count = rank() == lastRank() ? 4 : 3;
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, count, COMMRT_F64, 0),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_broadcast: ranks disagree on count (min 3, "
+                         "max 4)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, BroadcastCountZeroOnOneRankFailsOnEveryRank) {
+  float data[4] = {};
+  int64_t count = rank() == 0 ? 0 : 4;
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, count, COMMRT_F32, 0),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_broadcast: ranks disagree on count (min 0, "
+                         "max 4)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, BroadcastDtypeMismatchFailsOnEveryRank) {
+  uint16_t data[4] = {};
+  int32_t dtype = rank() == 0 ? COMMRT_BF16 : COMMRT_F16;
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, 4, dtype, 0),
+                         COMMRT_ERROR_MISMATCH,
+                         "commrt_broadcast: ranks disagree on dtype (min 2, "
+                         "max 3)"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, BroadcastInvalidRootOnOneRankFailsOnEveryRank) {
+  float data[4] = {};
+  bool bad = rank() == lastRank();
+  int32_t status = commrt_broadcast(data, 4, COMMRT_F32, bad ? size() : 0);
+  std::string message =
+      bad ? "commrt_broadcast: root " + std::to_string(size()) +
+                " is out of range (expected 0.." + std::to_string(lastRank()) +
+                ")"
+          : "commrt_broadcast: rank " + std::to_string(lastRank()) +
+                " passed an invalid argument";
+  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT, message));
+  expectRanksStillInStep();
+}
+
 TEST_F(CheckedTest, MatchingCallsSucceed) {
   EXPECT_EQ(commrt_allreduce(nullptr, 0, COMMRT_F32, COMMRT_SUM),
             COMMRT_SUCCESS)
       << commrt_last_error();
+  float value = rank() == lastRank() ? -3.5f : 0.0f;
+  EXPECT_EQ(commrt_broadcast(&value, 1, COMMRT_F32, lastRank()), COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(value, -3.5f);
   expectRanksStillInStep();
 }
 

@@ -127,6 +127,30 @@ TEST_P(InvalidArgumentTest, AllreduceWire) {
       "commrt_allreduce_wire: prescale nan is not a finite nonzero number"));
 }
 
+TEST_P(InvalidArgumentTest, Broadcast) {
+  float data[4] = {};
+  EXPECT_TRUE(failedWith(commrt_broadcast(nullptr, 5, COMMRT_F32, 0),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_broadcast: buffer is null but count is 5"));
+  EXPECT_TRUE(failedWith(commrt_broadcast(data, -1, COMMRT_F32, 0),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_broadcast: count -1 is negative"));
+  EXPECT_TRUE(failedWith(
+      commrt_broadcast(data, 4, 7, 0), COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_broadcast: dtype 7 is not a commrt_dtype (expected 0..3)"));
+  EXPECT_TRUE(failedWith(
+      commrt_broadcast(data, 4, COMMRT_F32, -1), COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_broadcast: root -1 is out of range (expected 0..0)"));
+  EXPECT_TRUE(failedWith(
+      commrt_broadcast(data, 4, COMMRT_BF16, 1), COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_broadcast: root 1 is out of range (expected 0..0)"));
+  EXPECT_TRUE(
+      failedWith(commrt_broadcast(nullptr, 0, COMMRT_F64, 1),
+                 COMMRT_ERROR_INVALID_ARGUMENT,
+                 "commrt_broadcast: root 1 is out of range (expected 0..0)"))
+      << "the root is checked even when count is 0";
+}
+
 TEST_P(InvalidArgumentTest, InitAndSettings) {
   EXPECT_TRUE(failedWith(
       commrt_init_backend(3), COMMRT_ERROR_INVALID_ARGUMENT,
@@ -163,6 +187,21 @@ TEST(Allreduce, OneRankKeepsTheValues) {
         EXPECT_EQ(buffer.get(i), values[i])
             << "dtype " << dtype << ", reduce " << reduce;
     }
+  }
+}
+
+TEST(Broadcast, OneRankKeepsTheValues) {
+  const double values[] = {1.5, -2.0, 3.0, 0.25};
+  EXPECT_EQ(commrt_broadcast(nullptr, 0, COMMRT_F32, 0), COMMRT_SUCCESS)
+      << "count 0 is a no-op";
+  for (int dtype = COMMRT_F32; dtype <= COMMRT_BF16; ++dtype) {
+    TypedBuffer buffer(static_cast<commrt_dtype>(dtype), 4);
+    for (int i = 0; i < 4; ++i)
+      buffer.set(i, values[i]);
+    ASSERT_EQ(commrt_broadcast(buffer.data(), 4, dtype, 0), COMMRT_SUCCESS)
+        << commrt_last_error();
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(buffer.get(i), values[i]) << "dtype " << dtype;
   }
 }
 

@@ -13,8 +13,11 @@
 #define COMMDIALECT_ANALYSIS_STEPMODEL_H
 
 #include "CommDialect/Analysis/ClusterModel.h"
+#include "CommDialect/Analysis/CollectiveCost.h"
 #include "CommDialect/Analysis/DeviceModel.h"
 #include "CommDialect/Analysis/TimelineSimulator.h"
+
+#include "CommDialect/CommDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -50,6 +53,15 @@ double estimateComputeUs(Operation *op, const DeviceModel &device);
 /// null) replacing the element type on the wire. Dynamic shapes count as
 /// zero-sized.
 double getCollectiveBytes(TypeRange types, Type wire);
+
+/// The cost model's exchange scheme for `exchange`.
+SparseExchangeScheme getSparseExchangeScheme(ExchangeKind exchange);
+
+/// A sparse allreduce of a gradient of static tensor type `type` at
+/// `density`, with `chunkElements` per chunk, as the exchange costs need it
+/// (4-byte indices up to 2^32 elements, 8-byte ones beyond).
+SparseGradient describeSparseGradient(ShapedType type, double density,
+                                      int64_t chunkElements);
 
 /// The name of the model `module` holds, for reports: its `comm.model`
 /// attribute (set by the profile imports), else its symbol name, else "".

@@ -1,6 +1,6 @@
 //===- Export.h - Exports of simulated training steps -----------*- C++ -*-===//
 //
-// Entry points of the exports, for programs that call them directly rather
+// Entry points of the exports (timeline and plan), for programs that call them directly rather
 // than through commopt-translate.
 //
 //===----------------------------------------------------------------------===//
@@ -40,6 +40,27 @@ struct TimelineExportOptions {
 /// cannot be loaded or a step cannot be simulated.
 LogicalResult exportTimeline(ModuleOp module, llvm::raw_ostream &os,
                              const TimelineExportOptions &options);
+
+/// The version of the JSON plan format that exportPlan writes
+/// (docs/Plan.md).
+inline constexpr int64_t kPlanFormatVersion = 1;
+
+/// What the plan export writes.
+struct PlanExportOptions {
+  /// The step function; empty: the one function that holds collectives.
+  std::string function;
+};
+
+/// Writes the planned step of `module` as a JSON plan (docs/Plan.md): its
+/// collectives in issue order with the parameters (and element ranges of
+/// partitioned gradients) they carry, reduction, wire type, prescale,
+/// channel, priority and sparse settings, and the cluster and estimate that
+/// comm-estimate attached. Emits an error naming the op or parameter, and
+/// writes nothing, when the step has no recorded estimate, a gradient has
+/// no parameter name or a dynamic shape, or a parameter is not communicated
+/// exactly once.
+LogicalResult exportPlan(ModuleOp module, llvm::raw_ostream &os,
+                         const PlanExportOptions &options);
 
 } // namespace mlir::comm
 

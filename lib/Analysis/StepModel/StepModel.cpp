@@ -36,6 +36,32 @@ double mlir::comm::getCollectiveBytes(TypeRange types, Type wire) {
   return bytes;
 }
 
+SparseExchangeScheme mlir::comm::getSparseExchangeScheme(ExchangeKind exchange) {
+  switch (exchange) {
+  case ExchangeKind::allgather:
+    return SparseExchangeScheme::Allgather;
+  case ExchangeKind::hash:
+    return SparseExchangeScheme::Hash;
+  case ExchangeKind::chunk:
+    return SparseExchangeScheme::Chunk;
+  }
+  llvm_unreachable("unknown exchange kind");
+}
+
+SparseGradient mlir::comm::describeSparseGradient(ShapedType type,
+                                                  double density,
+                                                  int64_t chunkElements) {
+  SparseGradient gradient;
+  gradient.denseElements = type.getNumElements();
+  gradient.density = density;
+  gradient.valueBytes =
+      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  gradient.indexBytes =
+      gradient.denseElements <= std::numeric_limits<uint32_t>::max() ? 4 : 8;
+  gradient.chunkElements = chunkElements;
+  return gradient;
+}
+
 /// Flops and bytes of a tensor op for the roofline: a linalg op runs its
 /// body once per point of its iteration space; an elementwise arith/math op
 /// on tensors does one operation per element. Everything else is free.
@@ -167,6 +193,29 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           &op, fused.getInputs(),
           fused.getWireAttr() ? fused.getWireAttr().getValue() : Type(), label)
           .blocking = true;
+      continue;
+    }
+    if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
+      // Blocking: the step goes on once the exchange is done. The selection
+      // and the residual update are not priced (docs/CostModel.md).
+      auto type = cast<ShapedType>(sparse.getGrad().getType());
+      if (!type.hasStaticShape())
+        return sparse.emitOpError("cannot be estimated: its gradient has a "
+                                  "dynamic shape");
+      SparseGradient gradient = describeSparseGradient(
+          type, sparse.getDensity().convertToDouble(),
+          sparse.getChunkElements().value_or(kDefaultSparseChunkElements));
+      CollectiveTask task;
+      task.label = getLabel(&op, sparse.getName());
+      task.cost = sparseAllreduceCost(
+          cluster, getSparseExchangeScheme(sparse.getExchange()), gradient);
+      task.issuedAfter = lastComputeTask();
+      task.layers = getProducingLayers(sparse.getGrad());
+      task.blocking = true;
+      step.collectives.push_back(std::move(task));
+      model.collectiveOps.push_back(&op);
+      model.collectiveBytes.push_back(
+          getCollectiveBytes(sparse.getGrad().getType(), Type()));
       continue;
     }
     if (auto start = dyn_cast<StartOp>(op)) {

@@ -71,7 +71,7 @@ extern "C" {
 typedef enum commrt_status {
   COMMRT_SUCCESS = 0,
   COMMRT_ERROR_INVALID_ARGUMENT = 1, /* null buffer, bad count, bad enum */
-  COMMRT_ERROR_MISMATCH = 2,         /* ranks disagree on count/dtype/op */
+  COMMRT_ERROR_MISMATCH = 2,         /* ranks disagree on count/dtype/op/root */
   COMMRT_ERROR_BACKEND = 3,          /* MPI / NCCL / CUDA reported an error */
   COMMRT_ERROR_NOT_INITIALIZED = 4,  /* used after commrt_finalize */
   COMMRT_ERROR_UNAVAILABLE = 5,      /* backend not built or no device */
@@ -178,6 +178,30 @@ int32_t commrt_channels(void);
  * even after every step. */
 int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
                          int32_t reduce);
+
+/* Blocking in-place broadcast of `count` elements of `dtype` at `buffer` from
+ * rank `root`: when it returns, every rank's `count` elements equal root's,
+ * bit for bit (16-bit elements are copied, never converted), e.g. a model's
+ * parameters sent from rank 0 before training starts. Collective over all
+ * ranks: every rank must pass the same count, dtype and root; with
+ * consistency checks on (see below) they are compared, and a mismatch is
+ * reported as COMMRT_ERROR_MISMATCH on every rank instead of hanging or
+ * producing garbage. `root` must be in [0, commrt_size()). A null buffer with
+ * count > 0, a negative count, a dtype that is not a commrt_dtype or a root
+ * out of range fail with COMMRT_ERROR_INVALID_ARGUMENT. count == 0 is a no-op
+ * (buffer may then be null). Where it runs:
+ *  - MPI backend: MPI_Bcast on the runtime's communicator, in pieces of at
+ *    most INT32_MAX elements.
+ *  - NCCL backend, device (or managed) memory: ncclBroadcast on the
+ *    backend's stream; it returns once the GPU work is done.
+ *  - NCCL backend, host memory: as under MPI, over the communicator NCCL was
+ *    bootstrapped over.
+ * Under NCCL the ranks first agree on where their buffers are (one small
+ * MPI_Allreduce); ranks that disagree (device memory on some, host memory on
+ * others) fail with COMMRT_ERROR_MISMATCH on every rank. On failure the
+ * buffer's contents are unspecified. */
+int32_t commrt_broadcast(void *buffer, int64_t count, int32_t dtype,
+                         int32_t root);
 
 /* Blocking in-place allreduce of `count` f32 elements at `buffer` that travel
  * in the reduced precision `wire` (COMMRT_F16 or COMMRT_BF16): every element

@@ -1,0 +1,378 @@
+//===- PlanExport.cpp - Planned training steps as JSON plans --------------===//
+//
+// Implements `--export-plan`: writes the collectives of a planned step (after
+// comm-optimize) as a versioned JSON plan that a training loop executes
+// without MLIR (python/commopt). Collectives appear in issue order, the order
+// of the ops in the step; each names the parameters whose gradients it
+// carries, with the element range of each when the planner partitioned a
+// gradient into pieces. The format is specified in docs/Plan.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Target/Export.h"
+
+#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommDialect/CommDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::comm;
+
+namespace {
+
+/// The elements of one parameter's gradient that a collective carries: the
+/// range [offset, offset + count) of the gradient flattened in row-major
+/// order.
+struct GradientRange {
+  std::string name;
+  SmallVector<int64_t> shape;
+  std::string dtype;
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+
+/// One collective of the plan.
+struct PlannedCollective {
+  Operation *op;
+  SmallVector<GradientRange> gradients;
+};
+
+} // namespace
+
+/// Whether `op` is a collective that the plan executes (comm.wait completes a
+/// comm.start and is not one).
+static bool isPlannedCollective(Operation *op) {
+  return isa<AllReduceOp, FusedAllReduceOp, StartOp, SparseAllReduceOp>(op);
+}
+
+/// The plan's name of element type `type`, or an empty string when a plan
+/// cannot carry it.
+static std::string getDtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF64())
+    return "f64";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  return "";
+}
+
+/// The gradients that `op` communicates and their parameter names.
+static std::pair<SmallVector<Value>, SmallVector<StringRef>>
+getNamedGradients(Operation *op) {
+  SmallVector<Value> gradients;
+  SmallVector<StringRef> names;
+  auto addNames = [&](std::optional<ArrayAttr> attr) {
+    if (attr)
+      for (Attribute name : *attr)
+        names.push_back(cast<StringAttr>(name).getValue());
+  };
+  if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
+    gradients.push_back(allreduce.getInput());
+    if (std::optional<StringRef> name = allreduce.getName())
+      names.push_back(*name);
+  } else if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
+    llvm::append_range(gradients, fused.getInputs());
+    addNames(fused.getNames());
+  } else if (auto start = dyn_cast<StartOp>(op)) {
+    llvm::append_range(gradients, start.getInputs());
+    addNames(start.getNames());
+  } else {
+    auto sparse = cast<SparseAllReduceOp>(op);
+    gradients.push_back(sparse.getGrad());
+    if (std::optional<StringRef> name = sparse.getName())
+      names.push_back(*name);
+  }
+  return {gradients, names};
+}
+
+/// Finds the parameter gradient that `value` is, or the piece of it that
+/// comm-schedule-overlap cut: a static unit-stride `tensor.extract_slice` of
+/// the gradient collapsed to one dimension (or of a 1-D gradient).
+static FailureOr<GradientRange> traceGradient(Operation *op, Value value,
+                                              StringRef name) {
+  GradientRange range;
+  range.name = name.str();
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return op->emitError() << "export-plan: the gradient of '" << name
+                           << "' is not a tensor; export the plan before "
+                              "bufferization";
+  if (auto slice = value.getDefiningOp<tensor::ExtractSliceOp>()) {
+    auto sourceType = slice.getSourceType();
+    if (sourceType.getRank() != 1 || !slice.hasUnitStride() ||
+        slice.getStaticOffsets()[0] == ShapedType::kDynamic ||
+        slice.getStaticSizes()[0] == ShapedType::kDynamic)
+      return op->emitError()
+             << "export-plan: the gradient of '" << name
+             << "' is a slice that is not a static, contiguous piece of the "
+                "flattened parameter";
+    range.offset = slice.getStaticOffsets()[0];
+    range.count = slice.getStaticSizes()[0];
+    value = slice.getSource();
+    if (auto collapse = value.getDefiningOp<tensor::CollapseShapeOp>())
+      value = collapse.getSrc();
+    type = cast<RankedTensorType>(value.getType());
+  }
+  if (!type.hasStaticShape())
+    return op->emitError() << "export-plan: the gradient of '" << name
+                           << "' has a dynamic shape " << type;
+  range.shape.assign(type.getShape().begin(), type.getShape().end());
+  range.dtype = getDtypeName(type.getElementType());
+  if (range.dtype.empty())
+    return op->emitError() << "export-plan: the gradient of '" << name
+                           << "' has element type " << type.getElementType()
+                           << "; plans carry f32, f64, f16 and bf16";
+  if (range.count == 0 && range.offset == 0)
+    range.count = type.getNumElements();
+  return range;
+}
+
+/// Collects the collectives of `func` in issue order with their gradients.
+static FailureOr<SmallVector<PlannedCollective>>
+collectPlan(func::FuncOp func) {
+  SmallVector<PlannedCollective> plan;
+  WalkResult walked = func.walk([&](Operation *op) {
+    if (!isPlannedCollective(op))
+      return WalkResult::advance();
+    auto [gradients, names] = getNamedGradients(op);
+    if (names.size() != gradients.size()) {
+      op->emitError() << "export-plan: the collective names "
+                      << names.size() << " parameter(s) for "
+                      << gradients.size()
+                      << " gradient(s); a plan needs the parameter name of "
+                         "every gradient (profiles imported with "
+                         "--import-grad-profile have them)";
+      return WalkResult::interrupt();
+    }
+    PlannedCollective collective{op, {}};
+    for (auto [gradient, name] : llvm::zip_equal(gradients, names)) {
+      FailureOr<GradientRange> range = traceGradient(op, gradient, name);
+      if (failed(range))
+        return WalkResult::interrupt();
+      collective.gradients.push_back(std::move(*range));
+    }
+    plan.push_back(std::move(collective));
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return failure();
+  return plan;
+}
+
+/// Checks that every parameter keeps one shape and element type across the
+/// plan and that its pieces cover its elements exactly once.
+static LogicalResult verifyCoverage(func::FuncOp func,
+                                    ArrayRef<PlannedCollective> plan) {
+  llvm::StringMap<SmallVector<const GradientRange *>> pieces;
+  SmallVector<StringRef> order;
+  for (const PlannedCollective &collective : plan)
+    for (const GradientRange &range : collective.gradients) {
+      auto [it, inserted] = pieces.try_emplace(range.name);
+      if (inserted)
+        order.push_back(it->getKey());
+      const GradientRange *first =
+          it->second.empty() ? &range : it->second.front();
+      if (first->shape != range.shape || first->dtype != range.dtype)
+        return collective.op->emitError()
+               << "export-plan: parameter '" << range.name
+               << "' appears with two shapes or element types";
+      it->second.push_back(&range);
+    }
+  for (StringRef name : order) {
+    SmallVector<const GradientRange *> &ranges = pieces[name];
+    llvm::sort(ranges, [](const GradientRange *a, const GradientRange *b) {
+      return a->offset < b->offset;
+    });
+    int64_t elements = 1;
+    for (int64_t dim : ranges.front()->shape)
+      elements *= dim;
+    int64_t covered = 0;
+    for (const GradientRange *range : ranges) {
+      if (range->offset != covered)
+        return func.emitError()
+               << "export-plan: parameter '" << name << "' is "
+               << (range->offset < covered ? "communicated twice"
+                                           : "not communicated whole")
+               << " (elements from " << std::min(range->offset, covered)
+               << " on)";
+      covered += range->count;
+    }
+    if (covered != elements)
+      return func.emitError()
+             << "export-plan: parameter '" << name << "' has " << elements
+             << " elements but the plan communicates " << covered;
+  }
+  return success();
+}
+
+/// The one function of `module` that holds collectives, or the one named
+/// `name`.
+static FailureOr<func::FuncOp> findStep(ModuleOp module, StringRef name) {
+  if (!name.empty()) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func || func.isExternal())
+      return module.emitError()
+             << "export-plan: no function @" << name << " with a body";
+    return func;
+  }
+  SmallVector<func::FuncOp> steps;
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    bool hasCollective =
+        func.walk([](Operation *op) {
+              return isPlannedCollective(op) ? WalkResult::interrupt()
+                                             : WalkResult::advance();
+            }).wasInterrupted();
+    if (hasCollective)
+      steps.push_back(func);
+  }
+  if (steps.empty())
+    return module.emitError()
+           << "export-plan: no function of the module holds a collective";
+  if (steps.size() > 1) {
+    InFlightDiagnostic diag = module.emitError()
+                              << "export-plan: several functions hold "
+                                 "collectives (";
+    llvm::interleaveComma(steps, diag, [&](func::FuncOp func) {
+      diag << "@" << func.getSymName();
+    });
+    return diag << "); name one with --plan-function";
+  }
+  return steps.front();
+}
+
+/// Writes the attributes of `collective` that say how it communicates.
+static void writeCollective(llvm::json::OStream &json,
+                            const PlannedCollective &collective) {
+  Operation *op = collective.op;
+  auto sparse = dyn_cast<SparseAllReduceOp>(op);
+  json.attribute("kind", sparse ? "sparse" : "dense");
+  json.attribute("op", op->getName().getStringRef());
+  ReduceKind reduce;
+  TypeAttr wire;
+  FloatAttr prescale;
+  if (sparse) {
+    reduce = sparse.getReduce();
+  } else if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
+    reduce = allreduce.getReduce();
+    wire = allreduce.getWireAttr();
+    prescale = allreduce.getPrescaleAttr();
+  } else if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
+    reduce = fused.getReduce();
+    wire = fused.getWireAttr();
+    prescale = fused.getPrescaleAttr();
+  } else {
+    auto start = cast<StartOp>(op);
+    reduce = start.getReduce();
+    wire = start.getWireAttr();
+    prescale = start.getPrescaleAttr();
+  }
+  json.attribute("reduce", stringifyReduceKind(reduce));
+  json.attribute("wire", wire ? getDtypeName(wire.getValue()) : "none");
+  json.attribute("prescale", prescale ? prescale.getValueAsDouble() : 1.0);
+  if (auto start = dyn_cast<StartOp>(op)) {
+    json.attribute("channel", static_cast<int64_t>(start.getChannel()));
+    if (std::optional<int64_t> priority = start.getPriority())
+      json.attribute("priority", *priority);
+    else
+      json.attribute("priority", nullptr);
+  } else {
+    // A collective the plan did not schedule runs where it stands, to
+    // completion before the step goes on.
+    json.attribute("channel", nullptr);
+    json.attribute("priority", nullptr);
+  }
+  if (sparse)
+    json.attributeObject("sparse", [&] {
+      json.attribute("select", stringifySelectKind(sparse.getSelect()));
+      json.attribute("density", sparse.getDensity().convertToDouble());
+      json.attribute("exchange", stringifyExchangeKind(sparse.getExchange()));
+      if (sparse.getSelect() == SelectKind::chunk)
+        json.attribute("chunk_elements",
+                       static_cast<int64_t>(sparse.getChunkElements().value_or(
+                           kDefaultSparseChunkElements)));
+    });
+  if (auto startUs = op->getAttrOfType<FloatAttr>("comm.start_us"))
+    json.attribute("start_us", startUs.getValueAsDouble());
+  if (auto endUs = op->getAttrOfType<FloatAttr>("comm.end_us"))
+    json.attribute("end_us", endUs.getValueAsDouble());
+  json.attributeArray("gradients", [&] {
+    for (const GradientRange &range : collective.gradients)
+      json.object([&] {
+        json.attribute("name", range.name);
+        json.attributeArray("shape", [&] {
+          for (int64_t dim : range.shape)
+            json.value(dim);
+        });
+        json.attribute("dtype", range.dtype);
+        json.attribute("offset", range.offset);
+        json.attribute("count", range.count);
+      });
+  });
+}
+
+LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
+                                     const PlanExportOptions &options) {
+  FailureOr<func::FuncOp> step = findStep(module, options.function);
+  if (failed(step))
+    return failure();
+  func::FuncOp func = *step;
+  auto estimate = func->getAttrOfType<DictionaryAttr>("comm.estimate");
+  auto clusterName =
+      estimate ? estimate.getAs<StringAttr>("cluster") : StringAttr();
+  auto ranks = estimate ? estimate.getAs<IntegerAttr>("ranks") : IntegerAttr();
+  if (!clusterName || !ranks)
+    return func.emitError()
+           << "export-plan: @" << func.getSymName()
+           << " records no estimate with its cluster; plan it with "
+              "comm-optimize and estimate=step (or steady), or run "
+              "comm-estimate last, so that the plan knows its world size";
+  FailureOr<SmallVector<PlannedCollective>> plan = collectPlan(func);
+  if (failed(plan) || failed(verifyCoverage(func, *plan)))
+    return failure();
+
+  llvm::json::OStream json(os, /*IndentSize=*/1);
+  json.object([&] {
+    json.attribute("format", "commopt-plan");
+    json.attribute("version", kPlanFormatVersion);
+    json.attribute("generator", "commopt-translate --export-plan");
+    json.attribute("model", getModelName(module));
+    json.attribute("function", func.getSymName());
+    json.attribute("world_size", ranks.getInt());
+    json.attributeObject("cluster", [&] {
+      json.attribute("name", clusterName.getValue());
+      json.attribute("ranks", ranks.getInt());
+      // The description itself where the name still resolves (a preset, or
+      // a file reachable from here), so that the plan can be re-estimated.
+      llvm::Expected<ClusterModel> cluster =
+          ClusterModel::parse(clusterName.getValue());
+      if (cluster)
+        json.attribute("description", cluster->toJSON());
+      else
+        llvm::consumeError(cluster.takeError());
+    });
+    json.attributeObject("estimate", [&] {
+      for (StringRef key : {"step_us", "compute_us", "communication_us",
+                            "exposed_us"})
+        if (auto value = estimate.getAs<FloatAttr>(key))
+          json.attribute(key, value.getValueAsDouble());
+      if (auto mode = estimate.getAs<StringAttr>("mode"))
+        json.attribute("mode", mode.getValue());
+    });
+    json.attributeArray("collectives", [&] {
+      for (const PlannedCollective &collective : *plan)
+        json.object([&] { writeCollective(json, collective); });
+    });
+  });
+  os << "\n";
+  return success();
+}

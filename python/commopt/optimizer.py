@@ -1,0 +1,269 @@
+"""Executes a communication plan in a PyTorch training step.
+
+Like Horovod's DistributedOptimizer, hooks on the parameters' gradient
+accumulators fire as backward produces each gradient; unlike Horovod, no
+rank negotiates with the others which gradient goes next: the plan fixes the
+collectives and their order, so every rank issues collective i + 1 only
+after collective i, once all of i's gradients are ready. Ranks whose hooks
+fire in different orders therefore still issue identical sequences.
+"""
+
+import os
+import time
+
+import torch
+
+from . import runtime
+from .errors import CommoptError
+from .plan import default_plan, dtype_name
+
+_ELEMENT_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
+
+
+def _wait_timeout_s():
+    text = os.environ.get("COMMOPT_TIMEOUT_S", "300")
+    try:
+        value = float(text)
+    except ValueError:
+        raise CommoptError(f"COMMOPT_TIMEOUT_S={text!r} is not a number")
+    if not value > 0:
+        raise CommoptError(f"COMMOPT_TIMEOUT_S={text!r} is not positive")
+    return value
+
+
+class _Issued:
+    """A collective issued in this step: its handle, or None once done."""
+
+    __slots__ = ("collective", "handle")
+
+    def __init__(self, collective, handle):
+        self.collective = collective
+        self.handle = handle
+
+
+class DistributedOptimizer:
+    """Wraps `optimizer` so that `step()` applies gradients reduced over all
+    ranks as `plan` (a commopt.Plan; None: the default plan) says.
+
+    `named_parameters` are the model's (name, parameter) pairs, named as the
+    profile that the plan was made from named them: the names of
+    `model.named_parameters()`. Sparse collectives keep a residual per
+    parameter across steps (`residuals`). Call `zero_grad()` (or set the
+    gradients to None) between steps, as with any optimizer.
+    """
+
+    def __init__(self, optimizer, named_parameters, plan=None):
+        runtime.init()
+        self.optimizer = optimizer
+        named = [(n, p) for n, p in named_parameters if p.requires_grad]
+        names = [n for n, _ in named]
+        if len(set(names)) != len(names):
+            raise CommoptError("named_parameters has duplicate names")
+        self.plan = plan if plan is not None else default_plan(named)
+        self.plan.check_against(named, runtime.size(), runtime.channels())
+        self._params = dict(named)
+        optimized = {id(p) for group in optimizer.param_groups
+                     for p in group["params"]}
+        for name, param in named:
+            if id(param) not in optimized:
+                raise CommoptError(
+                    f"parameter '{name}' is not optimized by the optimizer")
+        # For each parameter, the collectives that carry (a piece of) it.
+        self._carriers = {name: [] for name in self._params}
+        for collective in self.plan.collectives:
+            for g in collective.gradients:
+                self._carriers[g.name].append(collective)
+        self.residuals = {}
+        for collective in self.plan.collectives:
+            if collective.kind == "sparse":
+                name = collective.gradients[0].name
+                self.residuals[name] = torch.zeros_like(
+                    self._params[name], memory_format=torch.contiguous_format)
+        self._timeout_s = _wait_timeout_s()
+        # A log of issue order per step, for tests: lists of indices.
+        self.issue_log = None
+        self._hooks = []
+        self._accumulators = []
+        self._register_hooks()
+        self._reset_step()
+
+    # -- hooks ---------------------------------------------------------------
+
+    def _register_hooks(self):
+        for name, param in self._params.items():
+            # The gradient accumulator's hook runs once the gradient is in
+            # param.grad (Horovod does the same).
+            accumulator = param.expand_as(param).grad_fn.next_functions[0][0]
+            self._hooks.append(accumulator.register_hook(
+                lambda *_, name=name: self._gradient_ready(name)))
+            self._accumulators.append(accumulator)
+
+    def _reset_step(self):
+        self._ready = set()
+        self._pending = [len(c.gradients) for c in self.plan.collectives]
+        self._next = 0
+        self._issued = []
+
+    def _gradient_ready(self, name):
+        if name in self._ready:
+            raise CommoptError(
+                f"the gradient of '{name}' became ready twice in one step: "
+                "call step() (or synchronize()) after every backward")
+        self._ready.add(name)
+        for collective in self._carriers[name]:
+            self._pending[collective.index] -= 1
+        self._issue_ready()
+
+    def _issue_ready(self):
+        collectives = self.plan.collectives
+        while self._next < len(collectives) and \
+                self._pending[self._next] == 0:
+            self._issue(collectives[self._next])
+            self._next += 1
+
+    # -- collectives -----------------------------------------------------------
+
+    def _gradient(self, name, dtype):
+        param = self._params[name]
+        grad = param.grad
+        if grad is None:
+            raise CommoptError(f"parameter '{name}' has no gradient")
+        if grad.is_sparse or not grad.is_contiguous():
+            raise CommoptError(
+                f"the gradient of '{name}' is not a dense contiguous tensor")
+        if dtype_name(grad) != dtype:
+            raise CommoptError(
+                f"the gradient of '{name}' is {grad.dtype}, the plan "
+                f"says {dtype}")
+        return grad
+
+    def _issue(self, collective):
+        if self.issue_log is not None:
+            self.issue_log.append(collective.index)
+        if collective.kind == "sparse":
+            self._sparse(collective)
+            return
+        dtype = collective.gradients[0].dtype
+        element = _ELEMENT_SIZE[dtype]
+        pointers, counts = [], []
+        for g in collective.gradients:
+            grad = self._gradient(g.name, dtype)
+            pointers.append(grad.data_ptr() + g.offset * element)
+            counts.append(g.count)
+        wire = runtime.WIRE_NONE if collective.wire == "none" else \
+            runtime.DTYPES[collective.wire]
+        arguments = (pointers, counts, runtime.DTYPES[dtype],
+                     runtime.REDUCES[collective.reduce], wire,
+                     collective.prescale)
+        if collective.channel is None:
+            runtime.check(runtime.fused_allreduce(*arguments),
+                          collective.describe())
+            return
+        status, handle = runtime.fused_allreduce_start(*arguments,
+                                                       collective.channel)
+        runtime.check(status, collective.describe())
+        self._issued.append(_Issued(collective, handle))
+
+    def _sparse(self, collective):
+        g = collective.gradients[0]
+        grad = self._gradient(g.name, "f32")
+        residual = self.residuals[g.name]
+        sparse = collective.sparse
+        status = runtime.sparse_allreduce(
+            grad.data_ptr(), residual.data_ptr(), g.count, sparse["density"],
+            runtime.SELECTS[sparse["select"]],
+            runtime.EXCHANGES[sparse["exchange"]],
+            runtime.REDUCES[collective.reduce], sparse["chunk_elements"])
+        runtime.check(status, collective.describe())
+
+    def _wait(self, issued):
+        """Waits for `issued`, raising CommoptError after the timeout."""
+        deadline = time.monotonic() + self._timeout_s
+        pause = 1e-5
+        while not runtime.test(issued.handle):
+            if time.monotonic() > deadline:
+                raise CommoptError(
+                    f"{issued.collective.describe()} did not complete within "
+                    f"{self._timeout_s:g} s (COMMOPT_TIMEOUT_S): another "
+                    "rank has died or runs another plan")
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
+        status = runtime.wait(issued.handle)
+        issued.handle = None
+        runtime.check(status, issued.collective.describe())
+
+    def synchronize(self):
+        """Issues what backward left (parameters that got no gradient are
+        reduced as zeros, as Horovod does) and waits for every collective
+        of the step. Every rank must call it once per step."""
+        if self._next < len(self.plan.collectives):
+            for name, param in self._params.items():
+                if name not in self._ready:
+                    if param.grad is None:
+                        param.grad = torch.zeros_like(
+                            param, memory_format=torch.contiguous_format)
+                    self._gradient_ready(name)
+        try:
+            for issued in self._issued:
+                self._wait(issued)
+        finally:
+            self._reset_step()
+
+    # -- the optimizer's interface ---------------------------------------------
+
+    def step(self, closure=None):
+        self.synchronize()
+        return self.optimizer.step(closure)
+
+    def zero_grad(self, set_to_none=True):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    def state_dict(self):
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state):
+        self.optimizer.load_state_dict(state)
+
+    def remove_hooks(self):
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks.clear()
+        self._accumulators.clear()
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Overwrites `params` (a state_dict, or (name, tensor) pairs) with
+    `root_rank`'s values on every rank, in name order. Floating-point
+    tensors of f32, f64, f16 and bf16 are broadcast; others (e.g. batch
+    norm's counters) as f64 when exact there, otherwise it is an error."""
+    runtime.init()
+    items = params.items() if hasattr(params, "items") else params
+    for name, tensor in sorted(items, key=lambda item: item[0]):
+        if tensor.numel() == 0:
+            continue
+        dtype = dtype_name(tensor)
+        target = tensor
+        if dtype is None:
+            if tensor.dtype not in (torch.int64, torch.int32, torch.uint8,
+                                    torch.bool):
+                raise CommoptError(f"cannot broadcast '{name}' of dtype "
+                                   f"{tensor.dtype}")
+            target = tensor.to(torch.float64)
+            dtype = "f64"
+        elif not tensor.is_contiguous():
+            target = tensor.contiguous()
+        with torch.no_grad():
+            runtime.check(
+                runtime.broadcast(target.data_ptr(), target.numel(),
+                                  runtime.DTYPES[dtype], root_rank),
+                f"broadcast of '{name}'")
+            if target is not tensor:
+                tensor.copy_(target)

@@ -1,0 +1,211 @@
+"""ctypes bindings of commrt, commopt's communication runtime (commrt.h).
+
+Only what the training bridge needs is bound; every call that returns a
+status raises CommoptError with the runtime's own message on failure.
+"""
+
+import ctypes
+import os
+import sys
+
+from .errors import CommoptError
+
+# Values of commrt.h's enums; part of its ABI.
+SUCCESS = 0
+DTYPES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3}
+WIRE_NONE = -1
+REDUCES = {"sum": 0, "avg": 1, "max": 2, "min": 3}
+SELECTS = {"topk": 0, "threshold": 1, "chunk": 2}
+EXCHANGES = {"allgather": 0, "hash": 1, "chunk": 2}
+ERROR_BACKEND = 3
+
+_c_int32 = ctypes.c_int32
+_c_int64 = ctypes.c_int64
+_c_void_p = ctypes.c_void_p
+_c_double = ctypes.c_double
+_c_float = ctypes.c_float
+
+# (name, result type, argument types)
+_SIGNATURES = [
+    ("commrt_init", _c_int32, []),
+    ("commrt_finalize", _c_int32, []),
+    ("commrt_rank", _c_int32, []),
+    ("commrt_size", _c_int32, []),
+    ("commrt_channels", _c_int32, []),
+    ("commrt_backend_in_use", _c_int32, []),
+    ("commrt_fused_allreduce", _c_int32,
+     [ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32, _c_int32,
+      _c_int32, _c_int32, _c_float]),
+    ("commrt_fused_allreduce_start", _c_int32,
+     [ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32, _c_int32,
+      _c_int32, _c_int32, _c_float, _c_int32, ctypes.POINTER(_c_int64)]),
+    ("commrt_test", _c_int32, [_c_int64, ctypes.POINTER(_c_int32)]),
+    ("commrt_wait", _c_int32, [_c_int64]),
+    ("commrt_sparse_allreduce", _c_int32,
+     [_c_void_p, _c_void_p, _c_int64, _c_double, _c_int32, _c_int32, _c_int32,
+      _c_int64]),
+    ("commrt_broadcast", _c_int32, [_c_void_p, _c_int64, _c_int32, _c_int32]),
+    ("commrt_barrier", _c_int32, []),
+    ("commrt_set_consistency_checks", _c_int32, [_c_int32]),
+    ("commrt_last_error", ctypes.c_char_p, []),
+    ("commrt_status_string", ctypes.c_char_p, [_c_int32]),
+    ("commrt_abort_on_error", None, [_c_int32]),
+    ("commrt_time_us", _c_double, []),
+]
+
+
+def _candidate_paths():
+    """Where libcommrt.so may be, most specific first."""
+    if os.environ.get("COMMOPT_COMMRT_LIB"):
+        yield os.environ["COMMOPT_COMMRT_LIB"]
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    # An install: <prefix>/lib/python3/dist-packages/commopt.
+    yield os.path.join(here, "..", "..", "..", "libcommrt.so")
+    # The source tree: <checkout>/python/commopt, built into
+    # $COMMOPT_BUILD_DIR or <checkout>/build.
+    checkout = os.path.join(here, "..", "..")
+    build = os.environ.get("COMMOPT_BUILD_DIR",
+                           os.path.join(checkout, "build"))
+    yield os.path.join(build, "lib", "libcommrt.so")
+
+
+def _load():
+    tried = []
+    for path in _candidate_paths():
+        path = os.path.normpath(path)
+        tried.append(path)
+        if os.path.exists(path):
+            # RTLD_GLOBAL: MPI's components resolve symbols of libmpi, which
+            # the runtime pulls in.
+            library = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            for name, result, arguments in _SIGNATURES:
+                function = getattr(library, name)
+                function.restype = result
+                function.argtypes = arguments
+            return library
+    raise CommoptError(
+        "cannot find libcommrt.so (looked at " + ", ".join(tried) +
+        "); build commopt (scripts/build.sh) or set COMMOPT_COMMRT_LIB")
+
+
+_library = None
+
+
+def library():
+    """The loaded runtime, loaded on first use."""
+    global _library
+    if _library is None:
+        _library = _load()
+    return _library
+
+
+def last_error():
+    message = library().commrt_last_error()
+    return message.decode(errors="replace") if message else ""
+
+
+def check(status, what):
+    """Raises CommoptError naming `what` unless `status` is success."""
+    if status != SUCCESS:
+        name = library().commrt_status_string(status).decode()
+        raise CommoptError(f"{what}: {name}: {last_error()}")
+
+
+def abort(message):
+    """Stops every rank of the job with `message` (MPI_Abort)."""
+    sys.stderr.write(f"commopt: rank {rank()}: {message}\n")
+    sys.stderr.flush()
+    library().commrt_abort_on_error(ERROR_BACKEND)
+
+
+_previous_excepthook = None
+
+
+def _abort_on_uncaught(kind, value, traceback):
+    """An exception that ends one rank stops the whole job: the other ranks
+    would otherwise wait in their next collective for it."""
+    _previous_excepthook(kind, value, traceback)
+    if size() > 1:
+        abort(f"uncaught {kind.__name__}; stopping every rank")
+
+
+def init():
+    """Initialises the runtime (and MPI) and makes an uncaught exception on
+    any rank stop every rank. Idempotent."""
+    global _previous_excepthook
+    check(library().commrt_init(), "commrt_init")
+    if _previous_excepthook is None:
+        _previous_excepthook = sys.excepthook
+        sys.excepthook = _abort_on_uncaught
+
+
+def rank():
+    return library().commrt_rank()
+
+
+def size():
+    return library().commrt_size()
+
+
+def channels():
+    count = library().commrt_channels()
+    if count < 0:
+        raise CommoptError(f"commrt_channels: {last_error()}")
+    return count
+
+
+def barrier():
+    check(library().commrt_barrier(), "commrt_barrier")
+
+
+def set_consistency_checks(enabled):
+    check(library().commrt_set_consistency_checks(1 if enabled else 0),
+          "commrt_set_consistency_checks")
+
+
+def time_us():
+    return library().commrt_time_us()
+
+
+def _arrays(pointers, counts):
+    n = len(pointers)
+    return (_c_void_p * n)(*pointers), (_c_int64 * n)(*counts)
+
+
+def fused_allreduce(pointers, counts, dtype, reduce, wire, prescale):
+    buffers, lengths = _arrays(pointers, counts)
+    return library().commrt_fused_allreduce(buffers, lengths, len(pointers),
+                                            dtype, reduce, wire, prescale)
+
+
+def fused_allreduce_start(pointers, counts, dtype, reduce, wire, prescale,
+                          channel):
+    """Returns (status, handle)."""
+    buffers, lengths = _arrays(pointers, counts)
+    handle = _c_int64(0)
+    status = library().commrt_fused_allreduce_start(
+        buffers, lengths, len(pointers), dtype, reduce, wire, prescale,
+        channel, ctypes.byref(handle))
+    return status, handle.value
+
+
+def test(handle):
+    done = _c_int32(0)
+    check(library().commrt_test(handle, ctypes.byref(done)), "commrt_test")
+    return bool(done.value)
+
+
+def wait(handle):
+    return library().commrt_wait(handle)
+
+
+def sparse_allreduce(grad, residual, count, density, select, exchange, reduce,
+                     chunk_elements):
+    return library().commrt_sparse_allreduce(grad, residual, count, density,
+                                             select, exchange, reduce,
+                                             chunk_elements)
+
+
+def broadcast(pointer, count, dtype, root):
+    return library().commrt_broadcast(pointer, count, dtype, root)
