@@ -38,9 +38,20 @@ check_embedding() {
     echo "examples/embed: no comm.start in the planned module" >&2
     return 1
   fi
+  # The installed training bridge finds the installed runtime.
+  local site
+  site=$(find "$prefix" -type d -path "*python3/dist-packages" | head -n 1)
+  [[ -n $site ]] || { echo "no installed python package" >&2; return 1; }
+  PYTHONPATH=$site /usr/bin/python3 -c "
+import commopt, commopt.runtime as rt
+commopt.init()
+assert commopt.size() == 1, commopt.size()
+assert rt.library()._name.startswith('$prefix'), rt.library()._name
+print('python/commopt from the install: runtime', rt.library()._name)
+" || return 1
 }
 
-echo "== embedding: examples/embed against an installed commopt"
+echo "== embedding: examples/embed and python/commopt from an installed commopt"
 prefix=$(mktemp -d)
 example=$(mktemp -d)
 trap 'rm -rf "$prefix" "$example"' EXIT

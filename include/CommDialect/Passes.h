@@ -108,6 +108,11 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("How sparse gradients are exchanged: auto, allgather, "
                      "hash or chunk (comm-sparsify's exchange)"),
       llvm::cl::init("auto")};
+  Option<int64_t> sparseChunkElements{
+      *this, "sparse-chunk-elements",
+      llvm::cl::desc("Elements per chunk of the chunk exchange "
+                     "(comm-sparsify's chunk-elements)"),
+      llvm::cl::init(32768)};
   Option<std::string> estimate{
       *this, "estimate",
       llvm::cl::desc("Estimate the plan at the end: none, step or steady"),

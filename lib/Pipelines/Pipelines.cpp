@@ -55,6 +55,7 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
     sparsify.density = options.density;
     sparsify.select = options.sparseSelect;
     sparsify.exchange = options.sparseExchange;
+    sparsify.chunkElements = options.sparseChunkElements;
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

@@ -11,7 +11,9 @@
 //                       "dtype": "f32" } ] } ] }
 //
 // The model-level `forward_us` may be left out when every layer has its own
-// (then each layer gets a forward step). Unknown fields are ignored. Errors
+// (then each layer gets a forward step). The optional `update_us` is the
+// optimizer's step, which applies the reduced gradients. Unknown fields are
+// ignored. Errors
 // name the field, e.g. `layers[3].params[0].dtype: unknown dtype "f8"`.
 //
 //===----------------------------------------------------------------------===//
@@ -58,6 +60,8 @@ struct LayerSpec {
 struct ProfileSpec {
   std::string model;
   std::optional<double> forwardUs;
+  /// The optimizer's update after the gradients are reduced.
+  std::optional<double> updateUs;
   std::vector<LayerSpec> layers;
 };
 
@@ -79,6 +83,7 @@ bool fromJSON(const json::Value &value, ProfileSpec &profile, json::Path path) {
   json::ObjectMapper mapper(value, path);
   return mapper && mapper.map("model", profile.model) &&
          mapper.map("forward_us", profile.forwardUs) &&
+         mapper.map("update_us", profile.updateUs) &&
          mapper.map("layers", profile.layers);
 }
 
@@ -236,6 +241,9 @@ LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
     }
   }
 
+  if (profile.updateUs &&
+      failed(checkTime(*profile.updateUs, rootPath.field("update_us"))))
+    return failure();
   if (profile.forwardUs)
     return checkTime(*profile.forwardUs, rootPath.field("forward_us"));
   if (profile.layers.empty())
@@ -274,6 +282,8 @@ OwningOpRef<ModuleOp> GradProfileImporter::build(const ProfileSpec &profile) {
     step.addBackward(fileLoc, layer.name, layer.backwardUs,
                      numLayers - 1 - static_cast<int64_t>(position), gradients);
   }
+  if (profile.updateUs)
+    step.addUpdate(fileLoc, *profile.updateUs);
   return step.finish();
 }
 

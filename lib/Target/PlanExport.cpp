@@ -144,9 +144,8 @@ collectPlan(func::FuncOp func) {
       return WalkResult::advance();
     auto [gradients, names] = getNamedGradients(op);
     if (names.size() != gradients.size()) {
-      op->emitError() << "export-plan: the collective names "
-                      << names.size() << " parameter(s) for "
-                      << gradients.size()
+      op->emitError() << "export-plan: the collective names " << names.size()
+                      << " parameter(s) for " << gradients.size()
                       << " gradient(s); a plan needs the parameter name of "
                          "every gradient (profiles imported with "
                          "--import-grad-profile have them)";
@@ -213,6 +212,15 @@ static LogicalResult verifyCoverage(func::FuncOp func,
   return success();
 }
 
+/// Whether `func` holds a collective that a plan carries.
+static bool holdsCollective(func::FuncOp func) {
+  WalkResult walked = func.walk([](Operation *op) {
+    return isPlannedCollective(op) ? WalkResult::interrupt()
+                                   : WalkResult::advance();
+  });
+  return walked.wasInterrupted();
+}
+
 /// The one function of `module` that holds collectives, or the one named
 /// `name`.
 static FailureOr<func::FuncOp> findStep(ModuleOp module, StringRef name) {
@@ -227,12 +235,7 @@ static FailureOr<func::FuncOp> findStep(ModuleOp module, StringRef name) {
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
-    bool hasCollective =
-        func.walk([](Operation *op) {
-              return isPlannedCollective(op) ? WalkResult::interrupt()
-                                             : WalkResult::advance();
-            }).wasInterrupted();
-    if (hasCollective)
+    if (holdsCollective(func))
       steps.push_back(func);
   }
   if (steps.empty())
@@ -361,8 +364,8 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
         llvm::consumeError(cluster.takeError());
     });
     json.attributeObject("estimate", [&] {
-      for (StringRef key : {"step_us", "compute_us", "communication_us",
-                            "exposed_us"})
+      for (StringRef key :
+           {"step_us", "compute_us", "communication_us", "exposed_us"})
         if (auto value = estimate.getAs<FloatAttr>(key))
           json.attribute(key, value.getValueAsDouble());
       if (auto mode = estimate.getAs<StringAttr>("mode"))

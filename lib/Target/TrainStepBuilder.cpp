@@ -52,6 +52,13 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
                           .getResult());
 }
 
+void TrainStepBuilder::addUpdate(Location loc, double costUs) {
+  ComputeOp::create(builder, loc, TypeRange(), reduced,
+                    builder.getF64FloatAttr(costUs),
+                    builder.getStringAttr("update"), /*layer=*/nullptr,
+                    PhaseAttr::get(builder.getContext(), Phase::optimizer));
+}
+
 OwningOpRef<ModuleOp> TrainStepBuilder::finish() {
   func::ReturnOp::create(builder, trainStep.getLoc(), reduced);
   trainStep.setFunctionType(

@@ -47,6 +47,10 @@ public:
   void addBackward(Location loc, StringRef name, double costUs, int64_t layer,
                    ArrayRef<GradientSpec> gradients);
 
+  /// Appends the optimizer's update of `costUs` microseconds, which reads
+  /// every reduced gradient (so that their collectives complete before it).
+  void addUpdate(Location loc, double costUs);
+
   /// Returns the reduced gradients from the function and hands over the
   /// module. The builder may not be used afterwards.
   OwningOpRef<ModuleOp> finish();

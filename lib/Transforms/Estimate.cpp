@@ -84,8 +84,8 @@ static std::string getTitle(const FunctionEstimate &estimate) {
 /// the cluster they were simulated on (`clusterName`, `ranks` ranks), which
 /// the plan export records.
 static void attachEstimate(func::FuncOp func, const StepModel &model,
-                           const StepTimeline &timeline,
-                           StringRef clusterName, int64_t ranks) {
+                           const StepTimeline &timeline, StringRef clusterName,
+                           int64_t ranks) {
   Builder builder(func.getContext());
   const TimelineResult &result = timeline.result;
   func->setAttr(
@@ -281,10 +281,10 @@ private:
   std::string describeCluster() const {
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << getClusterName() << " ("
-       << clusterModel->ranks << " ranks, " << clusterModel->ranksPerNode
-       << " per node, " << stringifyAllreduceAlgorithm(clusterModel->algorithm)
-       << " allreduce, " << clusterModel->channels << " "
+    os << getClusterName() << " (" << clusterModel->ranks << " ranks, "
+       << clusterModel->ranksPerNode << " per node, "
+       << stringifyAllreduceAlgorithm(clusterModel->algorithm) << " allreduce, "
+       << clusterModel->channels << " "
        << stringifyChannelSharing(clusterModel->sharing) << " channel"
        << (clusterModel->channels == 1 ? "" : "s") << ")";
     return text;

@@ -85,6 +85,9 @@ class DistributedOptimizer:
         self._hooks = []
         self._accumulators = []
         self._register_hooks()
+        # Whether synchronize() has reduced this step's gradients and no
+        # gradient became ready since: step() then does not reduce again.
+        self._synchronized = False
         self._reset_step()
 
     # -- hooks ---------------------------------------------------------------
@@ -105,6 +108,7 @@ class DistributedOptimizer:
         self._issued = []
 
     def _gradient_ready(self, name):
+        self._synchronized = False
         if name in self._ready:
             raise CommoptError(
                 f"the gradient of '{name}' became ready twice in one step: "
@@ -195,7 +199,12 @@ class DistributedOptimizer:
     def synchronize(self):
         """Issues what backward left (parameters that got no gradient are
         reduced as zeros, as Horovod does) and waits for every collective
-        of the step. Every rank must call it once per step."""
+        of the step. Every rank must call it, or step(), once per step;
+        it does nothing when it already ran and no gradient became ready
+        since, so that `synchronize()`, then work on the reduced gradients
+        (e.g. clipping), then `step()` reduces them once."""
+        if self._synchronized:
+            return
         if self._next < len(self.plan.collectives):
             for name, param in self._params.items():
                 if name not in self._ready:
@@ -206,13 +215,19 @@ class DistributedOptimizer:
         try:
             for issued in self._issued:
                 self._wait(issued)
+            self._synchronized = True
         finally:
             self._reset_step()
 
     # -- the optimizer's interface ---------------------------------------------
 
     def step(self, closure=None):
+        """Reduces the gradients (unless synchronize() just did) and
+        steps the wrapped optimizer."""
         self.synchronize()
+        # The next step reduces again, with or without a backward (a rank
+        # without data still takes part with zeros).
+        self._synchronized = False
         return self.optimizer.step(closure)
 
     def zero_grad(self, set_to_none=True):
@@ -239,31 +254,45 @@ class DistributedOptimizer:
         self._accumulators.clear()
 
 
+# Integer types broadcast as the bits of the float type of their size:
+# broadcasts copy bits, so every value arrives exactly (through f64, int64
+# values beyond 2^53 would be rounded, on the root too).
+_BITS_AS_FLOAT = {torch.int64: (torch.float64, "f64"),
+                  torch.int32: (torch.float32, "f32"),
+                  torch.int16: (torch.float16, "f16")}
+
+
 def broadcast_parameters(params, root_rank=0):
     """Overwrites `params` (a state_dict, or (name, tensor) pairs) with
     `root_rank`'s values on every rank, in name order. Floating-point
-    tensors of f32, f64, f16 and bf16 are broadcast; others (e.g. batch
-    norm's counters) as f64 when exact there, otherwise it is an error."""
+    tensors of f32, f64, f16 and bf16 are broadcast; integer ones (e.g.
+    batch norm's counters) as the bits of a float of their size, and
+    8-bit ones and bools through f64, so that every value arrives exactly;
+    other dtypes are an error."""
     runtime.init()
     items = params.items() if hasattr(params, "items") else params
     for name, tensor in sorted(items, key=lambda item: item[0]):
         if tensor.numel() == 0:
             continue
         dtype = dtype_name(tensor)
-        target = tensor
-        if dtype is None:
-            if tensor.dtype not in (torch.int64, torch.int32, torch.uint8,
-                                    torch.bool):
-                raise CommoptError(f"cannot broadcast '{name}' of dtype "
-                                   f"{tensor.dtype}")
-            target = tensor.to(torch.float64)
+        # `buffer` holds the values in `tensor`'s dtype (or f64), `target`
+        # the same memory as the broadcast sends it.
+        if dtype is not None:
+            buffer = target = tensor.contiguous()
+        elif tensor.dtype in _BITS_AS_FLOAT:
+            view, dtype = _BITS_AS_FLOAT[tensor.dtype]
+            buffer = tensor.contiguous()
+            target = buffer.view(view)
+        elif tensor.dtype in (torch.uint8, torch.int8, torch.bool):
+            buffer = target = tensor.to(torch.float64)
             dtype = "f64"
-        elif not tensor.is_contiguous():
-            target = tensor.contiguous()
+        else:
+            raise CommoptError(f"cannot broadcast '{name}' of dtype "
+                               f"{tensor.dtype}")
         with torch.no_grad():
             runtime.check(
                 runtime.broadcast(target.data_ptr(), target.numel(),
                                   runtime.DTYPES[dtype], root_rank),
                 f"broadcast of '{name}'")
-            if target is not tensor:
-                tensor.copy_(target)
+            if buffer is not tensor:
+                tensor.copy_(buffer)

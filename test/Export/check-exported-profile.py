@@ -58,6 +58,9 @@ def main(profile_path, model_name):
         errors.append(f"features blocks out of backward order: {blocks}")
     if not profile["forward_us"] > 0:
         errors.append("forward_us is not positive")
+    if not profile.get("update_us", 0) > 0:
+        errors.append("update_us (the optimizer's step) is missing or not "
+                      "positive")
 
     for error in errors:
         print(f"error: {error}")

@@ -37,6 +37,10 @@
 // RUN:   | FileCheck %s --check-prefix=NEG-FORWARD
 // NEG-FORWARD: grad-profile-negative-forward.json:1:1: error: forward_us: time must be a finite number of microseconds >= 0, got -1
 
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-negative-update.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NEG-UPDATE
+// NEG-UPDATE: grad-profile-negative-update.json:1:1: error: update_us: time must be a finite number of microseconds >= 0, got -5
+
 // RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-zero-dim.json 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DIM
 // DIM: grad-profile-zero-dim.json:1:1: error: layers[0].params[1].shape[1]: dimension must be positive, got 0

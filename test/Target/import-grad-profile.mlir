@@ -45,6 +45,8 @@
 // PER-LAYER-NEXT: %[[FC1:.*]]:2 = comm.compute() {cost_us = 6.000000e+01 : f64, layer = 0 : i64, name = "fc1", phase = #comm.phase<backward>} : () -> (tensor<32x8xf32>, tensor<32xf32>)
 // PER-LAYER-NEXT: %[[FC1_W:.*]] = comm.allreduce %[[FC1]]#0 {name = "fc1.weight", reduce = #comm.reduce<avg>} : tensor<32x8xf32> -> tensor<32x8xf32>
 // PER-LAYER-NEXT: %[[FC1_B:.*]] = comm.allreduce %[[FC1]]#1 {name = "fc1.bias", reduce = #comm.reduce<avg>} : tensor<32xf32> -> tensor<32xf32>
+// The optimizer's update reads every reduced gradient.
+// PER-LAYER-NEXT: comm.compute(%[[FC2_W]], %[[FC1_W]], %[[FC1_B]]) {cost_us = 1.250000e+01 : f64, name = "update", phase = #comm.phase<optimizer>} : (tensor<10x32xf32>, tensor<32x8xf32>, tensor<32xf32>) -> ()
 // PER-LAYER-NEXT: return %[[FC2_W]], %[[FC1_W]], %[[FC1_B]] : tensor<10x32xf32>, tensor<32x8xf32>, tensor<32xf32>
 // PER-LAYER-NEXT: }
 

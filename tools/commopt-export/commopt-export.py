@@ -9,6 +9,8 @@ profile, version 1").
 
     commopt-export.py resnet50 --batch-size 16 --steps 5 -o resnet50.json
     commopt-export.py mypkg.models:make_net --input-shape 3,32,32 -o net.json
+    mpirun -np 4 commopt-export.py ...   # timed under 4 ranks' load; rank 0
+                                         # writes the profile
 
 A layer is a module that owns parameters directly. Its gradients are ready
 when the last of its parameters' gradient hooks has fired; its backward time
@@ -17,12 +19,15 @@ of parameter-free modules in between, such as activations, is counted in the
 next layer that owns parameters). Its forward time is, likewise, the time
 from the end of the previous layer's forward to the end of its own. Every
 layer carries its own `forward_us`, and `forward_us` at the top is their sum.
-Times are medians over the measured steps.
+`update_us` is the optimizer's step (SGD with momentum) and the clearing of
+the gradients, which follow the backward pass in a training step. Times are
+medians over the measured steps.
 """
 
 import argparse
 import importlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -159,7 +164,7 @@ def run_steps(model, arguments):
     if not recorder.layers:
         fail("the model has no trainable parameters")
     batch = torch.randn([arguments.batch_size] + arguments.input_shape)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
     samples = []
     for step in range(arguments.warmup + arguments.steps):
@@ -181,8 +186,11 @@ def run_steps(model, arguments):
         loss.backward()
         backward_done = time.perf_counter()
         optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        update_us = (time.perf_counter() - backward_done) * 1e6
         if step >= arguments.warmup:
-            samples.append(sample_step(recorder, forward_done, backward_done))
+            samples.append(sample_step(recorder, forward_done, backward_done) +
+                           (update_us,))
     recorder.remove()
     return recorder.layers, samples
 
@@ -250,6 +258,7 @@ def build_profile(name, layers, samples):
         "version": 1,
         "model": name,
         "forward_us": round(sum(l["forward_us"] for l in profile_layers), 3),
+        "update_us": round(statistics.median(s[4] for s in samples), 3),
         "layers": profile_layers,
     }
 
@@ -267,6 +276,11 @@ def main(argv):
     name = arguments.name or arguments.model.rpartition(":")[2]
     profile = build_profile(name, layers, samples)
     text = json.dumps(profile, indent=1) + "\n"
+    # Under mpirun every rank measures, so that the layers are timed under
+    # the load of a data-parallel job on this machine; rank 0 writes.
+    if os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK",
+                                                             "0")) != "0":
+        return
     if arguments.output == "-":
         sys.stdout.write(text)
     else:

@@ -1,7 +1,7 @@
 //===- Export.h - Exports of simulated training steps -----------*- C++ -*-===//
 //
-// Entry points of the exports (timeline and plan), for programs that call them directly rather
-// than through commopt-translate.
+// Entry points of the exports (timeline and plan), for programs that call them
+// directly rather than through commopt-translate.
 //
 //===----------------------------------------------------------------------===//
 

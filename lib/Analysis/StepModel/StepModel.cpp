@@ -36,7 +36,8 @@ double mlir::comm::getCollectiveBytes(TypeRange types, Type wire) {
   return bytes;
 }
 
-SparseExchangeScheme mlir::comm::getSparseExchangeScheme(ExchangeKind exchange) {
+SparseExchangeScheme
+mlir::comm::getSparseExchangeScheme(ExchangeKind exchange) {
   switch (exchange) {
   case ExchangeKind::allgather:
     return SparseExchangeScheme::Allgather;
@@ -54,8 +55,7 @@ SparseGradient mlir::comm::describeSparseGradient(ShapedType type,
   SparseGradient gradient;
   gradient.denseElements = type.getNumElements();
   gradient.density = density;
-  gradient.valueBytes =
-      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  gradient.valueBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   gradient.indexBytes =
       gradient.denseElements <= std::numeric_limits<uint32_t>::max() ? 4 : 8;
   gradient.chunkElements = chunkElements;

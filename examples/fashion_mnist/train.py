@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""Data-parallel training of FashionNet on Fashion-MNIST, one rank per
+process, with the gradients synchronised by a commopt plan or by a peer
+(PyTorch DDP over gloo, with its fp16 or PowerSGD hooks).
+
+    mpirun -np 4 python3 train.py --plan plan.json           # commopt's plan
+    mpirun -np 4 python3 train.py                            # default plan
+    mpirun -np 4 python3 train.py --comm ddp-powersgd        # a peer
+
+Every mode sees the same data in the same order: each epoch draws a seeded
+permutation of the training set, every step takes the next global batch of
+it and rank r trains on the r-th slice; the model starts from the same seed
+on every rank. Prints a line per epoch (loss, test accuracy, step time) and,
+with --json, writes the run's figures.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fashion_mnist  # noqa: E402
+
+try:
+    import commopt  # noqa: F401  (an install, or PYTHONPATH)
+except ImportError:
+    # The checkout's own package.
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+MODES = ("commopt", "ddp", "ddp-fp16", "ddp-powersgd", "local")
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--comm", choices=MODES, default="commopt",
+                        help="who synchronises gradients (default commopt; "
+                        "'local': nobody, the compute-only step)")
+    parser.add_argument("--plan", help="a plan from commopt-translate "
+                        "--export-plan (default: commopt's default plan)")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=16,
+                        help="samples per rank and step (default 16)")
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--train-samples", type=int, default=60000,
+                        help="use the first N of each epoch's permutation")
+    parser.add_argument("--max-steps", type=int, default=0,
+                        help="stop each epoch after N steps (timing runs)")
+    parser.add_argument("--no-eval", action="store_true",
+                        help="skip the test set (timing runs)")
+    parser.add_argument("--powersgd-rank", type=int, default=2)
+    parser.add_argument("--powersgd-start", type=int, default=10,
+                        help="steps of plain allreduce before PowerSGD")
+    parser.add_argument("--tiny", action="store_true",
+                        help="a small model of the same shape (tests)")
+    parser.add_argument("--master-addr", default="127.0.0.1",
+                        help="gloo's rendezvous address (DDP modes)")
+    parser.add_argument("--master-port", default="29581")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads per rank (default 1)")
+    parser.add_argument("--json", help="write the run's figures here")
+    parser.add_argument("--label", default="", help="the run's name")
+    arguments = parser.parse_args(argv)
+    if arguments.plan and arguments.comm != "commopt":
+        parser.error("--plan goes with --comm commopt")
+    return arguments
+
+
+def env_int(*names):
+    for name in names:
+        if name in os.environ:
+            return int(os.environ[name])
+    return 0 if "RANK" in names[-1] else 1
+
+
+class Commopt:
+    """Gradients synchronised by a commopt plan."""
+
+    def __init__(self, model, optimizer, arguments):
+        import commopt
+        commopt.init()
+        self.commopt = commopt
+        self.rank, self.size = commopt.rank(), commopt.size()
+        commopt.broadcast_parameters(model.state_dict(), root_rank=0)
+        plan = commopt.load_plan(arguments.plan) if arguments.plan else None
+        self.optimizer = commopt.DistributedOptimizer(
+            optimizer, model.named_parameters(), plan=plan)
+        self.model = model
+        self.description = "commopt " + \
+            (arguments.plan or "default plan") + ": " + \
+            self.optimizer.plan.kinds
+
+    def all_sum(self, values):
+        tensor = torch.tensor(values, dtype=torch.float64)
+        from commopt import runtime
+        runtime.check(runtime.fused_allreduce(
+            [tensor.data_ptr()], [tensor.numel()], runtime.DTYPES["f64"],
+            runtime.REDUCES["sum"], runtime.WIRE_NONE, 1.0), "all_sum")
+        return tensor.tolist()
+
+
+class Peer:
+    """Gradients synchronised by PyTorch DDP over gloo, or not at all."""
+
+    def __init__(self, model, optimizer, arguments):
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+        self.dist = dist
+        self.rank = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK")
+        self.size = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE")
+        interface = f"commopt-p{self.rank}"
+        if os.path.exists(f"/sys/class/net/{interface}"):
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
+        elif arguments.master_addr == "127.0.0.1":
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        os.environ["MASTER_ADDR"] = arguments.master_addr
+        os.environ["MASTER_PORT"] = arguments.master_port
+        dist.init_process_group("gloo", rank=self.rank, world_size=self.size,
+                                timeout=datetime.timedelta(seconds=300))
+        for tensor in model.state_dict().values():
+            dist.broadcast(tensor, 0)
+        self.optimizer = optimizer
+        self.model = model
+        self.description = arguments.comm
+        if arguments.comm == "local":
+            return
+        if arguments.comm == "ddp-powersgd":
+            # PowerSGD's hook (torch 1.13) waits for an allreduce inside a
+            # callback on one of gloo's two worker threads, so two buckets
+            # in flight deadlock (more threads misorder gloo's collectives):
+            # it runs with one bucket, DDP's first bucket made as large as
+            # the others.
+            dist._DEFAULT_FIRST_BUCKET_BYTES = 25 * 2**20
+        self.model = DistributedDataParallel(model)
+        if arguments.comm == "ddp-fp16":
+            from torch.distributed.algorithms.ddp_comm_hooks import \
+                default_hooks
+            self.model.register_comm_hook(None,
+                                          default_hooks.fp16_compress_hook)
+        elif arguments.comm == "ddp-powersgd":
+            from torch.distributed.algorithms.ddp_comm_hooks import \
+                powerSGD_hook
+            state = powerSGD_hook.PowerSGDState(
+                process_group=None,
+                matrix_approximation_rank=arguments.powersgd_rank,
+                start_powerSGD_iter=arguments.powersgd_start,
+                use_error_feedback=True, warm_start=True)
+            self.model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+            self.description += f" (rank {arguments.powersgd_rank})"
+
+    def all_sum(self, values):
+        tensor = torch.tensor(values, dtype=torch.float64)
+        self.dist.all_reduce(tensor)
+        return tensor.tolist()
+
+
+def evaluate(model, sync, test_x, test_y):
+    """Test accuracy in percent; each rank scores its share of the set."""
+    share = len(test_x) // sync.size + 1
+    begin = sync.rank * share
+    x, y = test_x[begin:begin + share], test_y[begin:begin + share]
+    correct = 0
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(x), 500):
+            logits = model(x[start:start + 500])
+            correct += (logits.argmax(1) == y[start:start + 500]).sum().item()
+    model.train()
+    total_correct, total = sync.all_sum([correct, len(x)])
+    return 100.0 * total_correct / total
+
+
+def main(argv):
+    arguments = parse_arguments(argv)
+    torch.set_num_threads(arguments.threads)
+    torch.manual_seed(arguments.seed)
+    model = fashion_mnist.make_tiny_model() if arguments.tiny else \
+        fashion_mnist.make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=arguments.lr,
+                                momentum=arguments.momentum)
+    sync = (Commopt if arguments.comm == "commopt" else Peer)(
+        model, optimizer, arguments)
+    optimizer = sync.optimizer
+    train_x, train_y = fashion_mnist.load("train")
+    test_x, test_y = fashion_mnist.load("t10k")
+    samples = min(arguments.train_samples, len(train_x))
+    global_batch = arguments.batch_size * sync.size
+    steps = samples // global_batch
+    if arguments.max_steps:
+        steps = min(steps, arguments.max_steps)
+    if sync.rank == 0:
+        print(f"{sync.description}; {sync.size} ranks x batch "
+              f"{arguments.batch_size}, {steps} steps per epoch", flush=True)
+
+    history = []
+    for epoch in range(1, arguments.epochs + 1):
+        order = torch.randperm(len(train_x), generator=torch.Generator()
+                               .manual_seed(arguments.seed * 1000 + epoch))
+        losses, step_ms = [], []
+        for step in range(steps):
+            begin = step * global_batch + sync.rank * arguments.batch_size
+            index = order[begin:begin + arguments.batch_size]
+            started = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(sync.model(train_x[index]), train_y[index])
+            loss.backward()
+            optimizer.step()
+            step_ms.append((time.perf_counter() - started) * 1e3)
+            losses.append(loss.item())
+        loss_sum, count = sync.all_sum([sum(losses), len(losses)])
+        record = {"epoch": epoch, "train_loss": loss_sum / count,
+                  "step_ms_median": statistics.median(step_ms),
+                  "step_ms_mean": statistics.fmean(step_ms)}
+        if not arguments.no_eval:
+            record["test_accuracy"] = evaluate(model, sync, test_x, test_y)
+        history.append(record)
+        if sync.rank == 0:
+            accuracy = f"test accuracy {record['test_accuracy']:.2f}%  " \
+                if "test_accuracy" in record else ""
+            print(f"epoch {epoch}/{arguments.epochs}  loss "
+                  f"{record['train_loss']:.4f}  {accuracy}step "
+                  f"{record['step_ms_median']:.1f} ms (median of {steps})",
+                  flush=True)
+    if arguments.json and sync.rank == 0:
+        with open(arguments.json, "w") as handle:
+            json.dump({"label": arguments.label or arguments.comm,
+                       "comm": arguments.comm, "plan": arguments.plan,
+                       "description": sync.description,
+                       "ranks": sync.size, "batch_size": arguments.batch_size,
+                       "epochs": history}, handle, indent=1)
+            handle.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

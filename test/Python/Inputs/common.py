@@ -1,0 +1,214 @@
+"""Helpers shared by the test scripts of test/Python: a tiny model, seeded
+data, hand-written plans, cross-rank comparisons and the single-process
+reference. The scripts run on every rank under mpirun; commopt comes from
+PYTHONPATH and libcommrt.so from COMMOPT_COMMRT_LIB (test/Python's
+lit.local.cfg sets both).
+"""
+
+import sys
+
+import torch
+from torch import nn
+
+import commopt
+from commopt import runtime
+
+torch.set_num_threads(1)
+
+GLOBAL_BATCH = 32
+INPUT_SHAPE = (1, 8, 8)
+CLASSES = 3
+
+
+class Failed(Exception):
+    pass
+
+
+def start():
+    """Initialises commopt; returns (rank, size)."""
+    commopt.init()
+    return commopt.rank(), commopt.size()
+
+
+def say(*text):
+    """Prints on rank 0 only."""
+    if commopt.rank() == 0:
+        print(*text, flush=True)
+
+
+def fail(message):
+    """Fails a check on this rank: run_main prints `message` and stops
+    every rank with a non-zero exit."""
+    raise Failed(f"rank {commopt.rank()}: FAILED: {message}")
+
+
+class TinyNet(nn.Module):
+    """conv 3x3 (4) - fc 144x16 - fc 16x3: 2,411 parameters in six
+    tensors of 1, 2 and 4 dimensions."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.fc1 = nn.Linear(4 * 6 * 6, 16)
+        self.fc2 = nn.Linear(16, CLASSES)
+
+    def forward(self, x):
+        x = torch.tanh(self.conv(x))
+        x = torch.tanh(self.fc1(torch.flatten(x, 1)))
+        return self.fc2(x)
+
+
+def make_model(seed=0, factory=TinyNet):
+    torch.manual_seed(seed)
+    return factory()
+
+
+def batch(step, seed=1, shape=INPUT_SHAPE, classes=CLASSES,
+          size=GLOBAL_BATCH):
+    """The global batch of `step`, the same on every rank."""
+    generator = torch.Generator().manual_seed(seed * 100003 + step)
+    x = torch.randn((size,) + tuple(shape), generator=generator)
+    y = torch.randint(0, classes, (size,), generator=generator)
+    return x, y
+
+
+def shard(tensors, rank, size):
+    """Rank `rank`'s equal slice of each of `tensors`."""
+    n = len(tensors[0]) // size
+    return [t[rank * n:(rank + 1) * n] for t in tensors]
+
+
+def loss_fn(model, x, y):
+    return nn.functional.cross_entropy(model(x), y)
+
+
+def reference(steps, lr, momentum, seed=0, factory=TinyNet, data_seed=1,
+              shape=INPUT_SHAPE, classes=CLASSES, size=GLOBAL_BATCH):
+    """One process training on the whole batch: the parameters after
+    `steps` steps of SGD. No communication."""
+    model = make_model(seed, factory)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    for step in range(steps):
+        x, y = batch(step, data_seed, shape, classes, size)
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model, x, y).backward()
+        optimizer.step()
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def gradient(name, shape, offset=0, count=None, dtype="f32"):
+    numel = 1
+    for d in shape:
+        numel *= d
+    return {"name": name, "shape": list(shape), "dtype": dtype,
+            "offset": offset, "count": numel if count is None else count}
+
+
+def param_gradient(model, name, offset=0, count=None):
+    return gradient(name, dict(model.named_parameters())[name].shape,
+                    offset, count)
+
+
+def dense(gradients, channel=0, reduce="avg", wire="none", prescale=1.0):
+    entry = {"kind": "dense", "reduce": reduce, "wire": wire,
+             "prescale": prescale, "gradients": gradients}
+    if channel is not None:
+        entry["channel"] = channel
+    return entry
+
+
+def sparse(gradient_, select, exchange, density, chunk_elements=None,
+           reduce="avg"):
+    spec = {"select": select, "exchange": exchange, "density": density}
+    if chunk_elements is not None:
+        spec["chunk_elements"] = chunk_elements
+    return {"kind": "sparse", "reduce": reduce, "sparse": spec,
+            "channel": None, "gradients": [gradient_]}
+
+
+def plan_document(collectives, world_size=4, version=1):
+    return {"format": "commopt-plan", "version": version, "model": "test",
+            "world_size": world_size, "collectives": collectives}
+
+
+def plan(collectives, world_size=4, source="test plan"):
+    return commopt.parse_plan(plan_document(collectives, world_size),
+                              source=source)
+
+
+def broadcast_copy(tensor, root=0):
+    """`root`'s value of `tensor` (a copy; `tensor` is left alone)."""
+    copy = tensor.detach().clone().contiguous()
+    runtime.check(runtime.broadcast(copy.data_ptr(), copy.numel(),
+                                    runtime.DTYPES[commopt.plan.dtype_name(
+                                        copy)], root), "broadcast")
+    return copy
+
+
+def all_reduce(tensor, reduce="sum"):
+    """The reduction over ranks of an f64 copy of `tensor`."""
+    copy = tensor.detach().to(torch.float64).clone().contiguous()
+    runtime.check(runtime.fused_allreduce(
+        [copy.data_ptr()], [copy.numel()], runtime.DTYPES["f64"],
+        runtime.REDUCES[reduce], runtime.WIRE_NONE, 1.0), "all_reduce")
+    return copy
+
+
+def all_true(flag):
+    """Whether `flag` holds on every rank."""
+    return all_reduce(torch.tensor([1.0 if flag else 0.0]), "min").item() == 1
+
+
+_INT_OF = {torch.float32: torch.int32, torch.float64: torch.int64,
+           torch.float16: torch.int16, torch.bfloat16: torch.int16}
+
+
+def bits(tensor):
+    """`tensor`'s bit patterns, so that equality is bitwise."""
+    return tensor.detach().contiguous().view(_INT_OF[tensor.dtype])
+
+
+def check_identical(model, what):
+    """Fails on every rank unless every rank's parameters equal rank 0's
+    bit for bit."""
+    bad = []
+    for name, param in model.named_parameters():
+        theirs = broadcast_copy(param)
+        if not torch.equal(bits(theirs), bits(param)):
+            mine = param.detach()
+            differ = (bits(theirs) != bits(mine)).sum().item()
+            bad.append(f"{name} ({differ} of {mine.numel()} elements, max "
+                       f"|diff| {(theirs - mine).abs().max().item():.3g})")
+    # Every rank learns whether any rank differs, so that all of them stop.
+    if not all_true(not bad):
+        fail(f"{what}: parameters differ from rank 0's: "
+             f"{', '.join(bad) or '(on another rank)'}")
+
+
+def check_close(params, expected, rtol, what):
+    """Fails unless each tensor of `params` ({name: tensor}) equals
+    `expected`'s within rtol times the largest magnitude of the expected
+    tensor, elementwise. Returns the largest such relative difference."""
+    worst = 0.0
+    for name, want in expected.items():
+        got = params[name].detach()
+        relative = ((got - want).abs().max() / want.abs().max()).item()
+        worst = max(worst, relative)
+        if not relative <= rtol:
+            fail(f"{what}: '{name}' differs from the reference by "
+                 f"{relative:.3g} of its largest magnitude, more than "
+                 f"{rtol:g}")
+    return worst
+
+
+def run_main(main):
+    """Runs main(argv); a failed check prints its message and stops the
+    job with a non-zero exit."""
+    try:
+        main(sys.argv[1:])
+    except Failed as failure:
+        print(failure, file=sys.stderr, flush=True)
+        # A check may fail on some ranks only: stop them all.
+        if commopt.size() > 1:
+            runtime.abort("a check failed; stopping every rank")
+        sys.exit(1)

@@ -1,0 +1,136 @@
+"""Plans that do not fit the model or the job fail with a CommoptError that
+says why, on every rank, before any collective could hang. Rank 0 prints
+each case's message for FileCheck; a case that raises nothing (or
+something else) fails the job. Afterwards the ranks still train together.
+
+    mpirun -np 4 -x COMMRT_CHANNELS=2 -x COMMRT_CHECK=1 \
+        python3 plan_errors.py SCRATCH_PREFIX
+"""
+
+import json
+import sys
+
+import torch
+
+import commopt
+from common import (batch, check_identical, dense, fail, gradient, loss_fn,
+                    make_model, param_gradient, plan_document, run_main, say,
+                    shard, start)
+
+
+def good_collectives(model):
+    g = lambda name: param_gradient(model, name)  # noqa
+    return [dense([g("fc2.weight"), g("fc2.bias"), g("fc1.bias")], channel=0),
+            dense([g("fc1.weight")], channel=1),
+            dense([g("conv.weight"), g("conv.bias")], channel=0)]
+
+
+def optimizer_for(model, the_plan):
+    return commopt.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1), model.named_parameters(),
+        plan=the_plan)
+
+
+def train_step(model, optimizer, step=0):
+    rank, size = commopt.rank(), commopt.size()
+    x, y = shard(batch(step), rank, size)
+    optimizer.zero_grad()
+    loss_fn(model, x, y).backward()
+    optimizer.step()
+
+
+def expect_error(case, action):
+    """Runs `action`, which must raise CommoptError; prints its message."""
+    try:
+        action()
+    except commopt.CommoptError as error:
+        say(f"{case}: CommoptError: {error}")
+        return
+    except Exception as error:  # noqa: BLE001
+        fail(f"{case}: raised {type(error).__name__}, not CommoptError: "
+             f"{error}")
+    fail(f"{case}: no error")
+
+
+def main(argv):
+    scratch = argv[0]
+    rank, size = start()
+    model = make_model()
+
+    def with_document(edit, source="test plan"):
+        document = plan_document(good_collectives(model), world_size=size)
+        edit(document)
+        return lambda: optimizer_for(
+            model, commopt.parse_plan(document, source=source))
+
+    def rename(document):
+        document["collectives"][0]["gradients"][1]["name"] = "fc3.bias"
+
+    def reshape(document):
+        document["collectives"][1]["gradients"][0] = gradient("fc1.weight",
+                                                              [16, 145])
+
+    def retype(document):
+        for g in document["collectives"][2]["gradients"]:
+            g["dtype"] = "f64"
+
+    def drop(document):
+        document["collectives"][2]["gradients"].pop()
+
+    def world(document):
+        document["world_size"] = 8
+
+    def version(document):
+        document["version"] = 2
+
+    def channel(document):
+        document["collectives"][1]["channel"] = 2
+
+    expect_error("unknown parameter", with_document(rename))
+    expect_error("other shape", with_document(reshape))
+    expect_error("other dtype", with_document(retype))
+    expect_error("missing parameter", with_document(drop))
+    expect_error("other world size", with_document(world))
+    expect_error("unknown version", with_document(version))
+    expect_error("channel out of range", with_document(channel))
+
+    # Files: not JSON, and a JSON plan of another version through
+    # load_plan.
+    not_json = f"{scratch}.not-json.{rank}.json"
+    with open(not_json, "w") as handle:
+        handle.write('{"format": "commopt-plan", "version": 1,\n'
+                     ' "collectives": [ oops ]}\n')
+    expect_error("not JSON", lambda: commopt.load_plan(not_json))
+    version_2 = f"{scratch}.version-2.{rank}.json"
+    document = plan_document(good_collectives(model), world_size=size,
+                             version=2)
+    with open(version_2, "w") as handle:
+        json.dump(document, handle)
+    expect_error("version 2 file", lambda: commopt.load_plan(version_2))
+    expect_error("no file", lambda: commopt.load_plan(
+        f"{scratch}.nowhere.json"))
+
+    # Ranks that run different plans: rank 3 sends fc1.weight in f16. With
+    # COMMRT_CHECK=1 the runtime finds the disagreement when the collective
+    # starts and every rank fails there instead of reducing garbage.
+    document = plan_document(good_collectives(model), world_size=size)
+    if rank == 3:
+        document["collectives"][1]["wire"] = "f16"
+    mixed = optimizer_for(model, commopt.parse_plan(document))
+    expect_error("ranks disagree", lambda: train_step(model, mixed))
+    mixed.remove_hooks()
+
+    # The job still works.
+    model = make_model()
+    optimizer = optimizer_for(model, commopt.parse_plan(
+        plan_document(good_collectives(model), world_size=size)))
+    for step in range(3):
+        train_step(model, optimizer, step)
+    check_identical(model, "after the errors")
+    say("after the errors: 3 steps with a good plan, parameters identical")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    run_main(main)
