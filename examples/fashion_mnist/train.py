@@ -45,6 +45,9 @@ def parse_arguments(argv):
                         "'local': nobody, the compute-only step)")
     parser.add_argument("--plan", help="a plan from commopt-translate "
                         "--export-plan (default: commopt's default plan)")
+    parser.add_argument("--momentum-correction", action="store_true",
+                        help="Deep Gradient Compression's momentum "
+                        "correction for the plan's sparse parameters")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=16,
                         help="samples per rank and step (default 16)")
@@ -70,8 +73,10 @@ def parse_arguments(argv):
     parser.add_argument("--json", help="write the run's figures here")
     parser.add_argument("--label", default="", help="the run's name")
     arguments = parser.parse_args(argv)
-    if arguments.plan and arguments.comm != "commopt":
-        parser.error("--plan goes with --comm commopt")
+    if (arguments.plan or arguments.momentum_correction) and \
+            arguments.comm != "commopt":
+        parser.error("--plan and --momentum-correction go with --comm "
+                     "commopt")
     return arguments
 
 
@@ -93,11 +98,13 @@ class Commopt:
         commopt.broadcast_parameters(model.state_dict(), root_rank=0)
         plan = commopt.load_plan(arguments.plan) if arguments.plan else None
         self.optimizer = commopt.DistributedOptimizer(
-            optimizer, model.named_parameters(), plan=plan)
+            optimizer, model.named_parameters(), plan=plan,
+            momentum_correction=arguments.momentum_correction)
         self.model = model
         self.description = "commopt " + \
             (arguments.plan or "default plan") + ": " + \
-            self.optimizer.plan.kinds
+            self.optimizer.plan.kinds + \
+            (", momentum correction" if arguments.momentum_correction else "")
 
     def all_sum(self, values):
         tensor = torch.tensor(values, dtype=torch.float64)

@@ -108,6 +108,11 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("How sparse gradients are exchanged: auto, allgather, "
                      "hash or chunk (comm-sparsify's exchange)"),
       llvm::cl::init("auto")};
+  Option<int64_t> sparseMinBytes{
+      *this, "sparse-min-bytes",
+      llvm::cl::desc("Gradients smaller than this stay dense "
+                     "(comm-sparsify's min-bytes)"),
+      llvm::cl::init(1048576)};
   Option<int64_t> sparseChunkElements{
       *this, "sparse-chunk-elements",
       llvm::cl::desc("Elements per chunk of the chunk exchange "

@@ -56,6 +56,7 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
     sparsify.select = options.sparseSelect;
     sparsify.exchange = options.sparseExchange;
     sparsify.chunkElements = options.sparseChunkElements;
+    sparsify.minBytes = options.sparseMinBytes;
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

@@ -9,6 +9,7 @@ fire in different orders therefore still issue identical sequences.
 """
 
 import os
+import threading
 import time
 
 import torch
@@ -50,16 +51,32 @@ class DistributedOptimizer:
     `model.named_parameters()`. Sparse collectives keep a residual per
     parameter across steps (`residuals`). Call `zero_grad()` (or set the
     gradients to None) between steps, as with any optimizer.
+
+    `momentum_correction=True` is Deep Gradient Compression's momentum
+    correction for the sparse parameters of an SGD optimizer with momentum:
+    each rank accumulates the momentum of its own gradient (`velocities`),
+    sends the largest entries of its accumulated velocity, and clears the
+    velocity where it sent (momentum factor masking); the optimizer then
+    applies the reduced update without momentum of its own, so those
+    parameters move to a param group of their own with `momentum` 0.
     """
 
-    def __init__(self, optimizer, named_parameters, plan=None):
+    def __init__(self, optimizer, named_parameters, plan=None,
+                 momentum_correction=False):
         runtime.init()
         self.optimizer = optimizer
-        named = [(n, p) for n, p in named_parameters if p.requires_grad]
+        all_named = list(named_parameters)
+        named = [(n, p) for n, p in all_named if p.requires_grad]
         names = [n for n, _ in named]
         if len(set(names)) != len(names):
             raise CommoptError("named_parameters has duplicate names")
         self.plan = plan if plan is not None else default_plan(named)
+        frozen = {n for n, p in all_named if not p.requires_grad}
+        for name in self.plan.parameters():
+            if name in frozen:
+                raise CommoptError(
+                    f"{self.plan.source} carries parameter '{name}', which "
+                    "does not require a gradient (requires_grad=False)")
         self.plan.check_against(named, runtime.size(), runtime.channels())
         self._params = dict(named)
         optimized = {id(p) for group in optimizer.param_groups
@@ -79,6 +96,9 @@ class DistributedOptimizer:
                 name = collective.gradients[0].name
                 self.residuals[name] = torch.zeros_like(
                     self._params[name], memory_format=torch.contiguous_format)
+        self.velocities = {}
+        if momentum_correction:
+            self._correct_momentum()
         self._timeout_s = _wait_timeout_s()
         # A log of issue order per step, for tests: lists of indices.
         self.issue_log = None
@@ -89,6 +109,33 @@ class DistributedOptimizer:
         # gradient became ready since: step() then does not reduce again.
         self._synchronized = False
         self._reset_step()
+
+    def _correct_momentum(self):
+        """Moves the sparse parameters to a param group without momentum
+        and keeps their momentum here instead (see the class comment)."""
+        sparse = {id(self._params[name]): name for name in self.residuals}
+        moved = []
+        for group in self.optimizer.param_groups:
+            mine = [p for p in group["params"] if id(p) in sparse]
+            if not mine:
+                continue
+            momentum = group.get("momentum", 0.0)
+            if not momentum or group.get("nesterov") or \
+                    group.get("dampening", 0.0):
+                raise CommoptError(
+                    "momentum_correction needs SGD with momentum, without "
+                    f"nesterov or dampening, for '{sparse[id(mine[0])]}'")
+            group["params"] = [p for p in group["params"]
+                               if id(p) not in sparse]
+            options = {k: v for k, v in group.items() if k != "params"}
+            options["momentum"] = 0.0
+            moved.append((mine, options, momentum))
+        for params, options, momentum in moved:
+            self.optimizer.add_param_group(dict(options, params=params))
+            for param in params:
+                name = sparse[id(param)]
+                self.velocities[name] = (momentum, torch.zeros_like(
+                    param, memory_format=torch.contiguous_format))
 
     # -- hooks ---------------------------------------------------------------
 
@@ -160,8 +207,8 @@ class DistributedOptimizer:
                      runtime.REDUCES[collective.reduce], wire,
                      collective.prescale)
         if collective.channel is None:
-            runtime.check(runtime.fused_allreduce(*arguments),
-                          collective.describe())
+            self._bounded(collective,
+                          lambda: runtime.fused_allreduce(*arguments))
             return
         status, handle = runtime.fused_allreduce_start(*arguments,
                                                        collective.channel)
@@ -172,13 +219,52 @@ class DistributedOptimizer:
         g = collective.gradients[0]
         grad = self._gradient(g.name, "f32")
         residual = self.residuals[g.name]
+        velocity = self.velocities.get(g.name)
+        if velocity is not None:
+            # Send from the accumulated velocity: u = m u + grad.
+            momentum, u = velocity
+            with torch.no_grad():
+                u.mul_(momentum).add_(grad)
+                grad.copy_(u)
         sparse = collective.sparse
-        status = runtime.sparse_allreduce(
+        self._bounded(collective, lambda: runtime.sparse_allreduce(
             grad.data_ptr(), residual.data_ptr(), g.count, sparse["density"],
             runtime.SELECTS[sparse["select"]],
             runtime.EXCHANGES[sparse["exchange"]],
-            runtime.REDUCES[collective.reduce], sparse["chunk_elements"])
-        runtime.check(status, collective.describe())
+            runtime.REDUCES[collective.reduce], sparse["chunk_elements"]))
+        if velocity is not None:
+            # Momentum factor masking: what was sent leaves the velocity
+            # too (the residual is zero exactly where this rank sent).
+            with torch.no_grad():
+                u.masked_fill_(residual == 0, 0.0)
+
+    def _bounded(self, collective, call):
+        """Runs the blocking runtime call `call` of `collective` and checks
+        its status, raising CommoptError when it has not returned within the
+        timeout. The call runs on a thread of its own while this one waits,
+        so that calls into the runtime still come from one thread at a
+        time; the thread is a daemon, which a hung collective does not keep
+        the process alive with."""
+        outcome = []
+
+        def run():
+            status = call()
+            # The runtime's last error is the calling thread's.
+            outcome.append((status, runtime.last_error() if status else ""))
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(self._timeout_s)
+        if worker.is_alive():
+            raise CommoptError(
+                f"{collective.describe()} did not complete within "
+                f"{self._timeout_s:g} s (COMMOPT_TIMEOUT_S): another rank "
+                "has died or runs another plan")
+        if not outcome:
+            raise CommoptError(f"{collective.describe()}: the runtime call "
+                               "raised on its thread")
+        status, message = outcome[0]
+        runtime.check(status, collective.describe(), message)
 
     def _wait(self, issued):
         """Waits for `issued`, raising CommoptError after the timeout."""

@@ -105,11 +105,13 @@ def last_error():
     return message.decode(errors="replace") if message else ""
 
 
-def check(status, what):
-    """Raises CommoptError naming `what` unless `status` is success."""
+def check(status, what, message=None):
+    """Raises CommoptError naming `what` unless `status` is success, with
+    `message`, or else this thread's last error, as the reason."""
     if status != SUCCESS:
         name = library().commrt_status_string(status).decode()
-        raise CommoptError(f"{what}: {name}: {last_error()}")
+        reason = last_error() if message is None else message
+        raise CommoptError(f"{what}: {name}: {reason}")
 
 
 def abort(message):

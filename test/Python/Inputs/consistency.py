@@ -58,7 +58,12 @@ def main(argv):
     parser.add_argument("--only", help="run one plan kind")
     arguments = parser.parse_args(argv)
     rank, size = start()
-    for kind, the_plan in plans(make_model(), size).items():
+    runs = [(kind, the_plan, False)
+            for kind, the_plan in plans(make_model(), size).items()]
+    # Deep Gradient Compression's momentum correction on a sparse plan.
+    runs.append(("topk-allgather+momentum-correction",
+                 plans(make_model(), size)["topk-allgather"], True))
+    for kind, the_plan, correct_momentum in runs:
         if arguments.only and kind != arguments.only:
             continue
         model = make_model(seed=5)
@@ -66,7 +71,19 @@ def main(argv):
         initial = {n: p.detach().clone() for n, p in model.named_parameters()}
         optimizer = commopt.DistributedOptimizer(
             torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
-            model.named_parameters(), plan=the_plan)
+            model.named_parameters(), plan=the_plan,
+            momentum_correction=correct_momentum)
+        if correct_momentum:
+            # The sparse parameters' momentum is the bridge's, not SGD's.
+            names = {id(p): n for n, p in model.named_parameters()}
+            for group in optimizer.param_groups:
+                for param in group["params"]:
+                    owned = names[id(param)] in optimizer.velocities
+                    if owned != (group["momentum"] == 0.0):
+                        fail(f"{kind}: '{names[id(param)]}' is in a group "
+                             f"with momentum {group['momentum']}")
+            if sorted(optimizer.velocities) != ["conv.weight", "fc1.weight"]:
+                fail(f"{kind}: velocities of {sorted(optimizer.velocities)}")
         for step in range(arguments.steps):
             # Each rank's own data: the ranks' gradients differ.
             x, y = shard(batch(step, seed=2), rank, size)
@@ -78,6 +95,9 @@ def main(argv):
         for name, param in model.named_parameters():
             if torch.equal(param.detach(), initial[name]):
                 fail(f"{kind}: '{name}' never changed")
+        if correct_momentum and not all(
+                u.abs().sum() > 0 for _, u in optimizer.velocities.values()):
+            fail(f"{kind}: a velocity stayed zero")
         say(f"{kind} ({optimizer.plan.kinds}): parameters identical on "
             f"{size} ranks after each of {arguments.steps} steps")
         optimizer.remove_hooks()

@@ -7,13 +7,12 @@ exit, rather than leave the other ranks waiting in their collectives.
                                                   # rank 2: sys.exit(0)
 
 The failing rank fails after 3 steps, while the others go on into the
-collectives of step 4, issued from backward on two channels (and, but for
-`leave`, a blocking one). mpirun ends the job when a rank exits non-zero
-or calls MPI_Abort (as commopt's excepthook does). A rank that leaves with
-status 0 instead waits in MPI_Finalize for the others, which wait for it
-in step 4: only commopt's timeout on asynchronous collectives
-(COMMOPT_TIMEOUT_S) ends that, so `leave` runs every collective on a
-channel. (A blocking collective, or a sparse one, would wait forever.)
+collectives of step 4, issued from backward on two channels and one
+blocking (for `leave`, a blocking sparse one). mpirun ends the job when a
+rank exits non-zero or calls MPI_Abort (as commopt's excepthook does). A
+rank that leaves with status 0 instead waits in MPI_Finalize for the
+others, which wait for it in step 4: commopt's timeout (COMMOPT_TIMEOUT_S),
+on blocking collectives too, ends that.
 """
 
 import os
@@ -23,7 +22,7 @@ import torch
 
 import commopt
 from common import (batch, dense, loss_fn, make_model, param_gradient, plan,
-                    say, shard, start)
+                    say, shard, sparse, start)
 
 FAIL_AFTER = 3
 
@@ -32,11 +31,12 @@ def main(mode):
     rank, size = start()
     model = make_model()
     g = lambda name: param_gradient(model, name)  # noqa
+    fc1 = sparse(g("fc1.weight"), "topk", "allgather", 0.05) \
+        if mode == "leave" else dense([g("fc1.weight")], channel=1)
     the_plan = plan([
         dense([g("fc2.weight"), g("fc2.bias"), g("fc1.bias")], channel=0),
-        dense([g("fc1.weight")], channel=1),
-        dense([g("conv.weight"), g("conv.bias")],
-              channel=0 if mode == "leave" else None)])
+        fc1,
+        dense([g("conv.weight"), g("conv.bias")], channel=None)])
     optimizer = commopt.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=0.1), model.named_parameters(),
         plan=the_plan)

@@ -1,0 +1,34 @@
+// comm-optimize forwards its sparse options to comm-sparsify: the selection,
+// the exchange, the chunk size and the size below which gradients stay
+// dense. On the 16-rank 10 GbE preset a 4 MiB gradient at density 0.001 is
+// cheaper sparse; the 64 KiB one stays dense unless sparse-min-bytes allows.
+
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.001 sparse-select=topk sparse-exchange=allgather" | FileCheck %s --check-prefix=TOPK
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.01 sparse-exchange=chunk sparse-chunk-elements=1024" | FileCheck %s --check-prefix=CHUNK
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.001 sparse-select=topk sparse-exchange=allgather sparse-min-bytes=0" | FileCheck %s --check-prefix=SMALL
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 density=0.001 sparse-select=topk" | FileCheck %s --check-prefix=DENSE
+// RUN: not commopt-opt %s --comm-optimize="sparse=true sparse-select=bogus" 2>&1 | FileCheck %s --check-prefix=BADSELECT
+
+// TOPK-LABEL: func.func @step
+// TOPK: comm.sparse_allreduce {{.*}}exchange = #comm.exchange<allgather>, name = "big", reduce = #comm.reduce<avg>, select = #comm.select<topk>
+// TOPK: comm.start {{.*}}names = ["small"]
+
+// CHUNK-LABEL: func.func @step
+// CHUNK: comm.sparse_allreduce {{.*}}chunk_elements = 1024 : i64, density = 1.000000e-02 : f64, exchange = #comm.exchange<chunk>, name = "big", reduce = #comm.reduce<avg>, select = #comm.select<chunk>
+
+// SMALL-LABEL: func.func @step
+// SMALL: comm.sparse_allreduce {{.*}}name = "big"
+// SMALL: comm.sparse_allreduce {{.*}}name = "small"
+
+// DENSE-LABEL: func.func @step
+// DENSE-NOT: comm.sparse_allreduce
+
+// BADSELECT: comm-sparsify: unknown select 'bogus'; expected 'threshold' or 'topk'
+
+func.func @step() -> (tensor<1048576xf32>, tensor<16384xf32>) {
+  %a = comm.compute () {cost_us = 100.0, layer = 1, phase = #comm.phase<backward>} : () -> tensor<1048576xf32>
+  %ra = comm.allreduce %a {name = "big", reduce = #comm.reduce<avg>} : tensor<1048576xf32> -> tensor<1048576xf32>
+  %b = comm.compute () {cost_us = 100.0, layer = 0, phase = #comm.phase<backward>} : () -> tensor<16384xf32>
+  %rb = comm.allreduce %b {name = "small", reduce = #comm.reduce<avg>} : tensor<16384xf32> -> tensor<16384xf32>
+  return %ra, %rb : tensor<1048576xf32>, tensor<16384xf32>
+}
