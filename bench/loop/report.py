@@ -14,15 +14,19 @@
 import argparse
 import datetime
 import json
+import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from benchmarks_md import NOTES, replace_section  # noqa: E402
 
 PLANS = [("optimized", "comm-optimize (cost-model plan)"),
          ("optimized-f16", "comm-optimize, f16 on the wire"),
          ("ddp", "DDP policy (25 MiB threshold buckets, 1 channel)")]
 TITLE = "## Closing the loop"
-MARKER = "<!-- notes -->\n"
 STEP = re.compile(r"^round (\d+): commrt: step (\d+): ([0-9.]+) us$")
 
 
@@ -139,25 +143,11 @@ def main():
         "bench/loop/run.sh",
         "```",
         "",
-        MARKER.rstrip("\n"),
+        NOTES,
     ]
     section = "\n".join(lines) + "\n"
 
-    with open(args.benchmarks) as f:
-        text = f.read()
-    start = text.find(TITLE + "\n")
-    notes = ""
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        following = text.find("\n## ", start + len(TITLE))
-        end = len(text) if following < 0 else following + 1
-        old = text[start:end]
-        if MARKER in old:
-            notes = old.split(MARKER, 1)[1]
-        text = text[:start] + section + notes + text[end:]
-    with open(args.benchmarks, "w") as f:
-        f.write(text)
+    replace_section(args.benchmarks, TITLE, section)
     print(section)
 
 

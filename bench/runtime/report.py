@@ -11,8 +11,13 @@
 # ===----------------------------------------------------------------------=== #
 
 import datetime
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from benchmarks_md import NOTES, replace_section  # noqa: E402
 
 HEADING = "## Runtime on the emulated cluster"
 SETTING_NAMES = {"shm": "shared memory, 4 ranks",
@@ -178,25 +183,10 @@ def main(argv):
     lines.append("bench/runtime/run.sh")
     lines.append("```")
     lines.append("")
-    lines.append("<!-- notes -->")
+    lines.append(NOTES)
     section = "\n".join(lines) + "\n"
 
-    with open(argv[2]) as f:
-        text = f.read()
-    notes = ""
-    start = text.find(HEADING + "\n")
-    if start >= 0:
-        end = text.find("\n## ", start + len(HEADING))
-        end = len(text) if end < 0 else end + 1
-        old = text[start:end]
-        # Hand-written notes after the marker survive a re-run.
-        if "<!-- notes -->\n" in old:
-            notes = old.split("<!-- notes -->\n", 1)[1]
-        text = text[:start] + section + notes + text[end:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(argv[2], "w") as f:
-        f.write(text)
+    replace_section(argv[2], HEADING, section)
     print(section)
     return 0
 

@@ -17,6 +17,10 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from benchmarks_md import NOTES, replace_section  # noqa: E402
+
 HEADING = "## Training on Fashion-MNIST"
 ORDER = ["ddp", "ddp-fp16", "ddp-powersgd-2", "commopt-f32", "commopt-f16",
          "commopt-threshold-0.01", "commopt-threshold-0.001",
@@ -177,25 +181,10 @@ def main(argv):
     lines.append("bench/training/run.sh            # fidelity and speed")
     lines.append("```")
     lines.append("")
-    lines.append("<!-- notes -->")
+    lines.append(NOTES)
     section = "\n".join(lines) + "\n"
 
-    with open(argv[2]) as handle:
-        text = handle.read()
-    notes = ""
-    start = text.find(HEADING + "\n")
-    if start >= 0:
-        end = text.find("\n## ", start + len(HEADING))
-        end = len(text) if end < 0 else end + 1
-        old = text[start:end]
-        # Hand-written notes after the marker survive a re-run.
-        if "<!-- notes -->\n" in old:
-            notes = old.split("<!-- notes -->\n", 1)[1]
-        text = text[:start] + section + notes + text[end:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(argv[2], "w") as handle:
-        handle.write(text)
+    replace_section(argv[2], HEADING, section)
     print(section)
 
 

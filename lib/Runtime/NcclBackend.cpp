@@ -278,28 +278,12 @@ private:
 
   /// Sets `onDevice` to whether the broadcast's `buffer` is device (or
   /// managed) memory, once every rank has found its buffer in the same kind
-  /// of memory; every rank fails when one fails, so that all take the same
-  /// path, NCCL or MPI. Collective over the bootstrap communicator.
+  /// of memory. Collective over the bootstrap communicator.
   commrt_status placeBroadcast(const void *buffer, bool &onDevice) {
     commrt_status status = checkCuda("cudaSetDevice", cudaSetDevice(device));
     if (status == COMMRT_SUCCESS)
       status = locateBuffer("buffer", buffer, device, onDevice);
-    // The maximum of [status, on device, on host] over the ranks.
-    const bool ok = status == COMMRT_SUCCESS;
-    int votes[3] = {static_cast<int>(status), ok && onDevice, ok && !onDevice};
-    if (int error =
-            MPI_Allreduce(MPI_IN_PLACE, votes, 3, MPI_INT, MPI_MAX, bootstrap))
-      return failMpi("MPI_Allreduce", error);
-    if (!ok)
-      return status;
-    if (votes[0] != COMMRT_SUCCESS)
-      return fail(static_cast<commrt_status>(votes[0]),
-                  "another rank's buffer was rejected");
-    if (votes[1] && votes[2])
-      return fail(COMMRT_ERROR_MISMATCH,
-                  "ranks disagree on where the buffer is (device memory on "
-                  "some ranks, host memory on others)");
-    return COMMRT_SUCCESS;
+    return agreeOnPlacement(bootstrap, status, onDevice, "buffer");
   }
 
   /// Enqueues `plan` on `stream`: packing, the collective and unpacking,
@@ -516,6 +500,25 @@ commrt_status commrt::createNcclBackend(MPI_Comm comm, int channels,
   }
   out = std::make_unique<NcclBackend>(comm, nccl, rank, size, device, stream,
                                       channels);
+  return COMMRT_SUCCESS;
+}
+
+commrt_status commrt::agreeOnPlacement(MPI_Comm comm, commrt_status localStatus,
+                                       bool onDevice, const char *what) {
+  // The maximum of [status, on device, on host] over the ranks.
+  const bool ok = localStatus == COMMRT_SUCCESS;
+  int votes[3] = {static_cast<int>(localStatus), ok && onDevice,
+                  ok && !onDevice};
+  if (int error = MPI_Allreduce(MPI_IN_PLACE, votes, 3, MPI_INT, MPI_MAX, comm))
+    return failMpi("MPI_Allreduce", error);
+  if (!ok)
+    return localStatus;
+  if (votes[0] != COMMRT_SUCCESS)
+    return fail(static_cast<commrt_status>(votes[0]),
+                "another rank rejected its ", what);
+  if (votes[1] && votes[2])
+    return fail(COMMRT_ERROR_MISMATCH, "ranks disagree on where the ", what,
+                " is (device memory on some ranks, host memory on others)");
   return COMMRT_SUCCESS;
 }
 

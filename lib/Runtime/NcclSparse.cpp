@@ -130,23 +130,10 @@ commrt_status NcclSparse::place(const SparseArguments &args, bool &onDevice) {
              ": under the NCCL backend both must be device (or "
              "managed) memory, reduced on the GPU, or both host "
              "memory, reduced on the host");
-  // Every rank must take the same path, and learn of every failure: the
-  // maximum of [status, on device, on host] over the ranks.
-  const bool ok = status == COMMRT_SUCCESS;
-  int votes[3] = {static_cast<int>(status), ok && gradOnDevice,
-                  ok && !gradOnDevice};
-  if (int error =
-          MPI_Allreduce(MPI_IN_PLACE, votes, 3, MPI_INT, MPI_MAX, bootstrap))
-    return failMpi("MPI_Allreduce", error);
-  if (!ok)
-    return status;
-  if (votes[0] != COMMRT_SUCCESS)
-    return fail(static_cast<commrt_status>(votes[0]),
-                "another rank's grad or residual was rejected");
-  if (votes[1] && votes[2])
-    return fail(COMMRT_ERROR_MISMATCH,
-                "ranks disagree on where grad and residual are (device "
-                "memory on some ranks, host memory on others)");
+  // Every rank must take the same path, and learn of every failure.
+  if (commrt_status agreed =
+          agreeOnPlacement(bootstrap, status, gradOnDevice, "grad or residual"))
+    return agreed;
   onDevice = gradOnDevice;
   return COMMRT_SUCCESS;
 }

@@ -35,6 +35,15 @@ commrt_status agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
 commrt_status locateBuffer(const char *name, const void *pointer, int device,
                            bool &onDevice);
 
+/// Makes every rank take the same path for a call's buffers: fails on every
+/// rank when `localStatus` (the outcome of locating them) failed on any,
+/// or with COMMRT_ERROR_MISMATCH when some ranks found `onDevice` buffers
+/// and others host ones. `what` names the buffers ("buffer") in the
+/// messages.
+/// Collective over `comm`.
+commrt_status agreeOnPlacement(MPI_Comm comm, commrt_status localStatus,
+                               bool onDevice, const char *what);
+
 } // namespace commrt
 
 #endif // COMMRT_NCCLSUPPORT_H
