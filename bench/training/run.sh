@@ -6,22 +6,24 @@
 # commopt plans (dense f32, f16 wire, sparse threshold/top-k and chunk at
 # densities 0.01 and 0.001), all with the same seeds and data order:
 #
-#  1. profile: commopt-export.py times the model under 4 ranks' load
-#     (mpirun -np 4, rank 0 writes the profile);
-#  2. plans: comm-optimize plans each kind for $CLUSTER and
+#  1. profile: for each batch size per rank, commopt-export.py times the
+#     model under 4 ranks' load (mpirun -np 4, rank 0 writes the profile);
+#  2. plans: comm-optimize plans each kind from it for $CLUSTER and
 #     commopt-translate --export-plan writes it, with its estimate;
 #  3. fidelity: every run trains $EPOCHS epochs of $TRAIN_SAMPLES samples on
-#     shared memory and reports test accuracy per epoch;
+#     shared memory, batch 16 per rank, and reports test accuracy per epoch;
 #  4. speed: every run takes $SPEED_STEPS steps on the emulated
-#     4 x 1 Gbit/s cluster (bench/cluster/emulate.sh, root), and so does a
-#     compute-only run (no communication), the step's lower bound;
+#     4 x 1 Gbit/s cluster (bench/cluster/emulate.sh, root) at each batch
+#     size of $SPEED_BATCHES, and so does a compute-only run (no
+#     communication), the step's lower bound;
 #  5. report.py writes the section "Training on Fashion-MNIST" of
 #     BENCHMARKS.md: accuracy, step times as ratios to DDP/gloo measured in
 #     the same run, and each plan's predicted vs measured step.
 #
 # Usage: bench/training/run.sh [fidelity] [speed]   (default: both)
 # Environment: BUILD (default build), OUT (default $BUILD/training), EPOCHS
-# (3), TRAIN_SAMPLES (20000), SPEED_STEPS (40), CLUSTER (default
+# (3), TRAIN_SAMPLES (20000), SPEED_STEPS (40), SPEED_BATCHES ("16 4"),
+# CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), RATE (1gbit), PYTHON, ONLY (run
 # only the runs with these labels, e.g. "ddp commopt-f16"; the report keeps
 # the others' last results).
@@ -37,6 +39,7 @@ OUT=${OUT:-$BUILD/training}
 EPOCHS=${EPOCHS:-3}
 TRAIN_SAMPLES=${TRAIN_SAMPLES:-20000}
 SPEED_STEPS=${SPEED_STEPS:-40}
+SPEED_BATCHES=${SPEED_BATCHES:-16 4}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
 RATE=${RATE:-1gbit}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -46,7 +49,7 @@ PHASES=${*:-fidelity speed}
 for tool in commopt-opt commopt-translate; do
   [[ -x $BUILD/bin/$tool ]] || { echo "run.sh: build $BUILD first" >&2; exit 2; }
 done
-mkdir -p "$OUT/plans" "$OUT/fidelity" "$OUT/speed"
+mkdir -p "$OUT/fidelity"
 export COMMOPT_COMMRT_LIB=$ROOT/$BUILD/lib/libcommrt.so
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
@@ -54,12 +57,6 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # Ranks waiting in MPI leave the 2 cores to those computing.
 export OMPI_MCA_mpi_yield_when_idle=1
 TRAIN=examples/fashion_mnist/train.py
-
-echo "== profile" >&2
-PYTHONPATH=examples/fashion_mnist mpirun -np 4 "$PYTHON" \
-  tools/commopt-export/commopt-export.py fashion_mnist:make_model \
-  --input-shape 1,28,28 --batch-size 16 --threads 1 --warmup 5 --steps 30 \
-  --name fashion-mnist -o "$OUT/profile.json"
 
 # The commopt plans: name and comm-optimize options.
 PLANS=(
@@ -71,16 +68,27 @@ PLANS=(
   "chunk-0.01|sparse=true density=0.01 sparse-exchange=chunk sparse-chunk-elements=4096"
   "chunk-0.001|sparse=true density=0.001 sparse-exchange=chunk sparse-chunk-elements=2048"
 )
-echo "== plans for $CLUSTER" >&2
-for entry in "${PLANS[@]}"; do
-  name=${entry%%|*}
-  "$BUILD/bin/commopt-translate" --import-grad-profile "$OUT/profile.json" |
-    "$BUILD/bin/commopt-opt" \
-      --comm-optimize="cluster=$CLUSTER estimate=step report=none ${entry#*|}" |
-    "$BUILD/bin/commopt-translate" --export-plan -o "$OUT/plans/$name.json"
-done
 
-# Every run: label and train.py arguments.
+# Profiles the model at batch $1 per rank and plans every kind for it into
+# $OUT/plans/b$1/.
+make_plans() {
+  local batch=$1 dir=$OUT/plans/b$1
+  mkdir -p "$dir"
+  echo "== profile and plans, batch $batch per rank, for $CLUSTER" >&2
+  PYTHONPATH=examples/fashion_mnist mpirun -np 4 "$PYTHON" \
+    tools/commopt-export/commopt-export.py fashion_mnist:make_model \
+    --input-shape 1,28,28 --batch-size "$batch" --threads 1 --warmup 5 \
+    --steps 30 --name fashion-mnist -o "$dir/profile.json"
+  for entry in "${PLANS[@]}"; do
+    "$BUILD/bin/commopt-translate" --import-grad-profile "$dir/profile.json" |
+      "$BUILD/bin/commopt-opt" \
+        --comm-optimize="cluster=$CLUSTER estimate=step report=none ${entry#*|}" |
+      "$BUILD/bin/commopt-translate" --export-plan -o "$dir/${entry%%|*}.json"
+  done
+}
+
+# Every run: label and train.py arguments; @PLANS@ stands for the folder of
+# the plans made for the run's batch size.
 RUNS=(
   "ddp|--comm ddp"
   "ddp-fp16|--comm ddp-fp16"
@@ -88,7 +96,11 @@ RUNS=(
 )
 for entry in "${PLANS[@]}"; do
   name=${entry%%|*}
-  RUNS+=("commopt-$name|--plan $OUT/plans/$name.json")
+  RUNS+=("commopt-$name|--plan @PLANS@/$name.json")
+done
+# Deep Gradient Compression's momentum correction on the sparsest plans.
+for name in threshold-0.001 topk-0.001 chunk-0.001; do
+  RUNS+=("commopt-$name-mc|--plan @PLANS@/$name.json --momentum-correction")
 done
 
 # Whether run $1 is selected by ONLY.
@@ -100,26 +112,36 @@ selected() {
 for phase in $PHASES; do
   case $phase in
   fidelity)
+    BATCH=16
+    make_plans $BATCH
     for run in "${RUNS[@]}"; do
       label=${run%%|*}
       selected "$label" || continue
       echo "== fidelity: $label" >&2
+      arguments=${run#*|}
+      arguments=${arguments//@PLANS@/$ROOT/$OUT/plans/b$BATCH}
       # shellcheck disable=SC2086
-      mpirun -np 4 "$PYTHON" "$TRAIN" ${run#*|} --epochs "$EPOCHS" \
-        --train-samples "$TRAIN_SAMPLES" --label "$label" \
+      mpirun -np 4 "$PYTHON" "$TRAIN" $arguments --batch-size $BATCH \
+        --epochs "$EPOCHS" --train-samples "$TRAIN_SAMPLES" --label "$label" \
         --json "$OUT/fidelity/$label.json"
     done
     ;;
   speed)
-    for run in "${RUNS[@]}" "compute-only|--comm local"; do
-      label=${run%%|*}
-      selected "$label" || continue
-      echo "== speed on 4 x $RATE: $label" >&2
-      # shellcheck disable=SC2086
-      bench/cluster/emulate.sh run 4 "$RATE" -- "$PYTHON" "$ROOT/$TRAIN" \
-        ${run#*|} --epochs 1 --max-steps "$SPEED_STEPS" --no-eval \
-        --master-addr "$SUBNET.1" --label "$label" \
-        --json "$ROOT/$OUT/speed/$label.json"
+    for BATCH in $SPEED_BATCHES; do
+      make_plans "$BATCH"
+      mkdir -p "$OUT/speed/b$BATCH"
+      for run in "${RUNS[@]}" "compute-only|--comm local"; do
+        label=${run%%|*}
+        selected "$label" || continue
+        echo "== speed on 4 x $RATE, batch $BATCH: $label" >&2
+        arguments=${run#*|}
+        arguments=${arguments//@PLANS@/$ROOT/$OUT/plans/b$BATCH}
+        # shellcheck disable=SC2086
+        bench/cluster/emulate.sh run 4 "$RATE" -- "$PYTHON" "$ROOT/$TRAIN" \
+          $arguments --batch-size "$BATCH" --epochs 1 \
+          --max-steps "$SPEED_STEPS" --no-eval --master-addr "$SUBNET.1" \
+          --label "$label" --json "$ROOT/$OUT/speed/b$BATCH/$label.json"
+      done
     done
     ;;
   *)

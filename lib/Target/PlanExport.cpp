@@ -105,7 +105,8 @@ static FailureOr<GradientRange> traceGradient(Operation *op, Value value,
     return op->emitError() << "export-plan: the gradient of '" << name
                            << "' is not a tensor; export the plan before "
                               "bufferization";
-  if (auto slice = value.getDefiningOp<tensor::ExtractSliceOp>()) {
+  auto slice = value.getDefiningOp<tensor::ExtractSliceOp>();
+  if (slice) {
     auto sourceType = slice.getSourceType();
     if (sourceType.getRank() != 1 || !slice.hasUnitStride() ||
         slice.getStaticOffsets()[0] == ShapedType::kDynamic ||
@@ -130,7 +131,7 @@ static FailureOr<GradientRange> traceGradient(Operation *op, Value value,
     return op->emitError() << "export-plan: the gradient of '" << name
                            << "' has element type " << type.getElementType()
                            << "; plans carry f32, f64, f16 and bf16";
-  if (range.count == 0 && range.offset == 0)
+  if (!slice)
     range.count = type.getNumElements();
   return range;
 }
