@@ -16,6 +16,7 @@
 import glob
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -79,7 +80,10 @@ def accuracy_lines(fidelity):
         run = fidelity[label]
         accuracies = [f"{e['test_accuracy']:.2f}%" for e in run["epochs"]]
         accuracies += [""] * (epochs - len(accuracies))
-        lines.append(f"| {label} | {run['description']} | " +
+        # Plans by file name: their folder is the run's.
+        description = re.sub(r"commopt \S*/([^/\s]+): ", r"commopt \1: ",
+                             run["description"])
+        lines.append(f"| {label} | {description} | " +
                      " | ".join(accuracies) +
                      f" | {run['epochs'][-1]['train_loss']:.4f} |")
     return lines + [""]
@@ -123,17 +127,18 @@ def accuracy_targets(fidelity):
     for label, bound, name in [("commopt-f32", 0.2, "dense f32"),
                                ("commopt-f16", 0.5, "f16 wire")]:
         if final_accuracy(fidelity, label) is not None:
-            gap = base - final_accuracy(fidelity, label)
+            accuracy = final_accuracy(fidelity, label)
             targets.append(f"| {name} accuracy within {bound} points of DDP "
-                           f"| {gap:+.2f} points below | "
-                           f"{check(gap <= bound)} |")
+                           f"| {accuracy:.2f}% vs {base:.2f}% | "
+                           f"{check(base - accuracy <= bound)} |")
     dense = final_accuracy(fidelity, "commopt-f32")
     for label in ordered(fidelity):
         if "0.001" not in label or dense is None:
             continue
-        gap = dense - final_accuracy(fidelity, label)
-        targets.append(f"| {label} within 1 point of dense | {gap:+.2f} "
-                       f"points below | {check(gap <= 1.0)} |")
+        accuracy = final_accuracy(fidelity, label)
+        targets.append(f"| {label} within 1 point of dense | "
+                       f"{accuracy:.2f}% vs {dense:.2f}% | "
+                       f"{check(dense - accuracy <= 1.0)} |")
     return targets
 
 
