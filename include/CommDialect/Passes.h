@@ -102,22 +102,22 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       *this, "sparse-select",
       llvm::cl::desc("How sparse gradients select their entries for the "
                      "allgather and hash exchanges: threshold or topk"),
-      llvm::cl::init("threshold")};
+      llvm::cl::init(CommSparsifyOptions().select)};
   Option<std::string> sparseExchange{
       *this, "sparse-exchange",
       llvm::cl::desc("How sparse gradients are exchanged: auto, allgather, "
                      "hash or chunk (comm-sparsify's exchange)"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(CommSparsifyOptions().exchange)};
   Option<int64_t> sparseMinBytes{
       *this, "sparse-min-bytes",
       llvm::cl::desc("Gradients smaller than this stay dense "
                      "(comm-sparsify's min-bytes)"),
-      llvm::cl::init(1048576)};
+      llvm::cl::init(CommSparsifyOptions().minBytes)};
   Option<int64_t> sparseChunkElements{
       *this, "sparse-chunk-elements",
       llvm::cl::desc("Elements per chunk of the chunk exchange "
                      "(comm-sparsify's chunk-elements)"),
-      llvm::cl::init(32768)};
+      llvm::cl::init(CommSparsifyOptions().chunkElements)};
   Option<std::string> estimate{
       *this, "estimate",
       llvm::cl::desc("Estimate the plan at the end: none, step or steady"),
