@@ -238,6 +238,13 @@ class DistributedOptimizer:
             with torch.no_grad():
                 u.masked_fill_(residual == 0, 0.0)
 
+    def _timed_out(self, collective):
+        """The error of `collective` still running after the timeout."""
+        return CommoptError(
+            f"{collective.describe()} did not complete within "
+            f"{self._timeout_s:g} s (COMMOPT_TIMEOUT_S): another rank has "
+            "died or runs another plan")
+
     def _bounded(self, collective, call):
         """Runs the blocking runtime call `call` of `collective` and checks
         its status, raising CommoptError when it has not returned within the
@@ -256,10 +263,7 @@ class DistributedOptimizer:
         worker.start()
         worker.join(self._timeout_s)
         if worker.is_alive():
-            raise CommoptError(
-                f"{collective.describe()} did not complete within "
-                f"{self._timeout_s:g} s (COMMOPT_TIMEOUT_S): another rank "
-                "has died or runs another plan")
+            raise self._timed_out(collective)
         if not outcome:
             raise CommoptError(f"{collective.describe()}: the runtime call "
                                "raised on its thread")
@@ -272,10 +276,7 @@ class DistributedOptimizer:
         pause = 1e-5
         while not runtime.test(issued.handle):
             if time.monotonic() > deadline:
-                raise CommoptError(
-                    f"{issued.collective.describe()} did not complete within "
-                    f"{self._timeout_s:g} s (COMMOPT_TIMEOUT_S): another "
-                    "rank has died or runs another plan")
+                raise self._timed_out(issued.collective)
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
         status = runtime.wait(issued.handle)

@@ -162,12 +162,12 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       return std::nullopt;
     return step.computeTasks.size() - 1;
   };
-  auto addCollective = [&](Operation *op, ValueRange inputs, Type wire,
+  auto addCollective = [&](Operation *op, ValueRange inputs,
+                           CollectiveCost cost, double bytes,
                            std::string label) -> CollectiveTask & {
-    double bytes = getCollectiveBytes(inputs.getTypes(), wire);
     CollectiveTask task;
     task.label = std::move(label);
-    task.cost = allreduceCost(cluster, bytes);
+    task.cost = cost;
     task.issuedAfter = lastComputeTask();
     task.layers = getProducingLayers(inputs);
     step.collectives.push_back(std::move(task));
@@ -175,21 +175,28 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     model.collectiveBytes.push_back(bytes);
     return step.collectives.back();
   };
+  // A dense allreduce of `inputs`, in the `wire` type when not null.
+  auto addAllreduce = [&](Operation *op, ValueRange inputs, Type wire,
+                          std::string label) -> CollectiveTask & {
+    double bytes = getCollectiveBytes(inputs.getTypes(), wire);
+    return addCollective(op, inputs, allreduceCost(cluster, bytes), bytes,
+                         std::move(label));
+  };
 
   // Collectives started but not yet waited on, by their start op.
   llvm::DenseMap<Operation *, size_t> inFlight;
   for (Operation &op : func.getBody().front()) {
     if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
-      addCollective(&op, allreduce.getInput(),
-                    allreduce.getWireAttr() ? allreduce.getWireAttr().getValue()
-                                            : Type(),
-                    getLabel(&op, allreduce.getName()))
+      addAllreduce(&op, allreduce.getInput(),
+                   allreduce.getWireAttr() ? allreduce.getWireAttr().getValue()
+                                           : Type(),
+                   getLabel(&op, allreduce.getName()))
           .blocking = true;
       continue;
     }
     if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
       std::string label = "bucket of " + std::to_string(fused.getNumOperands());
-      addCollective(
+      addAllreduce(
           &op, fused.getInputs(),
           fused.getWireAttr() ? fused.getWireAttr().getValue() : Type(), label)
           .blocking = true;
@@ -205,17 +212,13 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       SparseGradient gradient = describeSparseGradient(
           type, sparse.getDensity().convertToDouble(),
           sparse.getChunkElements().value_or(kDefaultSparseChunkElements));
-      CollectiveTask task;
-      task.label = getLabel(&op, sparse.getName());
-      task.cost = sparseAllreduceCost(
-          cluster, getSparseExchangeScheme(sparse.getExchange()), gradient);
-      task.issuedAfter = lastComputeTask();
-      task.layers = getProducingLayers(sparse.getGrad());
-      task.blocking = true;
-      step.collectives.push_back(std::move(task));
-      model.collectiveOps.push_back(&op);
-      model.collectiveBytes.push_back(
-          getCollectiveBytes(sparse.getGrad().getType(), Type()));
+      addCollective(
+          &op, sparse.getGrad(),
+          sparseAllreduceCost(
+              cluster, getSparseExchangeScheme(sparse.getExchange()), gradient),
+          getCollectiveBytes(sparse.getGrad().getType(), Type()),
+          getLabel(&op, sparse.getName()))
+          .blocking = true;
       continue;
     }
     if (auto start = dyn_cast<StartOp>(op)) {
@@ -223,7 +226,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           start.getNumOperands() == 1 && start.getNames()
               ? cast<StringAttr>((*start.getNames())[0]).str()
               : "bucket of " + std::to_string(start.getNumOperands());
-      CollectiveTask &task = addCollective(
+      CollectiveTask &task = addAllreduce(
           &op, start.getInputs(),
           start.getWireAttr() ? start.getWireAttr().getValue() : Type(), label);
       if (start.getChannel() >= cluster.channels)
