@@ -25,11 +25,13 @@ tool_dirs = [config.commopt_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["commopt-opt", "commopt-translate", "mlir-runner"], tool_dirs)
 
-# Test helpers written in Python use the standard library only; Debian's own
-# interpreter is the one TOOLCHAIN.md names.
+# Test helpers written in Python use the standard library only, run by
+# Debian's own interpreter (the one with Debian's python3-torch).
 config.substitutions.append(("%python", "/usr/bin/python3"))
 # The build folder, for scripts that take one (bench/plan_quality/run.py).
 config.substitutions.append(("%commopt_build", config.commopt_obj_root))
+# The source tree, for checks of the whole repository (test/Docs).
+config.substitutions.append(("%commopt_src_root", config.commopt_src_root))
 
 # Multi-rank runs. OpenMPI must be allowed to run as root (CI does) and to
 # place more ranks than cores; vader's single-copy mechanism needs ptrace

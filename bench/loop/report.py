@@ -64,7 +64,7 @@ def main():
     parser.add_argument("--rounds", default="4")
     parser.add_argument("--cluster", default="bench/cluster/emulated-4x1gbit.json")
     parser.add_argument("--profile",
-                        default="/work/shared/profiles/pipedream/resnet50.graph.txt")
+                        default="../shared/profiles/pipedream/resnet50.graph.txt")
     args = parser.parse_args()
 
     rows, results = [], {}

@@ -18,7 +18,8 @@
 # Environment: BUILD (default build), OUT (default $BUILD/loop), STEPS
 # (default 5), ROUNDS (default 4), RATE (default 1gbit), CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), PROFILE (default
-# /work/shared/profiles/pipedream/resnet50.graph.txt), LLVM_BIN (default
+# ../shared/profiles/pipedream/resnet50.graph.txt, pipedream's measured
+# profile beside the checkout), LLVM_BIN (default
 # /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3).
 #
 #===----------------------------------------------------------------------===#
@@ -33,7 +34,7 @@ STEPS=${STEPS:-5}
 ROUNDS=${ROUNDS:-4}
 RATE=${RATE:-1gbit}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
-PROFILE=${PROFILE:-/work/shared/profiles/pipedream/resnet50.graph.txt}
+PROFILE=${PROFILE:-../shared/profiles/pipedream/resnet50.graph.txt}
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 PYTHON=${PYTHON:-/usr/bin/python3}
 BUILD=$(cd "$BUILD" && pwd)

@@ -174,7 +174,8 @@ def render(rows, command, skipped):
     out += [
         "How close commopt's plans come to the limits of the cost model, on "
         "measured per-layer profiles, against the peers' bucketing policies "
-        "(DESIGN.md, \"Cost model\": report plan quality as the distance to "
+        "([docs/Design.md](docs/Design.md#8-plan-quality-the-limits-and-"
+        "what-to-expect), section 8: report plan quality as the distance to "
         "the limits).",
         "",
         "**Machine:** simulated; cost model only (commopt's timeline "
@@ -385,8 +386,9 @@ def render(rows, command, skipped):
         f"(max {max(sparse_over_ddp):.3f}x).")
     out += [
         "",
-        "Reading the figures: DESIGN.md expects the best contiguous dense "
-        "bucketing to beat DDP by ~1% in geometric mean (up to ~1.2x on GNMT "
+        "Reading the figures: [docs/Design.md](docs/Design.md#8-plan-quality-"
+        "the-limits-and-what-to-expect) (section 8) expects the best "
+        "contiguous dense bucketing to beat DDP by ~1% in geometric mean (up to ~1.2x on GNMT "
         "at 512 ranks), an f16 wire ~1.1x (up to ~2x) and sparsity far more "
         "on communication-bound models; compare the reference line above. "
         "LB dense is loose on communication-bound models (AlexNet, GNMT on "
