@@ -2,38 +2,102 @@
 
     check-exported-profile.py PROFILE.json MODEL
 
-Every trainable parameter of the torchvision model MODEL must appear exactly
-once, with its shape; layers must come in an order consistent with backward
-(for the numbered blocks of `features`, non-increasing block numbers, and the
-classifier before them); every time must be positive.
+MODEL is a torchvision model name or 'module:factory' (the module found on
+PYTHONPATH). Every trainable parameter of the model must appear exactly
+once, under its name in model.named_parameters(), with its shape, and with
+its other names (tied weights) as its `aliases`. Layers must come in an
+order consistent with backward (for the numbered blocks of `features`,
+non-increasing block numbers, and the classifier before them), with the
+parameters marked `unused` in layers of their own after all the others,
+taking no backward time. Every other time must be positive (for a
+torchvision model) or at least not negative (any other, whose layers may
+not all run as modules).
+
+Prints "checked N parameters in M layers: OK" (or FAIL, after the errors),
+then, if there are any, "aliases: NAME = ALIAS, ..." for each shared
+parameter and "unused: NAME, ..." in profile order.
 """
 
+import importlib
 import json
 import re
 import sys
 
-import torchvision
+
+def make_model(spec):
+    if ":" in spec:
+        module_name, _, factory = spec.partition(":")
+        return getattr(importlib.import_module(module_name), factory)()
+    import torchvision
+    return getattr(torchvision.models, spec)(weights=None)
 
 
-def main(profile_path, model_name):
+def expected_aliases(model):
+    """For each trainable parameter's first name, its other names."""
+    first = {id(p): name for name, p in model.named_parameters()
+             if p.requires_grad}
+    aliases = {name: [] for name in first.values()}
+    for prefix, module in model.named_modules(remove_duplicate=False):
+        for pname, param in module._parameters.items():
+            full = f"{prefix}.{pname}" if prefix else pname
+            if param is not None and id(param) in first and \
+                    full != first[id(param)] and \
+                    full not in aliases[first[id(param)]]:
+                aliases[first[id(param)]].append(full)
+    return aliases
+
+
+def main(profile_path, model_spec):
     profile = json.load(open(profile_path))
     errors = []
     if profile.get("format") != "commopt-grad-profile" or \
             profile.get("version") != 1:
         errors.append("not a commopt-grad-profile v1")
-    model = getattr(torchvision.models, model_name)(weights=None)
+    model = make_model(model_spec)
+    strict = ":" not in model_spec
     expected = {name: list(p.shape) for name, p in model.named_parameters()
                 if p.requires_grad}
+    aliases = expected_aliases(model)
     seen = {}
+    shared = []  # "name = alias" as the profile lists them
+    unused = []
     for layer in profile["layers"]:
-        for key in ("forward_us", "backward_us"):
-            if not layer[key] > 0:
-                errors.append(f"layer {layer['name']}: {key} {layer[key]} "
-                              "is not positive")
-        for param in layer["params"]:
-            if param["name"] in seen:
-                errors.append(f"parameter {param['name']} appears twice")
-            seen[param["name"]] = param["shape"]
+        params = layer["params"]
+        flags = {bool(p.get("unused")) for p in params}
+        if len(flags) > 1:
+            errors.append(f"layer {layer['name']} mixes used and unused "
+                          "parameters")
+        if flags == {True}:
+            if layer["backward_us"] != 0:
+                errors.append(f"layer {layer['name']} of unused parameters "
+                              f"has backward_us {layer['backward_us']}")
+            if not layer["forward_us"] >= 0:
+                errors.append(f"layer {layer['name']}: forward_us "
+                              f"{layer['forward_us']} is negative")
+        else:
+            if unused:
+                errors.append(f"layer {layer['name']} comes after unused "
+                              "parameters")
+            for key in ("forward_us", "backward_us"):
+                if not (layer[key] > 0 if strict or key == "backward_us"
+                        else layer[key] >= 0):
+                    errors.append(f"layer {layer['name']}: {key} "
+                                  f"{layer[key]} is not positive")
+        for param in params:
+            name = param["name"]
+            if name in seen:
+                errors.append(f"parameter {name} appears twice")
+            seen[name] = param["shape"]
+            if param.get("unused"):
+                unused.append(name)
+            listed = param.get("aliases", [])
+            if listed:
+                shared.append(" = ".join([name] + listed))
+            if "aliases" in param and not listed:
+                errors.append(f"{name}: empty aliases")
+            if name in aliases and listed != aliases[name]:
+                errors.append(f"{name}: aliases {listed}, expected "
+                              f"{aliases[name]}")
     missing = sorted(set(expected) - set(seen))
     extra = sorted(set(seen) - set(expected))
     if missing:
@@ -66,6 +130,10 @@ def main(profile_path, model_name):
         print(f"error: {error}")
     print(f"checked {len(seen)} parameters in {len(profile['layers'])} layers: "
           f"{'FAIL' if errors else 'OK'}")
+    if shared:
+        print(f"aliases: {', '.join(shared)}")
+    if unused:
+        print(f"unused: {', '.join(unused)}")
     return 1 if errors else 0
 
 
