@@ -33,7 +33,7 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"computeDelay", "compute-delay", "bool", /*default=*/"false",
-           "Lower comm.compute to a sleep of its cost_us">
+           "Lower comm.compute to a sleep of its cost_us (default: false)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
@@ -170,20 +170,24 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"threshold\"",
-           "How bucket boundaries are chosen: threshold, cost or mgwfbp">,
+           "How bucket boundaries are chosen: threshold, cost or mgwfbp "
+           "(default: threshold)">,
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
-           "Bucket size cap in MiB (threshold policy)">,
+           "Bucket size cap in MiB (threshold policy) (default: 25)">,
     Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
-           "Cap of the first bucket in MiB (0: same as bucket-cap-mb)">,
+           "Cap of the first bucket in MiB (0: same as bucket-cap-mb) "
+           "(default: 1)">,
     Option<"overflow", "overflow", "bool", /*default=*/"true",
            "Close a bucket once it reaches the cap (true, DDP) rather than "
-           "before it would exceed it (false, Horovod/XLA)">,
-    Option<"cluster", "cluster", "std::string",
-           /*default=*/"\"gradientflow-64\"",
-           "Cluster preset or JSON file (cost and mgwfbp policies)">,
+           "before it would exceed it (false, Horovod/XLA) (default: true)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
+           "ethernet10-16, ib56-16) or cluster description file; default: the "
+           "cluster recorded on the module (comm.cluster), else "
+           "gradientflow-64">,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset or JSON file for unprofiled compute (cost and "
-           "mgwfbp policies)">
+           "mgwfbp policies) (default: v100)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }
@@ -282,13 +286,15 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
   let options = [
     Option<"channels", "channels", "int", /*default=*/"2",
            "Number of communication channels (streams) that collectives "
-           "are spread over; at least 1">,
+           "are spread over; 0: the cluster's channel count (the cluster "
+           "recorded on the module, else gradientflow-64) (default: 2)">,
     Option<"priorities", "priorities", "bool", /*default=*/"true",
            "Give each start the smallest backward layer that produces its "
-           "gradients as priority (lower is more urgent)">,
+           "gradients as priority (lower is more urgent) (default: true)">,
     Option<"partitionMb", "partition-mb", "double", /*default=*/"0.0",
            "Split single-gradient allreduces larger than this many MiB into "
-           "ceil(size / cap) pieces of near-equal size (0: never split)">
+           "ceil(size / cap) pieces of near-equal size (0: never split) "
+           "(default: 0)">
   ];
   let dependentDialects = [
     "::mlir::comm::CommDialect", "::mlir::tensor::TensorDialect"
@@ -356,18 +362,21 @@ def CommLowerPrecision : Pass<"comm-lower-precision", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"wire", "wire", "std::string", /*default=*/"\"f16\"",
-           "Wire type of the collectives it changes: f16 or bf16">,
+           "Wire type of the collectives it changes: f16 or bf16 (default: "
+           "f16)">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
            "Collectives whose gradients total fewer bytes than this stay in "
-           "full precision">,
+           "full precision (default: 65536)">,
     Option<"keepF32", "keep-f32", "std::string",
            /*default=*/"\"bias|bn|[Nn]orm|ln\"",
            "Regular expression: collectives with a parameter name matching "
-           "it stay in full precision (empty: none)">,
-    Option<"cluster", "cluster", "std::string",
-           /*default=*/"\"gradientflow-64\"",
-           "Cluster preset or JSON file whose rank count gives the prescale "
-           "of sum and avg">
+           "it stay in full precision (empty: none) (default: "
+           "bias|bn|[Nn]orm|ln)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
+           "ethernet10-16, ib56-16) or cluster description file; default: the "
+           "cluster recorded on the module (comm.cluster), else "
+           "gradientflow-64">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }
@@ -415,24 +424,56 @@ def CommEstimate : Pass<"comm-estimate", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"cluster", "cluster", "std::string",
-           /*default=*/"\"gradientflow-64\"",
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or path of a cluster description JSON">,
+           "ethernet10-16, ib56-16) or cluster description file; default: the "
+           "cluster recorded on the module (comm.cluster), else "
+           "gradientflow-64">,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset (v100, p40, h100) or path of a device description "
-           "JSON, for ops without a measured cost">,
+           "JSON, for ops without a measured cost (default: v100)">,
     Option<"mode", "mode", "std::string", /*default=*/"\"step\"",
            "What to simulate: step (one step) or steady (steady state of "
-           "repeated steps)">,
+           "repeated steps) (default: step)">,
     Option<"report", "report", "std::string", /*default=*/"\"text\"",
-           "Report format: text, json or none">,
+           "Report format: text, json or none (default: text)">,
     Option<"reportFile", "report-file", "std::string", /*default=*/"\"-\"",
-           "Where the report goes: - for stderr, or a file path">,
+           "Where the report goes: - for stderr, or a file path (default: -)">,
     Option<"top", "top", "unsigned", /*default=*/"10",
-           "Collectives listed in the text report, most exposed first">
+           "Collectives listed in the text report, most exposed first "
+           "(default: 10)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
+}
+
+def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {
+  let summary = "Record on the module the cluster its plan is made for";
+  let description = [{
+    Sets the module's `comm.cluster` attribute to the cluster description
+    (preset name or file path) that the following passes plan for. Passes
+    with a `cluster` option (`comm-fuse-buckets`, `comm-lower-precision`,
+    `comm-sparsify`, `comm-estimate`), `comm-schedule-overlap` with
+    `channels=0`, and `commopt-translate --export-timeline` use the recorded
+    cluster unless their own option names one, and warn when it names
+    another. `comm-optimize` runs this pass first, so a planned module always
+    says what it was planned for.
+
+    With `cluster` empty, a cluster already recorded is kept and a module
+    without one gets gradientflow-64, marked `comm.cluster_is_default` so
+    that reports say nobody chose it. The description is read once here, so
+    that a preset name or file that cannot be read fails before planning.
+
+    ```mlir
+    module attributes {comm.cluster = "ethernet10-16"} { ... }
+    ```
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
+           "ethernet10-16, ib56-16) or cluster description file; default: the "
+           "cluster recorded on the module (comm.cluster), else "
+           "gradientflow-64">
+  ];
 }
 
 def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
@@ -496,20 +537,24 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
   let options = [
     Option<"density", "density", "double", /*default=*/"0.001",
            "Fraction of each gradient's entries sent (of its chunks with the "
-           "chunk exchange), in (0, 1]; RedSync's 0.1% by default">,
-    Option<"cluster", "cluster", "std::string",
-           /*default=*/"\"gradientflow-64\"",
-           "Cluster preset name or cluster description file">,
+           "chunk exchange), in (0, 1]; RedSync's 0.1% (default: 0.001)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
+           "ethernet10-16, ib56-16) or cluster description file; default: the "
+           "cluster recorded on the module (comm.cluster), else "
+           "gradientflow-64">,
     Option<"exchange", "exchange", "std::string", /*default=*/"\"auto\"",
            "Sparse exchange: allgather, hash, chunk, or auto (the cheapest "
-           "by the cost model)">,
+           "by the cost model) (default: auto)">,
     Option<"select", "select", "std::string", /*default=*/"\"threshold\"",
            "Selection for the allgather and hash exchanges: threshold or "
-           "topk (the chunk exchange always selects chunks)">,
+           "topk (the chunk exchange always selects chunks) (default: "
+           "threshold)">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
-           "Gradients smaller than this many bytes stay dense">,
+           "Gradients smaller than this many bytes stay dense (default: "
+           "1048576)">,
     Option<"chunkElements", "chunk-elements", "int64_t", /*default=*/"32768",
-           "Elements per chunk of the chunk exchange">
+           "Elements per chunk of the chunk exchange (default: 32768)">
   ];
   let dependentDialects = [
     "::mlir::comm::CommDialect", "::mlir::ml_program::MLProgramDialect"

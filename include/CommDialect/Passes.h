@@ -40,7 +40,8 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
   Option<bool> computeDelay{
       *this, "compute-delay",
       llvm::cl::desc("Lower comm.compute to a sleep of its cost_us, so that "
-                     "a profile's skeleton runs with its compute time"),
+                     "a profile's skeleton runs with its compute time "
+                     "(default: false)"),
       llvm::cl::init(false)};
 };
 
@@ -55,84 +56,107 @@ void buildLowerToLLVMPipeline(OpPassManager &pm,
 struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
   Option<std::string> cluster{
       *this, "cluster",
-      llvm::cl::desc("Cluster preset or JSON file the plan is made for"),
-      llvm::cl::init("gradientflow-64")};
+      llvm::cl::desc("Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
+                     "ethernet10-16, ib56-16) or description file the plan is "
+                     "made for, recorded on the module (default: the cluster "
+                     "the module records, else gradientflow-64)"),
+      llvm::cl::init("")};
   Option<std::string> device{
       *this, "device",
       llvm::cl::desc("Device preset or JSON file for compute without a "
-                     "profiled cost"),
+                     "profiled cost (default: v100)"),
       llvm::cl::init("v100")};
   Option<std::string> fusion{
       *this, "fusion",
-      llvm::cl::desc("Bucketing policy: cost, threshold, mgwfbp or none"),
+      llvm::cl::desc("Bucketing policy: cost, threshold, mgwfbp or none "
+                     "(default: cost)"),
       llvm::cl::init("cost")};
   Option<double> bucketCapMb{
       *this, "bucket-cap-mb",
-      llvm::cl::desc("Bucket cap in MiB for fusion=threshold"),
+      llvm::cl::desc("Bucket cap in MiB for fusion=threshold (default: 25)"),
       llvm::cl::init(25.0)};
   Option<int> channels{
       *this, "channels",
-      llvm::cl::desc("Communication channels (0: the cluster's)"),
+      llvm::cl::desc("Communication channels (0: the cluster's) (default: 0)"),
       llvm::cl::init(0)};
   Option<bool> priorities{
       *this, "priorities",
-      llvm::cl::desc("Give collectives priorities from their layers"),
+      llvm::cl::desc("Give collectives priorities from their layers "
+                     "(default: true)"),
       llvm::cl::init(true)};
   Option<double> partitionMb{
       *this, "partition-mb",
-      llvm::cl::desc("Split single gradients larger than this (0: never)"),
+      llvm::cl::desc("Split single gradients larger than this many MiB "
+                     "(0: never) (default: 0)"),
       llvm::cl::init(0.0)};
   Option<std::string> wire{
       *this, "wire",
-      llvm::cl::desc("Wire precision of dense collectives: none, f16 or bf16"),
+      llvm::cl::desc("Wire precision of dense collectives: none, f16 or bf16 "
+                     "(default: none)"),
       llvm::cl::init("none")};
   Option<int64_t> wireMinBytes{
       *this, "wire-min-bytes",
-      llvm::cl::desc("Gradients smaller than this stay in full precision"),
+      llvm::cl::desc("Gradients smaller than this many bytes stay in full "
+                     "precision (default: 65536)"),
       llvm::cl::init(65536)};
   Option<bool> sparse{
       *this, "sparse",
       llvm::cl::desc("Let gradients go sparse where the cost model says it "
-                     "pays (comm-sparsify)"),
+                     "pays (comm-sparsify) (default: false)"),
       llvm::cl::init(false)};
-  Option<double> density{*this, "density",
-                         llvm::cl::desc("Density of sparse gradients"),
-                         llvm::cl::init(0.001)};
+  Option<double> density{
+      *this, "density",
+      llvm::cl::desc("Density of sparse gradients, in (0, 1] "
+                     "(default: 0.001)"),
+      llvm::cl::init(0.001)};
   Option<std::string> sparseSelect{
       *this, "sparse-select",
       llvm::cl::desc("How sparse gradients select their entries for the "
-                     "allgather and hash exchanges: threshold or topk"),
+                     "allgather and hash exchanges: threshold or topk "
+                     "(default: threshold)"),
       llvm::cl::init(CommSparsifyOptions().select)};
   Option<std::string> sparseExchange{
       *this, "sparse-exchange",
-      llvm::cl::desc("How sparse gradients are exchanged: auto, allgather, "
-                     "hash or chunk (comm-sparsify's exchange)"),
+      llvm::cl::desc(
+          "How sparse gradients are exchanged: auto, allgather, "
+          "hash or chunk (comm-sparsify's exchange) (default: auto)"),
       llvm::cl::init(CommSparsifyOptions().exchange)};
   Option<int64_t> sparseMinBytes{
       *this, "sparse-min-bytes",
       llvm::cl::desc("Gradients smaller than this stay dense "
-                     "(comm-sparsify's min-bytes)"),
+                     "(comm-sparsify's min-bytes) (default: 1048576)"),
       llvm::cl::init(CommSparsifyOptions().minBytes)};
   Option<int64_t> sparseChunkElements{
       *this, "sparse-chunk-elements",
       llvm::cl::desc("Elements per chunk of the chunk exchange "
-                     "(comm-sparsify's chunk-elements)"),
+                     "(comm-sparsify's chunk-elements) (default: 32768)"),
       llvm::cl::init(CommSparsifyOptions().chunkElements)};
   Option<std::string> estimate{
       *this, "estimate",
-      llvm::cl::desc("Estimate the plan at the end: none, step or steady"),
+      llvm::cl::desc("Estimate the plan at the end: none, step or steady "
+                     "(default: none)"),
       llvm::cl::init("none")};
   Option<std::string> report{
       *this, "report",
-      llvm::cl::desc("The estimate's report: text, json or none"),
+      llvm::cl::desc("The estimate's report: text, json or none "
+                     "(default: text)"),
       llvm::cl::init("text")};
   Option<std::string> reportFile{
       *this, "report-file",
-      llvm::cl::desc("Where the estimate's report goes (-: stderr)"),
+      llvm::cl::desc("Where the estimate's report goes (-: stderr) "
+                     "(default: -)"),
       llvm::cl::init("-")};
 };
 
-/// Adds commopt's planning pipeline to `pm` (on a module): dense or sparse
+/// Checks the options of `comm-optimize` as a user typed them: each error
+/// names the option and, for a choice, every valid value. Reports through
+/// `errorHandler`.
+LogicalResult
+verifyOptimizeOptions(const OptimizeOptions &options,
+                      function_ref<LogicalResult(const Twine &)> errorHandler);
+
+/// Adds commopt's planning pipeline to `pm` (on a module): the cluster
+/// recorded on the module (`comm-record-cluster`), dense or sparse
 /// per gradient (`comm-sparsify`, with `sparse`), wire precision
 /// (`comm-lower-precision`, with `wire`), tensor fusion
 /// (`comm-fuse-buckets`), overlap scheduling (`comm-schedule-overlap`) and,

@@ -64,6 +64,11 @@ LogicalResult comm::addOptimizePipeline(OpPassManager &pm, StringRef options) {
                  << "'\n";
     return failure();
   }
+  if (failed(verifyOptimizeOptions(*parsed, [](const Twine &message) {
+        llvm::errs() << "commopt: " << message << "\n";
+        return failure();
+      })))
+    return failure();
   buildOptimizePipeline(pm, *parsed);
   return success();
 }

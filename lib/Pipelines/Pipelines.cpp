@@ -8,6 +8,7 @@
 #include "CommDialect/Passes.h"
 
 #include "CommDialect/Analysis/ClusterModel.h"
+#include "CommDialect/OptionChecks.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -17,8 +18,29 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
 
 using namespace mlir;
+
+/// The option names of `options`, from their printed form "{a=1 b=x}".
+static SmallVector<std::string>
+getOptionNames(const detail::PassOptions &options) {
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  options.print(os);
+  StringRef inner = StringRef(printed).trim();
+  inner.consume_front("{");
+  inner.consume_back("}");
+  SmallVector<std::string> names;
+  for (StringRef key : comm::getOptionKeys(inner))
+    names.push_back(key.str());
+  return names;
+}
+
+/// The most channels the runtime runs collectives on (COMMRT_MAX_CHANNELS).
+static constexpr int kMaxChannels = 64;
 
 void comm::buildLowerToLLVMPipeline(OpPassManager &pm,
                                     const LowerToLLVMOptions &options) {
@@ -47,8 +69,74 @@ void comm::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+LogicalResult comm::verifyOptimizeOptions(
+    const OptimizeOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  auto fail = [&](StringRef option, const Twine &message) {
+    return errorHandler("comm-optimize: option '" + option + "': " + message);
+  };
+  struct Choice {
+    StringRef option;
+    StringRef value;
+    SmallVector<StringRef> choices;
+  };
+  Choice choices[] = {
+      {"fusion", options.fusion, {"cost", "threshold", "mgwfbp", "none"}},
+      {"wire", options.wire, {"none", "f16", "bf16"}},
+      {"sparse-select", options.sparseSelect, {"threshold", "topk"}},
+      {"sparse-exchange",
+       options.sparseExchange,
+       {"auto", "allgather", "hash", "chunk"}},
+      {"estimate", options.estimate, {"none", "step", "steady"}},
+      {"report", options.report, {"text", "json", "none"}},
+  };
+  for (const Choice &choice : choices)
+    if (std::optional<std::string> error =
+            checkChoice(choice.value, choice.choices))
+      return fail(choice.option, *error);
+
+  auto positive = [](double value) {
+    return value > 0.0 && std::isfinite(value);
+  };
+  if (!positive(options.bucketCapMb))
+    return fail("bucket-cap-mb",
+                "expected a positive finite size in MiB, got " +
+                    llvm::formatv("{0}", options.bucketCapMb.getValue()));
+  if (options.channels < 0 || options.channels > kMaxChannels)
+    return fail("channels", "expected 0 (the cluster's) or a count up to " +
+                                Twine(kMaxChannels) + ", got " +
+                                Twine(options.channels));
+  if (!(options.partitionMb >= 0.0) || std::isinf(options.partitionMb))
+    return fail("partition-mb",
+                "expected a non-negative finite size in MiB, got " +
+                    llvm::formatv("{0}", options.partitionMb.getValue()));
+  if (options.wireMinBytes < 0)
+    return fail("wire-min-bytes", "expected a non-negative byte count, got " +
+                                      Twine(options.wireMinBytes));
+  if (!(options.density > 0.0 && options.density <= 1.0))
+    return fail("density",
+                "expected a fraction in (0, 1], got " +
+                    llvm::formatv("{0}", options.density.getValue()));
+  if (options.sparseMinBytes < 0)
+    return fail("sparse-min-bytes", "expected a non-negative byte count, got " +
+                                        Twine(options.sparseMinBytes));
+  if (options.sparseChunkElements <= 0)
+    return fail("sparse-chunk-elements",
+                "expected a positive element count, got " +
+                    Twine(options.sparseChunkElements));
+  if (!options.cluster.empty()) {
+    llvm::Expected<ClusterModel> cluster = ClusterModel::parse(options.cluster);
+    if (!cluster)
+      return fail("cluster", llvm::toString(cluster.takeError()));
+  }
+  return success();
+}
+
 void comm::buildOptimizePipeline(OpPassManager &pm,
                                  const OptimizeOptions &options) {
+  CommRecordClusterOptions record;
+  record.cluster = options.cluster;
+  pm.addPass(createCommRecordCluster(record));
   if (options.sparse) {
     CommSparsifyOptions sparsify;
     sparsify.cluster = options.cluster;
@@ -76,14 +164,8 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
     funcPm.addPass(createCommFuseBuckets(fuse));
   }
   CommScheduleOverlapOptions overlap;
-  // The cluster's channel count, when it can be read; a cluster that cannot
-  // is reported by the passes that need it.
+  // 0: the channels of the cluster recorded above.
   overlap.channels = options.channels;
-  if (options.channels == 0) {
-    llvm::Expected<ClusterModel> cluster = ClusterModel::parse(options.cluster);
-    overlap.channels = cluster ? static_cast<int>(cluster->channels) : 1;
-    llvm::consumeError(cluster.takeError());
-  }
   overlap.priorities = options.priorities;
   overlap.partitionMb = options.partitionMb;
   funcPm.addPass(createCommScheduleOverlap(overlap));
@@ -98,17 +180,57 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
   }
 }
 
+/// Registers a pipeline whose option string is checked: unknown option
+/// names get the nearest valid spelling, and `verify` checks the values,
+/// both naming the pipeline and the option as the user typed them.
+template <typename Options>
+static void registerCheckedPipeline(
+    StringRef argument, StringRef description,
+    std::function<LogicalResult(const Options &,
+                                function_ref<LogicalResult(const Twine &)>)>
+        verify,
+    std::function<void(OpPassManager &, const Options &)> build) {
+  std::string name = argument.str();
+  registerPassPipeline(
+      argument, description,
+      [name, verify,
+       build](OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
+        SmallVector<std::string> names = getOptionNames(options);
+        SmallVector<StringRef> known(names.begin(), names.end());
+        if (failed(comm::checkOptionNames(name, text, known, errorHandler)))
+          return failure();
+        std::string parseErrors;
+        llvm::raw_string_ostream errorStream(parseErrors);
+        // llvm::cl prints what is wrong with a value itself.
+        if (failed(options.parseFromString(text, errorStream)))
+          return errorHandler(name + ": cannot parse options '" + text + "'" +
+                              (parseErrors.empty() ? "" : ": ") +
+                              StringRef(parseErrors).trim());
+        if (failed(verify(options, errorHandler)))
+          return failure();
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
+}
+
 void comm::registerCommOptPasses() {
   registerCommPasses();
-  PassPipelineRegistration<LowerToLLVMOptions>(
+  registerCheckedPipeline<LowerToLLVMOptions>(
       "commopt-lower-to-llvm",
       "Bufferize a module with comm ops, lower them to commrt runtime calls "
       "and everything to the LLVM dialect",
+      [](const LowerToLLVMOptions &,
+         function_ref<LogicalResult(const Twine &)>) { return success(); },
       buildLowerToLLVMPipeline);
-  PassPipelineRegistration<OptimizeOptions>(
+  registerCheckedPipeline<OptimizeOptions>(
       "comm-optimize",
       "Plan gradient communication with the cost model of `cluster`: "
       "dense or sparse, wire precision, tensor fusion, overlap scheduling "
       "with channels and priorities, and an estimate",
-      buildOptimizePipeline);
+      verifyOptimizeOptions, buildOptimizePipeline);
 }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/Target/Export.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -157,7 +158,13 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
 
 LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
                                          const TimelineExportOptions &options) {
-  llvm::Expected<ClusterModel> cluster = ClusterModel::parse(options.cluster);
+  PlanningCluster target =
+      resolvePlanningCluster(module, options.cluster, "export-timeline");
+  if (target.source == ClusterSource::Default)
+    emitRemark(module.getLoc())
+        << "export-timeline: the module records no cluster; simulating on "
+        << target.spec << " (set --timeline-cluster for yours)";
+  llvm::Expected<ClusterModel> cluster = ClusterModel::parse(target.spec);
   if (!cluster)
     return emitError(module.getLoc())
            << "export-timeline: option --timeline-cluster: "
@@ -193,7 +200,8 @@ LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
       json.attribute("generator", "commopt-translate --export-timeline");
       json.attribute("model", modelName);
       json.attribute("cluster",
-                     cluster->name.empty() ? options.cluster : cluster->name);
+                     cluster->name.empty() ? target.spec : cluster->name);
+      json.attribute("cluster_source", stringifyClusterSource(target.source));
       json.attribute("device",
                      device->name.empty() ? options.device : device->name);
       json.attribute("mode", stringifySimulationMode(options.mode));

@@ -41,7 +41,8 @@ void mlir::comm::registerCommOptTranslations() {
     static llvm::cl::opt<std::string> timelineCluster(
         "timeline-cluster",
         llvm::cl::desc("--export-timeline: cluster preset or description "
-                       "file"),
+                       "file (default: the cluster recorded on the module, "
+                       "else gradientflow-64)"),
         llvm::cl::init(TimelineExportOptions().cluster));
     static llvm::cl::opt<std::string> timelineDevice(
         "timeline-device",

@@ -7,8 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -180,41 +182,47 @@ struct CommEstimatePass
     : public comm::impl::CommEstimateBase<CommEstimatePass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
+
   LogicalResult initialize(MLIRContext *context) final {
     auto optionError = [&](StringRef option) {
       return emitError(UnknownLoc::get(context))
              << "comm-estimate: option '" << option << "': ";
     };
-    llvm::Expected<ClusterModel> loadedCluster = ClusterModel::parse(cluster);
-    if (!loadedCluster)
-      return optionError("cluster")
-             << llvm::toString(loadedCluster.takeError());
-    clusterModel = std::move(*loadedCluster);
     llvm::Expected<DeviceModel> loadedDevice = DeviceModel::parse(device);
     if (!loadedDevice)
       return optionError("device") << llvm::toString(loadedDevice.takeError());
     deviceModel = std::move(*loadedDevice);
 
-    std::optional<SimulationMode> parsedMode = symbolizeSimulationMode(mode);
-    if (!parsedMode)
-      return optionError("mode")
-             << "unknown mode '" << mode << "'; expected 'step' or 'steady'";
-    simulationMode = *parsedMode;
+    if (std::optional<std::string> error =
+            checkChoice(mode, {"step", "steady"}))
+      return optionError("mode") << *error;
+    simulationMode = *symbolizeSimulationMode(mode);
 
-    if (report == "text")
-      reportFormat = ReportFormat::Text;
-    else if (report == "json")
-      reportFormat = ReportFormat::Json;
-    else if (report == "none")
-      reportFormat = ReportFormat::None;
-    else
-      return optionError("report") << "unknown format '" << report
-                                   << "'; expected 'text', 'json' or 'none'";
+    if (std::optional<std::string> error =
+            checkChoice(report, {"text", "json", "none"}))
+      return optionError("report") << *error;
+    reportFormat = report == "text"   ? ReportFormat::Text
+                   : report == "json" ? ReportFormat::Json
+                                      : ReportFormat::None;
     return success();
   }
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
+    planningCluster = resolvePlanningCluster(module, cluster, "comm-estimate");
+    llvm::Expected<ClusterModel> loadedCluster =
+        ClusterModel::parse(planningCluster.spec);
+    if (!loadedCluster) {
+      module.emitError() << "comm-estimate: option 'cluster': "
+                         << llvm::toString(loadedCluster.takeError());
+      return signalPassFailure();
+    }
+    clusterModel = std::move(*loadedCluster);
     std::string modelName = getModelName(module);
     std::vector<FunctionEstimate> estimates;
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
@@ -270,9 +278,10 @@ private:
         printTextReport(estimate, os);
   }
 
-  /// The cluster's preset or file name, or the option naming it.
+  /// The cluster's preset or file name: the name the description gives
+  /// itself, else the option or record naming it.
   StringRef getClusterName() const {
-    return clusterModel->name.empty() ? StringRef(cluster)
+    return clusterModel->name.empty() ? StringRef(planningCluster.spec)
                                       : StringRef(clusterModel->name);
   }
 
@@ -287,6 +296,8 @@ private:
        << clusterModel->channels << " "
        << stringifyChannelSharing(clusterModel->sharing) << " channel"
        << (clusterModel->channels == 1 ? "" : "s") << ")";
+    if (StringRef source = planningCluster.describeSource(); !source.empty())
+      os << "; " << source;
     return text;
   }
 
@@ -350,6 +361,8 @@ private:
       json.attribute("format", "commopt-estimate");
       json.attribute("version", 1);
       json.attribute("cluster", clusterModel->toJSON());
+      json.attribute("cluster_source",
+                     stringifyClusterSource(planningCluster.source));
       json.attribute("device", deviceModel->toJSON());
       json.attribute("mode", stringifySimulationMode(simulationMode));
       if (simulationMode == SimulationMode::SteadyState) {
@@ -396,6 +409,8 @@ private:
     });
   }
 
+  /// The cluster simulated on, and where its name came from.
+  PlanningCluster planningCluster;
   std::optional<ClusterModel> clusterModel;
   std::optional<DeviceModel> deviceModel;
   SimulationMode simulationMode = SimulationMode::Step;

@@ -7,8 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/Analysis/Bucketing.h"
+#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -203,11 +205,17 @@ struct CommFuseBucketsPass
     : public comm::impl::CommFuseBucketsBase<CommFuseBucketsPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
+
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);
-    if (policy != "threshold" && policy != "cost" && policy != "mgwfbp")
-      return emitError(loc) << "comm-fuse-buckets: unknown policy '" << policy
-                            << "'; expected 'threshold', 'cost' or 'mgwfbp'";
+    if (std::optional<std::string> error =
+            checkChoice(policy, {"threshold", "cost", "mgwfbp"}))
+      return emitError(loc) << "comm-fuse-buckets: option 'policy': " << *error;
     if (!(bucketCapMb > 0.0))
       return emitError(loc)
              << "comm-fuse-buckets: bucket-cap-mb must be positive, got "
@@ -217,17 +225,11 @@ struct CommFuseBucketsPass
              << "comm-fuse-buckets: first-bucket-mb must be non-negative, got "
              << firstBucketMb;
     if (policy != "threshold") {
-      llvm::Expected<ClusterModel> clusterModel = ClusterModel::parse(cluster);
-      if (!clusterModel)
-        return emitError(loc)
-               << "comm-fuse-buckets: cluster '" << cluster
-               << "': " << llvm::toString(clusterModel.takeError());
       llvm::Expected<DeviceModel> deviceModel = DeviceModel::parse(device);
       if (!deviceModel)
         return emitError(loc)
                << "comm-fuse-buckets: device '" << device
                << "': " << llvm::toString(deviceModel.takeError());
-      clusterModel_ = std::move(*clusterModel);
       deviceModel_ = std::move(*deviceModel);
     }
     return success();
@@ -260,6 +262,12 @@ private:
   /// `mgwfbp`: MG-WFBP's merge rule.
   FailureOr<SmallVector<Bucket>> planFunction(func::FuncOp func,
                                               ArrayRef<Candidate> candidates) {
+    llvm::Expected<const ClusterModel &> cluster = clusters_.get(
+        resolvePlanningCluster(func, this->cluster, "comm-fuse-buckets"));
+    if (!cluster)
+      return func.emitError()
+             << "comm-fuse-buckets: " << llvm::toString(cluster.takeError());
+    clusterModel_ = &*cluster;
     FailureOr<StepModel> model =
         buildStepModel(func, *clusterModel_, *deviceModel_);
     if (failed(model))
@@ -355,7 +363,9 @@ private:
     return result->stepUs;
   }
 
-  std::optional<ClusterModel> clusterModel_;
+  /// The cluster of the function being planned, from `clusters_`.
+  const ClusterModel *clusterModel_ = nullptr;
+  ClusterCache clusters_;
   std::optional<DeviceModel> deviceModel_;
 };
 

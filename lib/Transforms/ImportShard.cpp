@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -327,6 +328,12 @@ FailureOr<ImportPlan> planStableHloAllReduce(Operation *op) {
 struct CommImportShardPass
     : public comm::impl::CommImportShardBase<CommImportShardPass> {
   using Base::Base;
+
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
 
   void runOnOperation() final {
     SmallVector<Operation *> candidates;

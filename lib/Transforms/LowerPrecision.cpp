@@ -7,8 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -65,15 +66,19 @@ struct CommLowerPrecisionPass
     : public comm::impl::CommLowerPrecisionBase<CommLowerPrecisionPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
+
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);
-    if (wire == "f16")
-      wireType = Float16Type::get(context);
-    else if (wire == "bf16")
-      wireType = BFloat16Type::get(context);
-    else
-      return emitError(loc) << "comm-lower-precision: unknown wire '" << wire
-                            << "'; expected 'f16' or 'bf16'";
+    if (std::optional<std::string> error = checkChoice(wire, {"f16", "bf16"}))
+      return emitError(loc)
+             << "comm-lower-precision: option 'wire': " << *error;
+    wireType = wire == "f16" ? FloatType(Float16Type::get(context))
+                             : FloatType(BFloat16Type::get(context));
 
     if (minBytes < 0)
       return emitError(loc)
@@ -91,16 +96,20 @@ struct CommLowerPrecisionPass
       keepPattern = std::move(pattern);
     }
 
-    llvm::Expected<ClusterModel> model = ClusterModel::parse(cluster);
-    if (!model)
-      return emitError(loc) << "comm-lower-precision: cluster '" << cluster
-                            << "': " << llvm::toString(model.takeError());
-    ranks = model->ranks;
     return success();
   }
 
   void runOnOperation() final {
-    getOperation()->walk([&](Operation *op) {
+    func::FuncOp func = getOperation();
+    llvm::Expected<const ClusterModel &> model = clusters.get(
+        resolvePlanningCluster(func, cluster, "comm-lower-precision"));
+    if (!model) {
+      func.emitError() << "comm-lower-precision: "
+                       << llvm::toString(model.takeError());
+      return signalPassFailure();
+    }
+    ranks = model->ranks;
+    func->walk([&](Operation *op) {
       llvm::TypeSwitch<Operation *>(op)
           .Case<AllReduceOp, FusedAllReduceOp, StartOp>(
               [&](auto collective) { lowerPrecision(collective); });
@@ -141,8 +150,9 @@ private:
   /// the copies of the pass that run on several functions at once; matching
   /// does not modify it.
   std::shared_ptr<const llvm::Regex> keepPattern;
-  /// The rank count of the `cluster` option's cluster.
+  /// The rank count of the cluster the function is planned for.
   int64_t ranks = 1;
+  ClusterCache clusters;
 };
 
 } // namespace

@@ -8,7 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -363,10 +365,18 @@ struct CommScheduleOverlapPass
     : public comm::impl::CommScheduleOverlapBase<CommScheduleOverlapPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
+
   LogicalResult initialize(MLIRContext *context) final {
-    if (channels < 1)
+    // The runtime runs collectives on at most 64 channels.
+    if (channels < 0 || channels > 64)
       return emitError(UnknownLoc::get(context))
-             << "comm-schedule-overlap: channels must be at least 1, got "
+             << "comm-schedule-overlap: option 'channels': expected 0 (the "
+                "cluster's) or a count up to 64, got "
              << static_cast<int>(channels);
     if (!(partitionMb >= 0.0) || std::isinf(partitionMb))
       return emitError(UnknownLoc::get(context))
@@ -377,12 +387,29 @@ struct CommScheduleOverlapPass
   }
 
   void runOnOperation() final {
-    ScheduleOptions options{channels, priorities, partitionMb * kBytesPerMiB};
+    int64_t channelCount = channels;
+    if (channelCount == 0) {
+      // The channels of the cluster the module is planned for.
+      PlanningCluster target =
+          resolvePlanningCluster(getOperation(), "", "comm-schedule-overlap");
+      llvm::Expected<const ClusterModel &> cluster = clusters.get(target);
+      if (!cluster) {
+        getOperation().emitError() << "comm-schedule-overlap: channels=0: "
+                                   << llvm::toString(cluster.takeError());
+        return signalPassFailure();
+      }
+      channelCount = cluster->channels;
+    }
+    ScheduleOptions options{channelCount, priorities,
+                            partitionMb * kBytesPerMiB};
     SmallVector<Block *> blocks;
     getOperation()->walk([&](Block *block) { blocks.push_back(block); });
     for (Block *block : blocks)
       BlockScheduler(*block, options).run();
   }
+
+private:
+  ClusterCache clusters;
 };
 
 } // namespace

@@ -7,10 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/ClusterModel.h"
 #include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
 
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
@@ -54,36 +55,33 @@ struct CommSparsifyPass
     : public comm::impl::CommSparsifyBase<CommSparsifyPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
+
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);
     if (!(density > 0.0 && density <= 1.0))
       return emitError(loc)
              << "comm-sparsify: density must be in (0, 1], got " << density;
 
-    llvm::Expected<ClusterModel> parsed = ClusterModel::parse(cluster);
-    if (!parsed)
-      return emitError(loc) << "comm-sparsify: cluster: "
-                            << llvm::toString(parsed.takeError());
-    clusterModel = std::move(*parsed);
-
+    if (std::optional<std::string> error =
+            checkChoice(exchange, {"auto", "allgather", "hash", "chunk"}))
+      return emitError(loc) << "comm-sparsify: option 'exchange': " << *error;
     exchanges.clear();
     if (exchange == "auto")
       exchanges.append(std::begin(kAllExchanges), std::end(kAllExchanges));
-    else if (std::optional<ExchangeKind> kind = symbolizeExchangeKind(exchange))
-      exchanges.push_back(*kind);
     else
-      return emitError(loc) << "comm-sparsify: unknown exchange '" << exchange
-                            << "'; expected 'auto', 'allgather', 'hash' or "
-                               "'chunk'";
+      exchanges.push_back(*symbolizeExchangeKind(exchange));
 
-    if (select == "threshold")
-      selectKind = SelectKind::threshold;
-    else if (select == "topk")
-      selectKind = SelectKind::topk;
-    else
-      return emitError(loc) << "comm-sparsify: unknown select '" << select
-                            << "'; expected 'threshold' or 'topk' (chunk "
-                               "selection comes with exchange=chunk)";
+    if (std::optional<std::string> error =
+            checkChoice(select, {"threshold", "topk"}))
+      return emitError(loc) << "comm-sparsify: option 'select': " << *error
+                            << " (chunk selection comes with exchange=chunk)";
+    selectKind =
+        select == "threshold" ? SelectKind::threshold : SelectKind::topk;
 
     if (minBytes < 0)
       return emitError(loc)
@@ -97,6 +95,15 @@ struct CommSparsifyPass
   }
 
   void runOnOperation() final {
+    ModuleOp module = getOperation();
+    llvm::Expected<ClusterModel> parsed = ClusterModel::parse(
+        resolvePlanningCluster(module, cluster, "comm-sparsify").spec);
+    if (!parsed) {
+      module.emitError() << "comm-sparsify: option 'cluster': "
+                         << llvm::toString(parsed.takeError());
+      return signalPassFailure();
+    }
+    clusterModel = std::move(*parsed);
     SmallVector<AllReduceOp> allreduces;
     getOperation()->walk(
         [&](AllReduceOp allreduce) { allreduces.push_back(allreduce); });
@@ -183,7 +190,8 @@ private:
     allreduce.erase();
   }
 
-  /// The cluster the costs are computed on, from the `cluster` option.
+  /// The cluster the costs are computed on: the `cluster` option, else the
+  /// module's.
   std::optional<ClusterModel> clusterModel;
   /// The exchanges to choose from: one, or all with `exchange=auto`.
   SmallVector<ExchangeKind, 3> exchanges;

@@ -23,7 +23,7 @@
 // DENSE-LABEL: func.func @step
 // DENSE-NOT: comm.sparse_allreduce
 
-// BADSELECT: comm-sparsify: unknown select 'bogus'; expected 'threshold' or 'topk'
+// BADSELECT: comm-optimize: option 'sparse-select': unknown value 'bogus'; expected one of threshold, topk
 
 func.func @step() -> (tensor<1048576xf32>, tensor<16384xf32>) {
   %a = comm.compute () {cost_us = 100.0, layer = 1, phase = #comm.phase<backward>} : () -> tensor<1048576xf32>

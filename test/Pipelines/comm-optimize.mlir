@@ -30,8 +30,8 @@
 // NOFUSE-COUNT-3: comm.wait
 // NOFUSE-NEXT: return
 
-// BADFUSION: error: comm-fuse-buckets: unknown policy 'greedy'
-// BADCLUSTER: error: comm-fuse-buckets: cluster 'nowhere-42': 'nowhere-42' is neither a cluster preset
+// BADFUSION: error: comm-optimize: option 'fusion': unknown value 'greedy'; expected one of cost, threshold, mgwfbp, none
+// BADCLUSTER: error: comm-optimize: option 'cluster': 'nowhere-42' is neither a cluster preset
 
 func.func @train_step() -> (tensor<1000xf32>, tensor<1000xf32>, tensor<10000xf32>) {
   comm.compute () {cost_us = 100.0, name = "forward", phase = #comm.phase<forward>} : () -> ()

@@ -18,7 +18,7 @@
 // start and duration in microseconds; events are written one per line.
 
 // CHECK: {"displayTimeUnit": "ms",
-// CHECK-NEXT: "otherData": {"generator":"commopt-translate --export-timeline","model":"toy","cluster":"two-ranks-independent","device":"v100","mode":"step"},
+// CHECK-NEXT: "otherData": {"generator":"commopt-translate --export-timeline","model":"toy","cluster":"two-ranks-independent","cluster_source":"option","device":"v100","mode":"step"},
 // CHECK-NEXT: "traceEvents": [
 // CHECK-NEXT: {"name":"process_name","ph":"M","pid":1,"args":{"name":"toy @layers"}},
 // CHECK-NEXT: {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"compute"}},

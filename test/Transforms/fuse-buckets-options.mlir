@@ -5,7 +5,7 @@
 // RUN: not commopt-opt %s --comm-fuse-buckets="policy=cost cluster=nowhere-42" 2>&1 | FileCheck %s --check-prefix=CLUSTER
 // RUN: not commopt-opt %s --comm-fuse-buckets="policy=cost device=abacus" 2>&1 | FileCheck %s --check-prefix=DEVICE
 
-// POLICY: error: comm-fuse-buckets: unknown policy 'greedy'; expected 'threshold', 'cost' or 'mgwfbp'
+// POLICY: error: comm-fuse-buckets: option 'policy': unknown value 'greedy'; expected one of threshold, cost, mgwfbp{{$}}
 // CAP: error: comm-fuse-buckets: bucket-cap-mb must be positive, got 0
 // FIRST: error: comm-fuse-buckets: first-bucket-mb must be non-negative, got -1
 // CLUSTER: error: comm-fuse-buckets: cluster 'nowhere-42': {{.*}}nowhere-42

@@ -6,7 +6,7 @@
 // RUN: not commopt-opt %s --comm-lower-precision="cluster=ib56-64" 2>&1 | FileCheck %s --check-prefix=PRESET
 // RUN: not commopt-opt %s --comm-lower-precision="cluster=%S/Inputs/cluster-bad-ranks.json" 2>&1 | FileCheck %s --check-prefix=FILE
 
-// WIRE: error: comm-lower-precision: unknown wire 'f8'; expected 'f16' or 'bf16'
+// WIRE: error: comm-lower-precision: option 'wire': unknown value 'f8'; expected one of f16, bf16{{$}}
 // MIN: error: comm-lower-precision: min-bytes must be non-negative, got -1
 // PARSE: for the --min-bytes option: 'lots' value invalid for long argument
 // REGEX: error: comm-lower-precision: keep-f32 '*bias' is not a valid regular expression: repetition-operator operand invalid

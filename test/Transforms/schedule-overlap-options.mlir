@@ -1,14 +1,23 @@
-// RUN: not commopt-opt %s --comm-schedule-overlap="channels=0" 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: commopt-opt %s --comm-schedule-overlap="channels=0" | FileCheck %s --check-prefix=ZERO
+// RUN: commopt-opt %s --comm-record-cluster=cluster=ib56-16 --comm-schedule-overlap="channels=0" | FileCheck %s --check-prefix=ZERO-RECORDED
+// RUN: not commopt-opt %s --comm-schedule-overlap="channels=65" 2>&1 | FileCheck %s --check-prefix=TOOMANY
 // RUN: not commopt-opt %s --comm-schedule-overlap="channels=-2" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not commopt-opt %s --comm-schedule-overlap="partition-mb=-1" 2>&1 | FileCheck %s --check-prefix=PARTITION
 // RUN: not commopt-opt %s --comm-schedule-overlap="partition-mb=inf" 2>&1 | FileCheck %s --check-prefix=INFINITE
 // RUN: not commopt-opt %s --comm-schedule-overlap="channels=two" 2>&1 | FileCheck %s --check-prefix=PARSE
-// RUN: commopt-opt %s --comm-schedule-overlap="channels=1000000" | FileCheck %s --check-prefix=MANY
+// RUN: commopt-opt %s --comm-schedule-overlap="channels=64" | FileCheck %s --check-prefix=MANY
 // RUN: commopt-opt %s --comm-schedule-overlap="partition-mb=1e-9" | FileCheck %s --check-prefix=TINY
 // RUN: commopt-opt %s --comm-schedule-overlap="partition-mb=0" | FileCheck %s --check-prefix=OFF
 
-// ZERO: error: comm-schedule-overlap: channels must be at least 1, got 0
-// NEGATIVE: error: comm-schedule-overlap: channels must be at least 1, got -2
+// channels=0: the channel count of the cluster the module records, else of
+// gradientflow-64 (2 channels); ib56-16 has one.
+// ZERO-LABEL: func.func @edges
+// ZERO: comm.start %{{.*}} {channel = 1 : i64}
+// ZERO-NOT: channel = 2
+// ZERO-RECORDED: module attributes {comm.cluster = "ib56-16"}
+// ZERO-RECORDED-NOT: channel =
+// TOOMANY: error: comm-schedule-overlap: option 'channels': expected 0 (the cluster's) or a count up to 64, got 65
+// NEGATIVE: error: comm-schedule-overlap: option 'channels': expected 0 (the cluster's) or a count up to 64, got -2
 // PARTITION: error: comm-schedule-overlap: partition-mb must be a non-negative finite number, got -1
 // INFINITE: error: comm-schedule-overlap: partition-mb must be a non-negative finite number, got INF
 // PARSE: for the --channels option: 'two' value invalid for integer argument

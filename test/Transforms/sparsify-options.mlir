@@ -11,11 +11,11 @@
 // DENSITY0: error: comm-sparsify: density must be in (0, 1], got 0
 // DENSITY15: error: comm-sparsify: density must be in (0, 1], got 1.5
 // DENSITYPARSE: for the --density option: 'often' value invalid for floating point argument
-// CLUSTER: error: comm-sparsify: cluster: {{.*}}no-such-cluster
+// CLUSTER: error: comm-sparsify: option 'cluster': {{.*}}no-such-cluster
 // CLUSTER-SAME: gradientflow-64
-// CLUSTERFILE: error: comm-sparsify: cluster: {{.*}}bad-cluster.json: invalid cluster description: must divide ranks at cluster.ranks_per_node
-// EXCHANGE: error: comm-sparsify: unknown exchange 'ring'; expected 'auto', 'allgather', 'hash' or 'chunk'
-// SELECT: error: comm-sparsify: unknown select 'chunk'; expected 'threshold' or 'topk' (chunk selection comes with exchange=chunk)
+// CLUSTERFILE: error: comm-sparsify: option 'cluster': {{.*}}bad-cluster.json: invalid cluster description: must divide ranks at cluster.ranks_per_node
+// EXCHANGE: error: comm-sparsify: option 'exchange': unknown value 'ring'; expected one of auto, allgather, hash, chunk{{$}}
+// SELECT: error: comm-sparsify: option 'select': unknown value 'chunk'; expected one of threshold, topk (chunk selection comes with exchange=chunk)
 // MINBYTES: error: comm-sparsify: min-bytes must be non-negative, got -1
 // CHUNK: error: comm-sparsify: chunk-elements must be positive, got 0
 

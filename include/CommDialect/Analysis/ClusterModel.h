@@ -23,6 +23,10 @@
 
 namespace mlir::comm {
 
+/// The cluster a plan is made for when neither an option nor the module
+/// names one (docs/Cluster.md).
+inline constexpr llvm::StringLiteral kDefaultClusterName = "gradientflow-64";
+
 /// How a dense allreduce is carried out.
 enum class AllreduceAlgorithm {
   /// Ring reduce-scatter followed by ring allgather over all ranks.

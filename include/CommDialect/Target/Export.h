@@ -22,8 +22,9 @@ namespace mlir::comm {
 
 /// What the timeline export simulates.
 struct TimelineExportOptions {
-  /// Cluster preset or description file (ClusterModel::parse).
-  std::string cluster = "gradientflow-64";
+  /// Cluster preset or description file (ClusterModel::parse); empty: the
+  /// cluster recorded on the module, else the default preset.
+  std::string cluster;
   /// Device preset or description file (DeviceModel::parse).
   std::string device = "v100";
   /// One step, or the measured iterations of the steady state.

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/CommDialect.h"
+#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
 
 #include "commrt/commrt.h"
@@ -320,6 +321,12 @@ static LogicalResult lowerBlocking(Operation *op, ValueRange buffers,
 struct ConvertCommToRuntimePass
     : public comm::impl::ConvertCommToRuntimeBase<ConvertCommToRuntimePass> {
   using Base::Base;
+
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
 
   void runOnOperation() final {
     ModuleOp module = getOperation();

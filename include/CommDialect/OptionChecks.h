@@ -1,0 +1,51 @@
+//===- OptionChecks.h - Errors for pass options a user mistyped -*- C++ -*-===//
+//
+// Helpers that give pass and pipeline options the errors a user can act on:
+// the option as typed, every valid value, and the nearest valid spelling.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMDIALECT_OPTIONCHECKS_H
+#define COMMDIALECT_OPTIONCHECKS_H
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::comm {
+
+/// The entry of `candidates` nearest to `typed` by edit distance, when it is
+/// near enough to be a misspelling (at most a third of its length, and at
+/// least one edit, away).
+std::optional<StringRef> suggestNearest(StringRef typed,
+                                        ArrayRef<StringRef> candidates);
+
+/// An error message when `value` is not one of `choices`:
+/// "unknown value 'fp16'; expected one of none, f16, bf16 (did you mean
+/// 'f16'?)"; nothing when it is.
+std::optional<std::string> checkChoice(StringRef value,
+                                       ArrayRef<StringRef> choices);
+
+/// The option names (`name` of `name=value`) in a textual pass or pipeline
+/// option string, in order.
+SmallVector<StringRef> getOptionKeys(StringRef options);
+
+/// Checks that every key of `options` is one of `known`; otherwise reports
+/// "<passName>: unknown option '<key>'; did you mean '<nearest>'?" (or the
+/// list of options) through `errorHandler`.
+LogicalResult
+checkOptionNames(StringRef passName, StringRef options,
+                 ArrayRef<StringRef> known,
+                 function_ref<LogicalResult(const Twine &)> errorHandler);
+
+/// Pass::initializeOptions with the check above, the known names being the
+/// options `pass` prints in its textual pipeline form.
+LogicalResult initializeCheckedOptions(
+    Pass &pass, StringRef options,
+    function_ref<LogicalResult(const Twine &)> errorHandler);
+
+} // namespace mlir::comm
+
+#endif // COMMDIALECT_OPTIONCHECKS_H

@@ -1,0 +1,50 @@
+//===- RecordCluster.cpp - Record the cluster a plan is made for ----------===//
+//
+// Implements `comm-record-cluster`: checks that the cluster description can
+// be read and records its name on the module as `comm.cluster`, which the
+// planning passes, the estimate and the timeline export use by default.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Analysis/PlanningCluster.h"
+#include "CommDialect/OptionChecks.h"
+#include "CommDialect/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::comm {
+#define GEN_PASS_DEF_COMMRECORDCLUSTER
+#include "CommDialect/CommPasses.h.inc"
+} // namespace mlir::comm
+
+using namespace mlir;
+using namespace mlir::comm;
+
+namespace {
+
+struct CommRecordClusterPass
+    : public comm::impl::CommRecordClusterBase<CommRecordClusterPass> {
+  using Base::Base;
+
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    PlanningCluster target =
+        resolvePlanningCluster(module, cluster, "comm-record-cluster");
+    ClusterCache clusters;
+    llvm::Expected<const ClusterModel &> model = clusters.get(target);
+    if (!model) {
+      module.emitError() << "comm-record-cluster: option 'cluster': "
+                         << llvm::toString(model.takeError());
+      return signalPassFailure();
+    }
+    recordPlanningCluster(module, target);
+  }
+};
+
+} // namespace
