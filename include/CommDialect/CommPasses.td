@@ -182,9 +182,8 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
            "before it would exceed it (false, Horovod/XLA) (default: true)">,
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file; default: the "
-           "cluster recorded on the module (comm.cluster), else "
-           "gradientflow-64">,
+           "ethernet10-16, ib56-16) or cluster description file (default: "
+           "the cluster recorded on the module, else gradientflow-64)">,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset or JSON file for unprofiled compute (cost and "
            "mgwfbp policies) (default: v100)">
@@ -374,9 +373,8 @@ def CommLowerPrecision : Pass<"comm-lower-precision", "::mlir::func::FuncOp"> {
            "bias|bn|[Nn]orm|ln)">,
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file; default: the "
-           "cluster recorded on the module (comm.cluster), else "
-           "gradientflow-64">
+           "ethernet10-16, ib56-16) or cluster description file (default: "
+           "the cluster recorded on the module, else gradientflow-64)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }
@@ -426,9 +424,8 @@ def CommEstimate : Pass<"comm-estimate", "::mlir::ModuleOp"> {
   let options = [
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file; default: the "
-           "cluster recorded on the module (comm.cluster), else "
-           "gradientflow-64">,
+           "ethernet10-16, ib56-16) or cluster description file (default: "
+           "the cluster recorded on the module, else gradientflow-64)">,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset (v100, p40, h100) or path of a device description "
            "JSON, for ops without a measured cost (default: v100)">,
@@ -470,9 +467,8 @@ def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {
   let options = [
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file; default: the "
-           "cluster recorded on the module (comm.cluster), else "
-           "gradientflow-64">
+           "ethernet10-16, ib56-16) or cluster description file (default: "
+           "the cluster recorded on the module, else gradientflow-64)">
   ];
 }
 
@@ -540,9 +536,8 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
            "chunk exchange), in (0, 1]; RedSync's 0.1% (default: 0.001)">,
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file; default: the "
-           "cluster recorded on the module (comm.cluster), else "
-           "gradientflow-64">,
+           "ethernet10-16, ib56-16) or cluster description file (default: "
+           "the cluster recorded on the module, else gradientflow-64)">,
     Option<"exchange", "exchange", "std::string", /*default=*/"\"auto\"",
            "Sparse exchange: allgather, hash, chunk, or auto (the cheapest "
            "by the cost model) (default: auto)">,

@@ -167,6 +167,10 @@ void buildOptimizePipeline(OpPassManager &pm, const OptimizeOptions &options);
 /// that they appear in an mlir-opt-style tool's command line.
 void registerCommOptPasses();
 
+/// The command-line arguments of commopt's pipelines and passes, in the
+/// order a user meets them.
+ArrayRef<StringRef> getCommOptPassArguments();
+
 #define GEN_PASS_REGISTRATION
 #include "CommDialect/CommPasses.h.inc"
 

@@ -218,6 +218,15 @@ static void registerCheckedPipeline(
       });
 }
 
+ArrayRef<StringRef> comm::getCommOptPassArguments() {
+  static constexpr StringRef arguments[] = {
+      "comm-optimize",          "commopt-lower-to-llvm", "comm-import-shard",
+      "comm-record-cluster",    "comm-sparsify",         "comm-lower-precision",
+      "comm-fuse-buckets",      "comm-schedule-overlap", "comm-estimate",
+      "convert-comm-to-runtime"};
+  return arguments;
+}
+
 void comm::registerCommOptPasses() {
   registerCommPasses();
   registerCheckedPipeline<LowerToLLVMOptions>(

@@ -98,8 +98,8 @@ LogicalResult mlir::comm::initializeCheckedOptions(
   StringRef inner = StringRef(printed).split('{').second;
   inner.consume_back("}");
   SmallVector<StringRef> known = getOptionKeys(inner);
-  if (failed(checkOptionNames(pass.getArgument(), options, known,
-                              errorHandler)))
+  if (failed(
+          checkOptionNames(pass.getArgument(), options, known, errorHandler)))
     return failure();
   return pass.Pass::initializeOptions(options, errorHandler);
 }

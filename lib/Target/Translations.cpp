@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/Target/Translations.h"
+#include "CommDialect/ToolHelp.h"
 
 #include "CommDialect/CommDialect.h"
 #include "CommDialect/Target/Export.h"
@@ -19,8 +20,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 
 using namespace mlir;
+using mlir::comm::printOptionHelp;
 
 /// The dialects that imported training steps use.
 static void registerImportDialects(DialectRegistry &registry) {
@@ -36,6 +39,54 @@ static void registerExportDialects(DialectRegistry &registry) {
                   ml_program::MLProgramDialect, tensor::TensorDialect>();
 }
 
+namespace {
+/// One of commopt's translations, for registration and --help.
+struct TranslationInfo {
+  StringRef name;
+  StringRef description;
+  /// Its command-line options.
+  ArrayRef<StringRef> options;
+};
+} // namespace
+
+static constexpr StringRef kTimelineOptions[] = {
+    "timeline-cluster", "timeline-device", "timeline-mode"};
+static constexpr StringRef kPlanOptions[] = {"plan-function"};
+static const TranslationInfo kImportGradProfile = {
+    "import-grad-profile",
+    "Import a commopt JSON gradient profile, version 1 (docs/GradProfile.md)",
+    {}};
+static const TranslationInfo kImportPipedream = {
+    "import-pipedream",
+    "Import a graph.txt of pipedream's profiler (docs/PipedreamProfile.md)",
+    {}};
+static const TranslationInfo kExportTimeline = {
+    "export-timeline",
+    "Simulate each function's step and write it as Chrome trace event JSON "
+    "(Perfetto, chrome://tracing)",
+    kTimelineOptions};
+static const TranslationInfo kExportPlan = {
+    "export-plan",
+    "Write a planned step (after comm-optimize with an estimate) as a JSON "
+    "plan for commopt's training bridge (docs/Plan.md)",
+    kPlanOptions};
+static const TranslationInfo *const kTranslations[] = {
+    &kImportGradProfile, &kImportPipedream, &kExportTimeline, &kExportPlan};
+
+void mlir::comm::printCommOptTranslationHelp(raw_ostream &os) {
+  size_t width = 0;
+  for (const TranslationInfo *translation : kTranslations)
+    width = std::max(width, translation->name.size());
+  os << "commopt's translations (one per run; the full list of options "
+        "follows):\n";
+  for (const TranslationInfo *translation : kTranslations) {
+    os << "  --" << llvm::left_justify(translation->name, width) << "  - "
+       << translation->description << "\n";
+    printOptionHelp(os, translation->options);
+  }
+  os << "\n";
+}
+
 void mlir::comm::registerCommOptTranslations() {
   static const bool registered = [] {
     static llvm::cl::opt<std::string> timelineCluster(
@@ -47,10 +98,11 @@ void mlir::comm::registerCommOptTranslations() {
     static llvm::cl::opt<std::string> timelineDevice(
         "timeline-device",
         llvm::cl::desc("--export-timeline: device preset or description file, "
-                       "for ops without a measured cost"),
+                       "for ops without a measured cost (default: v100)"),
         llvm::cl::init(TimelineExportOptions().device));
     static llvm::cl::opt<SimulationMode> timelineMode(
-        "timeline-mode", llvm::cl::desc("--export-timeline: what to simulate"),
+        "timeline-mode",
+        llvm::cl::desc("--export-timeline: what to simulate (default: step)"),
         llvm::cl::values(
             clEnumValN(SimulationMode::Step, "step", "one step"),
             clEnumValN(SimulationMode::SteadyState, "steady",
@@ -62,24 +114,21 @@ void mlir::comm::registerCommOptTranslations() {
                        "function that holds collectives)"),
         llvm::cl::init(""));
     TranslateToMLIRRegistration importGradProfile(
-        "import-grad-profile",
-        "Import a commopt JSON gradient profile (version 1)",
+        kImportGradProfile.name, kImportGradProfile.description,
         [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
           return OwningOpRef<Operation *>(
               comm::importGradProfile(sourceMgr, context).release());
         },
         registerImportDialects);
     TranslateToMLIRRegistration importPipedream(
-        "import-pipedream", "Import a graph.txt of pipedream's profiler",
+        kImportPipedream.name, kImportPipedream.description,
         [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
           return OwningOpRef<Operation *>(
               comm::importPipedream(sourceMgr, context).release());
         },
         registerImportDialects);
     TranslateFromMLIRRegistration exportTimeline(
-        "export-timeline",
-        "Simulate each function's step and write it as Chrome trace event "
-        "JSON (Perfetto, chrome://tracing)",
+        kExportTimeline.name, kExportTimeline.description,
         [](ModuleOp module, raw_ostream &os) {
           TimelineExportOptions options;
           options.cluster = timelineCluster;
@@ -89,9 +138,7 @@ void mlir::comm::registerCommOptTranslations() {
         },
         registerExportDialects);
     TranslateFromMLIRRegistration exportPlan(
-        "export-plan",
-        "Write a planned step (after comm-optimize with an estimate) as a "
-        "JSON plan for commopt's training bridge (docs/Plan.md)",
+        kExportPlan.name, kExportPlan.description,
         [](ModuleOp module, raw_ostream &os) {
           PlanExportOptions options;
           options.function = planFunction;
