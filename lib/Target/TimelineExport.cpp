@@ -144,6 +144,11 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
             "op",
             model.collectiveOps[event.collective]->getName().getStringRef());
         json.attribute("bytes", model.collectiveBytes[event.collective]);
+        json.attributeArray("members", [&] {
+          for (const std::string &member :
+               model.collectiveMembers[event.collective])
+            json.value(member);
+        });
         json.attribute("issue_us", event.issueUs - timeline.originUs);
         json.attribute("exposed_us",
                        timeline.getComputeIdleUs(event.startUs, event.endUs));

@@ -42,6 +42,8 @@ enum class ReportFormat { Text, Json, None };
 struct CollectiveRow {
   size_t index = 0;
   std::string name;
+  /// The parameters whose gradients it reduces.
+  SmallVector<std::string, 1> members;
   StringRef opName;
   double bytes = 0;
   unsigned channel = 0;
@@ -141,6 +143,7 @@ static FunctionEstimate summarize(StringRef modelName, func::FuncOp func,
     CollectiveRow row;
     row.index = index;
     row.name = task.label;
+    row.members = model.collectiveMembers[index];
     row.opName = op->getName().getStringRef();
     row.bytes = model.collectiveBytes[index];
     row.channel = task.channel;
@@ -334,7 +337,7 @@ private:
       return;
     }
     os << "; the " << rows.size() << " most exposed:\n";
-    constexpr size_t kMaxNameWidth = 40;
+    constexpr size_t kMaxNameWidth = 60;
     size_t nameWidth = 4;
     for (size_t row : rows)
       nameWidth = std::max(nameWidth, estimate.collectives[row].name.size());
@@ -393,6 +396,10 @@ private:
           json.object([&] {
             json.attribute("index", static_cast<int64_t>(row.index));
             json.attribute("name", row.name);
+            json.attributeArray("members", [&] {
+              for (const std::string &member : row.members)
+                json.value(member);
+            });
             json.attribute("op", row.opName);
             json.attribute("bytes", row.bytes);
             json.attribute("channel", static_cast<int64_t>(row.channel));

@@ -73,6 +73,9 @@
 // JSON-NEXT: {
 // JSON-NEXT: "index": 0,
 // JSON-NEXT: "name": "small",
+// JSON-NEXT: "members": [
+// JSON-NEXT: "small"
+// JSON-NEXT: ],
 // JSON-NEXT: "op": "comm.start",
 // JSON-NEXT: "bytes": 4096,
 // JSON-NEXT: "channel": 0,
@@ -86,6 +89,9 @@
 // JSON-NEXT: {
 // JSON-NEXT: "index": 1,
 // JSON-NEXT: "name": "large",
+// JSON-NEXT: "members": [
+// JSON-NEXT: "large"
+// JSON-NEXT: ],
 // JSON-NEXT: "op": "comm.start",
 // JSON-NEXT: "bytes": 40960,
 // JSON-NEXT: "channel": 1,
@@ -100,6 +106,9 @@
 // JSON-NEXT: {
 // JSON-NEXT: "index": 2,
 // JSON-NEXT: "name": "tiny",
+// JSON-NEXT: "members": [
+// JSON-NEXT: "tiny"
+// JSON-NEXT: ],
 // JSON-NEXT: "op": "comm.allreduce",
 // JSON-NEXT: "bytes": 1024,
 // JSON-NEXT: "channel": 0,

@@ -38,6 +38,9 @@ struct StepModel {
   SmallVector<Operation *> collectiveOps;
   /// Bytes each collective puts on the wire (wire precision applied).
   SmallVector<double> collectiveBytes;
+  /// The parameter names of each collective's gradients, in operand order
+  /// (empty where the op names none).
+  SmallVector<SmallVector<std::string, 1>> collectiveMembers;
   /// Whether the step has per-layer forward tasks, which steady-state
   /// simulation needs to let a layer's forward wait on its gradients only.
   bool hasLayeredForward = false;

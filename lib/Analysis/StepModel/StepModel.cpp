@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -140,6 +141,34 @@ static TaskPhase getTaskPhase(ComputeOp compute) {
   llvm_unreachable("unknown phase");
 }
 
+/// The parameter names of a collective's gradients: its `names` array or
+/// its single `name`.
+static SmallVector<std::string, 1> getMemberNames(Operation *op) {
+  SmallVector<std::string, 1> members;
+  if (auto names = op->getAttrOfType<ArrayAttr>("names")) {
+    for (Attribute name : names)
+      if (auto text = dyn_cast<StringAttr>(name))
+        members.push_back(text.str());
+  } else if (auto name = op->getAttrOfType<StringAttr>("name")) {
+    members.push_back(name.str());
+  }
+  return members;
+}
+
+/// "bucket of 3: conv1.weight, bn1.weight, bn1.bias", or for long lists
+/// "bucket of 12: layer4.0.conv1.weight .. fc.bias" (the first and last
+/// member); "bucket of N" when the op names no parameters.
+static std::string getBucketLabel(size_t count, ArrayRef<std::string> members) {
+  constexpr size_t kMaxListedLength = 60;
+  std::string label = "bucket of " + std::to_string(count);
+  if (members.empty())
+    return label;
+  std::string listed = llvm::join(members, ", ");
+  if (listed.size() > kMaxListedLength && members.size() > 2)
+    listed = members.front() + " .. " + members.back();
+  return label + ": " + listed;
+}
+
 static std::string getLabel(Operation *op, std::optional<StringRef> name) {
   if (name)
     return name->str();
@@ -173,6 +202,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     step.collectives.push_back(std::move(task));
     model.collectiveOps.push_back(op);
     model.collectiveBytes.push_back(bytes);
+    model.collectiveMembers.push_back(getMemberNames(op));
     return step.collectives.back();
   };
   // A dense allreduce of `inputs`, in the `wire` type when not null.
@@ -195,7 +225,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       continue;
     }
     if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
-      std::string label = "bucket of " + std::to_string(fused.getNumOperands());
+      std::string label =
+          getBucketLabel(fused.getNumOperands(), getMemberNames(&op));
       addAllreduce(
           &op, fused.getInputs(),
           fused.getWireAttr() ? fused.getWireAttr().getValue() : Type(), label)
@@ -225,7 +256,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       std::string label =
           start.getNumOperands() == 1 && start.getNames()
               ? cast<StringAttr>((*start.getNames())[0]).str()
-              : "bucket of " + std::to_string(start.getNumOperands());
+              : getBucketLabel(start.getNumOperands(), getMemberNames(&op));
       CollectiveTask &task = addAllreduce(
           &op, start.getInputs(),
           start.getWireAttr() ? start.getWireAttr().getValue() : Type(), label);
