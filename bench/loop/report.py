@@ -106,7 +106,7 @@ def main():
         "for every gradient before it returns) and, for reference, the steady "
         "state. Each plan is lowered with `--commopt-lower-to-llvm=\"compute-delay\"` "
         "(every `comm.compute` sleeps its profiled cost) under a `@main` "
-        "(`bench/loop/driver.py`) that runs one warm-up step and "
+        "(`comm-add-step-driver`) that runs one warm-up step and "
         f"{args.steps} timed steps, each after `commrt_barrier`, timed with "
         "`commrt_time_us`, the slowest rank's time reported by "
         "`commrt_report_step_us`; it runs in `mlir-runner` on 4 ranks of "

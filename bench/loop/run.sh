@@ -6,7 +6,7 @@
 # f16 on the wire, and DDP's policy: 25 MiB threshold buckets, one channel,
 # no priorities), takes comm-estimate's
 # prediction of each plan (step and steady state, JSON), appends a timing
-# @main (driver.py), lowers with comm.compute sleeping its cost
+# @main (comm-add-step-driver), lowers with comm.compute sleeping its cost
 # (compute-delay), runs them on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
 # (ROUNDS rounds, the plans alternating; every run one warm-up step and
 # STEPS timed ones, each after a barrier, slowest rank) and replaces the
@@ -69,10 +69,9 @@ for plan in "${PLANS[@]}"; do
   "$OPT" "$OUT/resnet50.mlir" \
     --comm-optimize="$options estimate=steady report=json report-file=$OUT/$plan.steady.json" \
     -o /dev/null
-  "$PYTHON" bench/loop/driver.py --steps $((STEPS + 1)) "$OUT/$plan.planned.mlir" \
-    >"$OUT/$plan.driver.mlir"
-  "$OPT" "$OUT/$plan.driver.mlir" --commopt-lower-to-llvm="compute-delay" \
-    -o "$OUT/$plan.lowered.mlir"
+  "$OPT" "$OUT/$plan.planned.mlir" \
+    --comm-add-step-driver="steps=$((STEPS + 1))" \
+    --commopt-lower-to-llvm="compute-delay" -o "$OUT/$plan.lowered.mlir"
   : >"$OUT/$plan.log"
 done
 

@@ -30,6 +30,14 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     instead of continuing with wrong data. Ops still in tensor form are an
     error: bufferize first. So are collectives over a process group
     (`group`): the runtime has one communicator, of all ranks.
+
+    What planning leaves of upstream's shard dialect lowers too:
+    `shard.process_linear_index` and `shard.process_multi_index` become the
+    runtime's rank (row-major over the grid), every public function first
+    calls `commrt_expect_size` with the grid's process count, so that a job
+    with another rank count stops with a message naming both, and the
+    `shard.grid` symbols are erased. Other shard ops (collectives not
+    imported by `comm-import-shard`) are errors.
   }];
   let options = [
     Option<"computeDelay", "compute-delay", "bool", /*default=*/"false",
@@ -441,6 +449,46 @@ def CommEstimate : Pass<"comm-estimate", "::mlir::ModuleOp"> {
            "(default: 10)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
+}
+
+def CommAddStepDriver : Pass<"comm-add-step-driver", "::mlir::ModuleOp"> {
+  let summary = "Add a @main that runs a training step repeatedly and times "
+                "it, so that the lowered module runs under mlir-runner";
+  let description = [{
+    Adds `func.func @main()`, which runs the step function `steps` times:
+    each step starts after `commrt_barrier`, is timed with `commrt_time_us`,
+    and `commrt_report_step_us` makes rank 0 print the slowest rank's time as
+    `commrt: step S: T us`. The step's arguments are made anew every step:
+    tensors and memrefs of static shape filled with `fill`, scalars equal to
+    it. Its results are dropped (the deallocation pipeline of
+    `commopt-lower-to-llvm` frees them).
+
+    The step is `function` when it is set, otherwise the one public function
+    with a body. Imported profiles (`@train_step`) and shard modules qualify
+    as they are; a module that already has a `@main`, a step with a dynamic
+    shape, or an argument of another type is an error.
+
+    ```
+    commopt-opt step.mlir --comm-optimize --comm-add-step-driver=steps=5 \
+        --commopt-lower-to-llvm -o lowered.mlir
+    mpirun -np 4 mlir-runner lowered.mlir -e main -entry-point-result=void \
+        -shared-libs=libcommrt.so,...
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The step function (default: the one public function with a "
+           "body)">,
+    Option<"steps", "steps", "int64_t", /*default=*/"10",
+           "Steps to run and time, at least 1 (default: 10)">,
+    Option<"fill", "fill", "double", /*default=*/"1.0",
+           "The value of every element of the step's arguments (default: 1)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
 }
 
 def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {

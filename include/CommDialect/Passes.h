@@ -20,6 +20,9 @@ class ControlFlowDialect;
 namespace func {
 class FuncDialect;
 } // namespace func
+namespace linalg {
+class LinalgDialect;
+} // namespace linalg
 namespace LLVM {
 class LLVMDialect;
 } // namespace LLVM
@@ -29,6 +32,12 @@ class MemRefDialect;
 namespace ml_program {
 class MLProgramDialect;
 } // namespace ml_program
+namespace scf {
+class SCFDialect;
+} // namespace scf
+namespace tensor {
+class TensorDialect;
+} // namespace tensor
 
 namespace comm {
 

@@ -220,10 +220,10 @@ static void registerCheckedPipeline(
 
 ArrayRef<StringRef> comm::getCommOptPassArguments() {
   static constexpr StringRef arguments[] = {
-      "comm-optimize",          "commopt-lower-to-llvm", "comm-import-shard",
-      "comm-record-cluster",    "comm-sparsify",         "comm-lower-precision",
-      "comm-fuse-buckets",      "comm-schedule-overlap", "comm-estimate",
-      "convert-comm-to-runtime"};
+      "comm-optimize",        "commopt-lower-to-llvm",  "comm-import-shard",
+      "comm-record-cluster",  "comm-sparsify",          "comm-lower-precision",
+      "comm-fuse-buckets",    "comm-schedule-overlap",  "comm-estimate",
+      "comm-add-step-driver", "convert-comm-to-runtime"};
   return arguments;
 }
 

@@ -629,6 +629,22 @@ int32_t commrt_size(void) {
   return size;
 }
 
+int32_t commrt_expect_size(int64_t expected) {
+  return inFunction("commrt_expect_size", [&] {
+    if (commrt_status status = ensureMpi())
+      return status;
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (expected == size)
+      return COMMRT_SUCCESS;
+    return fail(COMMRT_ERROR_MISMATCH,
+                "the program was planned for " + std::to_string(expected) +
+                    " ranks (its shard.grid), but the job has " +
+                    std::to_string(size) + "; start it with mpirun -np " +
+                    std::to_string(expected));
+  }());
+}
+
 int32_t commrt_backend_in_use(void) {
   if (inFunction("commrt_backend_in_use", ensureBackend(COMMRT_BACKEND_AUTO)) !=
       COMMRT_SUCCESS)

@@ -45,6 +45,10 @@ struct ParamSpec {
   std::string name;
   std::vector<int64_t> shape;
   std::string dtype;
+  /// Other names of a tied (shared) parameter, listed once.
+  std::vector<std::string> aliases;
+  /// Whether it got no gradient in the exported step.
+  std::optional<bool> unused;
 };
 
 /// A layer, as the profile lists it.
@@ -68,7 +72,9 @@ struct ProfileSpec {
 bool fromJSON(const json::Value &value, ParamSpec &param, json::Path path) {
   json::ObjectMapper mapper(value, path);
   return mapper && mapper.map("name", param.name) &&
-         mapper.map("shape", param.shape) && mapper.map("dtype", param.dtype);
+         mapper.map("shape", param.shape) && mapper.map("dtype", param.dtype) &&
+         mapper.mapOptional("aliases", param.aliases) &&
+         mapper.map("unused", param.unused);
 }
 
 bool fromJSON(const json::Value &value, LayerSpec &layer, json::Path path) {
@@ -107,6 +113,10 @@ private:
   LogicalResult checkTime(double us, json::Path path);
   /// Builds the module of a checked profile.
   OwningOpRef<ModuleOp> build(const ProfileSpec &profile);
+  /// Records the parameters' aliases (`comm.aliases`, a dictionary from a
+  /// parameter's name to its other names) and those without a gradient
+  /// (`comm.unused`) on the module, where planning keeps them.
+  void recordParameterNotes(const ProfileSpec &profile, ModuleOp module);
 
   /// Records `message` as the error at `path`. json::Path::report accepts
   /// only string literals, so the message is kept here.
@@ -230,14 +240,25 @@ LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
                     llvm::formatv("unknown dtype \"{0}\"; expected f16, "
                                   "bf16, f32 or f64",
                                   param.dtype));
-      auto [it, inserted] =
-          firstUse.try_emplace(param.name, layerIndex, paramIndex);
-      if (!inserted)
-        return fail(paramPath.field("name"),
+      // A name or alias names one tensor: no two parameters share one.
+      auto checkUnique = [&](StringRef name, json::Path namePath) {
+        if (name.empty())
+          return fail(namePath, "empty name");
+        auto [it, inserted] =
+            firstUse.try_emplace(name, layerIndex, paramIndex);
+        if (inserted)
+          return success();
+        return fail(namePath,
                     llvm::formatv("duplicate parameter name \"{0}\" (first "
                                   "at layers[{1}].params[{2}])",
-                                  param.name, it->second.first,
-                                  it->second.second));
+                                  name, it->second.first, it->second.second));
+      };
+      if (failed(checkUnique(param.name, paramPath.field("name"))))
+        return failure();
+      json::Path aliasesPath = paramPath.field("aliases");
+      for (auto [aliasIndex, alias] : llvm::enumerate(param.aliases))
+        if (failed(checkUnique(alias, aliasesPath.index(aliasIndex))))
+          return failure();
     }
   }
 
@@ -284,7 +305,31 @@ OwningOpRef<ModuleOp> GradProfileImporter::build(const ProfileSpec &profile) {
   }
   if (profile.updateUs)
     step.addUpdate(fileLoc, *profile.updateUs);
-  return step.finish();
+  OwningOpRef<ModuleOp> module = step.finish();
+  recordParameterNotes(profile, module.get());
+  return module;
+}
+
+void GradProfileImporter::recordParameterNotes(const ProfileSpec &profile,
+                                               ModuleOp module) {
+  Builder builder(context);
+  SmallVector<NamedAttribute> aliases;
+  SmallVector<StringRef> unused;
+  for (const LayerSpec &layer : profile.layers)
+    for (const ParamSpec &param : layer.params) {
+      if (!param.aliases.empty()) {
+        SmallVector<StringRef> names(param.aliases.begin(),
+                                     param.aliases.end());
+        aliases.push_back(
+            builder.getNamedAttr(param.name, builder.getStrArrayAttr(names)));
+      }
+      if (param.unused.value_or(false))
+        unused.push_back(param.name);
+    }
+  if (!aliases.empty())
+    module->setAttr("comm.aliases", builder.getDictionaryAttr(aliases));
+  if (!unused.empty())
+    module->setAttr("comm.unused", builder.getStrArrayAttr(unused));
 }
 
 LogicalResult GradProfileImporter::read(ProfileSpec &profile) {

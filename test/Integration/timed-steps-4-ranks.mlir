@@ -1,10 +1,10 @@
-// The timing driver of bench/loop: driver.py appends a @main that runs the
-// step 3 times, each after commrt_barrier, timed with commrt_time_us, and
-// commrt_report_step_us prints the slowest rank's time on rank 0 only. With
-// compute-delay every step sleeps at least its 2 x 1500 us of compute.
+// The timing driver of bench/loop: comm-add-step-driver adds a @main that
+// runs the step 3 times, each after commrt_barrier, timed with
+// commrt_time_us, and commrt_report_step_us prints the slowest rank's time
+// on rank 0 only. With compute-delay every step sleeps at least its
+// 2 x 1500 us of compute.
 //
-// RUN: %python %S/../../bench/loop/driver.py --steps 3 %s > %t.driver.mlir
-// RUN: commopt-opt %t.driver.mlir --commopt-lower-to-llvm="compute-delay" -o %t.lowered.mlir
+// RUN: commopt-opt %s --comm-add-step-driver=steps=3 --commopt-lower-to-llvm="compute-delay" -o %t.lowered.mlir
 // RUN: %mpirun -np 4 mlir-runner %t.lowered.mlir -e main -entry-point-result=void -shared-libs=%commrt_lib,%mlir_c_runner_utils,%mlir_runner_utils | FileCheck %s
 
 // CHECK: commrt: step 0: {{[1-9][0-9]{3,}\.[0-9]}} us

@@ -52,3 +52,16 @@
 // RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-duplicate-param.json 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DUPLICATE
 // DUPLICATE: grad-profile-duplicate-param.json:1:1: error: layers[1].params[0].name: duplicate parameter name "fc.weight" (first at layers[0].params[0])
+
+// An alias is a name like any other: no parameter or alias may share it.
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-alias-duplicate.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ALIAS-DUPLICATE
+// ALIAS-DUPLICATE: grad-profile-alias-duplicate.json:1:1: error: layers[1].params[0].aliases[1]: duplicate parameter name "a.weight" (first at layers[0].params[0])
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-alias-not-string.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ALIAS-TYPE
+// ALIAS-TYPE: grad-profile-alias-not-string.json:1:1: error: layers[0].params[0].aliases[0]: expected string
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-unused-not-bool.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=UNUSED-TYPE
+// UNUSED-TYPE: grad-profile-unused-not-bool.json:1:1: error: layers[0].params[0].unused: expected boolean

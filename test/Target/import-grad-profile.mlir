@@ -56,3 +56,12 @@
 // NO-LAYERS-NEXT: comm.compute() {cost_us = 1.000000e+01 : f64, name = "forward", phase = #comm.phase<forward>} : () -> ()
 // NO-LAYERS-NEXT: return
 // NO-LAYERS-NEXT: }
+
+// A tied parameter is one gradient under its first name, its other names
+// recorded on the module; parameters that got no gradient are recorded too.
+// Both survive planning.
+// RUN: commopt-translate --import-grad-profile %S/Inputs/grad-profile-aliases.json \
+// RUN:   | commopt-opt --comm-optimize | FileCheck %s --check-prefix=ALIASES
+// ALIASES: module attributes {comm.aliases = {embedding.weight = ["head.weight"]}, comm.cluster = "gradientflow-64", comm.cluster_is_default, comm.model = "tied-lm", comm.source = "commopt-grad-profile", comm.unused = ["aux.weight"]}
+// ALIASES-COUNT-1: "embedding.weight"
+// ALIASES-NOT: "head.weight"

@@ -40,13 +40,17 @@ def stated_defaults(tool):
 
 
 def actual_defaults(tool, pass_name):
-    """The option values --dump-pass-pipeline prints for `pass_name`."""
+    """The option values --dump-pass-pipeline prints for `pass_name`.
+
+    The pipeline is printed before it runs, so a pass that fails on the
+    empty module still shows its options.
+    """
     with tempfile.NamedTemporaryFile("w", suffix=".mlir") as empty:
         empty.write("module {}\n")
         empty.flush()
         dump = subprocess.run(
             [tool, empty.name, f"--{pass_name}", "--dump-pass-pipeline",
-             "-o", "/dev/null"], capture_output=True, text=True, check=True)
+             "-o", "/dev/null"], capture_output=True, text=True)
     match = re.search(re.escape(pass_name) + r"\{(.*)\}", dump.stderr +
                       dump.stdout)
     if not match:
@@ -60,7 +64,9 @@ def same(stated, actual):
     try:
         return float(stated) == float(actual)
     except ValueError:
-        return stated == actual or (stated.startswith("the cluster") and
+        # An empty value stated by what it means: "the cluster recorded on
+        # the module, else ...", "the one public function with a body".
+        return stated == actual or (stated.startswith("the ") and
                                     actual == "")
 
 
@@ -72,8 +78,6 @@ def main():
             continue
         actual = actual_defaults(tool, pass_name)
         for option, stated in options.items():
-            if option == "cluster":
-                stated = ""  # "default: the cluster recorded on the module"
             if option not in actual or not same(stated, actual[option]):
                 sys.exit(f"error: {pass_name} {option}: --help says "
                          f"'{stated}', the pass uses "

@@ -16,6 +16,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -359,9 +361,111 @@ struct ConvertCommToRuntimePass
       if (failed(lowerOp(op, runtime)))
         return signalPassFailure();
     }
+    if (failed(lowerShardGrids(module, runtime)))
+      return signalPassFailure();
   }
 
 private:
+  /// Lowers what planning leaves of upstream's shard dialect once its
+  /// collectives are imported: process indices become the runtime's rank
+  /// (row-major over the grid, as the dialect documents), every public
+  /// function first checks that the job has as many ranks as the grid, and
+  /// the grids, symbols for planning only, are erased.
+  LogicalResult lowerShardGrids(ModuleOp module, RuntimeCallBuilder &runtime) {
+    SmallVector<shard::GridOp> grids(module.getOps<shard::GridOp>());
+    if (grids.empty())
+      return success();
+    std::optional<int64_t> expected;
+    for (shard::GridOp grid : grids) {
+      if (ShapedType::isDynamicShape(grid.getShape()))
+        return grid.emitOpError("cannot be lowered: the runtime needs a grid "
+                                "of static shape to check the rank count");
+      int64_t size = ShapedType::getNumElements(grid.getShape());
+      if (expected && *expected != size)
+        return grid.emitOpError("has ")
+               << size << " processes where another grid of the module has "
+               << *expected
+               << ": the runtime runs one communicator of all ranks";
+      expected = size;
+    }
+
+    SmallVector<Operation *> shardOps;
+    module.walk([&](Operation *op) {
+      if (isa<shard::ShardDialect>(op->getDialect()) && !isa<shard::GridOp>(op))
+        shardOps.push_back(op);
+    });
+    for (Operation *op : shardOps)
+      if (failed(lowerShardOp(op, runtime)))
+        return failure();
+
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.isPublic())
+        continue;
+      OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
+      Value size = arith::ConstantIntOp::create(
+          builder, func.getLoc(), builder.getI64Type(), *expected);
+      if (failed(runtime.emitCheckedCall(builder, func.getLoc(),
+                                         "commrt_expect_size", size)))
+        return failure();
+    }
+    for (shard::GridOp grid : grids) {
+      if (!SymbolTable::symbolKnownUseEmpty(grid, module))
+        return grid.emitOpError("is still used after the lowering: only "
+                                "process indices and imported collectives "
+                                "lower to the runtime");
+      grid.erase();
+    }
+    return success();
+  }
+
+  /// Lowers one shard op left in the module: process indices to the
+  /// runtime's rank; anything else is an error.
+  LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
+    IRRewriter rewriter(op->getContext());
+    rewriter.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    if (isa<shard::ProcessLinearIndexOp>(op)) {
+      FailureOr<Value> rank =
+          runtime.emitIndexQuery(rewriter, loc, "commrt_rank");
+      if (failed(rank))
+        return failure();
+      rewriter.replaceOp(op, *rank);
+      return success();
+    }
+    if (auto multi = dyn_cast<shard::ProcessMultiIndexOp>(op)) {
+      auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+          op, multi.getGridAttr());
+      FailureOr<Value> rank =
+          runtime.emitIndexQuery(rewriter, loc, "commrt_rank");
+      if (!grid || failed(rank))
+        return failure();
+      // Row-major: the last axis varies fastest.
+      ArrayRef<int64_t> shape = grid.getShape();
+      SmallVector<int64_t> strides(shape.size(), 1);
+      for (int64_t axis = static_cast<int64_t>(shape.size()) - 2; axis >= 0;
+           --axis)
+        strides[axis] = strides[axis + 1] * shape[axis + 1];
+      SmallVector<int64_t> axes(multi.getAxes().begin(), multi.getAxes().end());
+      if (axes.empty())
+        axes = llvm::to_vector(llvm::seq<int64_t>(0, shape.size()));
+      SmallVector<Value> indices;
+      for (int64_t axis : axes) {
+        Value stride =
+            arith::ConstantIndexOp::create(rewriter, loc, strides[axis]);
+        Value extent =
+            arith::ConstantIndexOp::create(rewriter, loc, shape[axis]);
+        Value quotient = arith::DivUIOp::create(rewriter, loc, *rank, stride);
+        indices.push_back(
+            arith::RemUIOp::create(rewriter, loc, quotient, extent));
+      }
+      rewriter.replaceOp(op, indices);
+      return success();
+    }
+    return op->emitOpError("cannot be lowered to the runtime: import the "
+                           "module's shard collectives with comm-import-shard "
+                           "first");
+  }
+
   /// A started collective: the stack slot holding its handle and its staged
   /// buffers, for its wait.
   struct Started {

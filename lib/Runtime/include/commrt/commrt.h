@@ -159,6 +159,13 @@ int32_t commrt_finalize(void);
 int32_t commrt_rank(void);
 int32_t commrt_size(void);
 
+/* Checks that the job has `expected` ranks: COMMRT_SUCCESS if so, otherwise
+ * COMMRT_ERROR_MISMATCH with both counts in commrt_last_error(). Lowered
+ * code planned for a shard.grid of `expected` processes calls it on entry,
+ * so that a job started with another rank count stops with that message
+ * instead of reducing over the wrong ranks. Initialises MPI only. */
+int32_t commrt_expect_size(int64_t expected);
+
 /* The backend in use (a commrt_backend), initialising if needed; -1 if
  * initialisation failed. */
 int32_t commrt_backend_in_use(void);
