@@ -46,6 +46,19 @@ LogicalResult initializeCheckedOptions(
     Pass &pass, StringRef options,
     function_ref<LogicalResult(const Twine &)> errorHandler);
 
+/// A pass whose option names are checked as above: derive a pass from
+/// `WithCheckedOptions<impl::XBase<XPass>>` instead of its generated base.
+template <typename PassBase> class WithCheckedOptions : public PassBase {
+public:
+  using PassBase::PassBase;
+
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) final {
+    return initializeCheckedOptions(*this, options, errorHandler);
+  }
+};
+
 } // namespace mlir::comm
 
 #endif // COMMDIALECT_OPTIONCHECKS_H

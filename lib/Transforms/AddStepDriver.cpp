@@ -30,14 +30,9 @@ using namespace mlir::comm;
 namespace {
 
 struct CommAddStepDriverPass
-    : public comm::impl::CommAddStepDriverBase<CommAddStepDriverPass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+    : public WithCheckedOptions<
+          comm::impl::CommAddStepDriverBase<CommAddStepDriverPass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   LogicalResult initialize(MLIRContext *context) final {
     if (steps < 1)

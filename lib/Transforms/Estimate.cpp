@@ -181,15 +181,9 @@ static std::vector<size_t> getMostExposed(const FunctionEstimate &estimate,
 
 namespace {
 
-struct CommEstimatePass
-    : public comm::impl::CommEstimateBase<CommEstimatePass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+struct CommEstimatePass : public WithCheckedOptions<
+                              comm::impl::CommEstimateBase<CommEstimatePass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   LogicalResult initialize(MLIRContext *context) final {
     auto optionError = [&](StringRef option) {

@@ -202,14 +202,9 @@ void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
 }
 
 struct CommFuseBucketsPass
-    : public comm::impl::CommFuseBucketsBase<CommFuseBucketsPass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+    : public WithCheckedOptions<
+          comm::impl::CommFuseBucketsBase<CommFuseBucketsPass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);

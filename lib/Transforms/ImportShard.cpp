@@ -326,14 +326,9 @@ FailureOr<ImportPlan> planStableHloAllReduce(Operation *op) {
 }
 
 struct CommImportShardPass
-    : public comm::impl::CommImportShardBase<CommImportShardPass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+    : public WithCheckedOptions<
+          comm::impl::CommImportShardBase<CommImportShardPass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   void runOnOperation() final {
     SmallVector<Operation *> candidates;

@@ -63,14 +63,9 @@ static SmallVector<StringRef> getParameterNames(BucketOp op) {
 namespace {
 
 struct CommLowerPrecisionPass
-    : public comm::impl::CommLowerPrecisionBase<CommLowerPrecisionPass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+    : public WithCheckedOptions<
+          comm::impl::CommLowerPrecisionBase<CommLowerPrecisionPass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);

@@ -23,14 +23,9 @@ using namespace mlir::comm;
 namespace {
 
 struct CommRecordClusterPass
-    : public comm::impl::CommRecordClusterBase<CommRecordClusterPass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+    : public WithCheckedOptions<
+          comm::impl::CommRecordClusterBase<CommRecordClusterPass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   void runOnOperation() final {
     ModuleOp module = getOperation();

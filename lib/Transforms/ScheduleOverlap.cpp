@@ -362,14 +362,9 @@ private:
 };
 
 struct CommScheduleOverlapPass
-    : public comm::impl::CommScheduleOverlapBase<CommScheduleOverlapPass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+    : public WithCheckedOptions<
+          comm::impl::CommScheduleOverlapBase<CommScheduleOverlapPass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   LogicalResult initialize(MLIRContext *context) final {
     // The runtime runs collectives on at most 64 channels.

@@ -51,15 +51,9 @@ static std::string getResidualSymbolName(std::optional<StringRef> parameter) {
 
 namespace {
 
-struct CommSparsifyPass
-    : public comm::impl::CommSparsifyBase<CommSparsifyPass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+struct CommSparsifyPass : public WithCheckedOptions<
+                              comm::impl::CommSparsifyBase<CommSparsifyPass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);

@@ -155,18 +155,19 @@ static SmallVector<std::string, 1> getMemberNames(Operation *op) {
   return members;
 }
 
-/// "bucket of 3: conv1.weight, bn1.weight, bn1.bias", or for long lists
-/// "bucket of 12: layer4.0.conv1.weight .. fc.bias" (the first and last
-/// member); "bucket of N" when the op names no parameters.
+/// "bucket of 3: conv1.weight, bn1.weight, bn1.bias", or when that is
+/// longer than 60 characters "bucket of 12: layer4.0.conv1.weight ..
+/// fc.bias" (the first and last member); "bucket of N" when the op names no
+/// parameters.
 static std::string getBucketLabel(size_t count, ArrayRef<std::string> members) {
-  constexpr size_t kMaxListedLength = 60;
+  constexpr size_t kMaxLabelLength = 60;
   std::string label = "bucket of " + std::to_string(count);
   if (members.empty())
     return label;
-  std::string listed = llvm::join(members, ", ");
-  if (listed.size() > kMaxListedLength && members.size() > 2)
-    listed = members.front() + " .. " + members.back();
-  return label + ": " + listed;
+  std::string listed = label + ": " + llvm::join(members, ", ");
+  if (listed.size() <= kMaxLabelLength || members.size() <= 2)
+    return listed;
+  return label + ": " + members.front() + " .. " + members.back();
 }
 
 static std::string getLabel(Operation *op, std::optional<StringRef> name) {

@@ -321,14 +321,9 @@ static LogicalResult lowerBlocking(Operation *op, ValueRange buffers,
 }
 
 struct ConvertCommToRuntimePass
-    : public comm::impl::ConvertCommToRuntimeBase<ConvertCommToRuntimePass> {
-  using Base::Base;
-
-  LogicalResult initializeOptions(
-      StringRef options,
-      function_ref<LogicalResult(const Twine &)> errorHandler) final {
-    return initializeCheckedOptions(*this, options, errorHandler);
-  }
+    : public WithCheckedOptions<
+          comm::impl::ConvertCommToRuntimeBase<ConvertCommToRuntimePass>> {
+  using WithCheckedOptions::WithCheckedOptions;
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
