@@ -103,8 +103,11 @@ static bool verifyLevel(const LinkLevel &level, Path path) {
 /// Reports the first broken invariant among the rank and channel counts of
 /// `cluster` below `path`. Field names are those of the JSON form.
 static bool verifyCounts(const ClusterModel &cluster, Path path) {
-  if (cluster.ranks < 1) {
-    path.field("ranks").report("expected a positive integer");
+  // MPI and NCCL count ranks in an int.
+  if (cluster.ranks < 1 ||
+      cluster.ranks > std::numeric_limits<int32_t>::max()) {
+    path.field("ranks").report("expected a positive integer no larger than "
+                               "2147483647");
     return false;
   }
   if (cluster.ranksPerNode < 1) {

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -33,6 +34,36 @@ struct CommunicationResource
 };
 } // namespace
 
+/// The most bytes the gradients of one collective may hold together. Passes
+/// count bytes in int64_t and sum a few collectives' sizes; 2^62 leaves them
+/// room, and no real gradient comes near it.
+static constexpr int64_t kMaxCollectiveBytes = int64_t(1) << 62;
+
+/// Checks that the statically shaped gradients among `inputs` hold at most
+/// kMaxCollectiveBytes together, so that no pass's byte count overflows.
+static LogicalResult verifyByteSize(Operation *op, ValueRange inputs) {
+  int64_t total = 0;
+  for (auto [index, input] : llvm::enumerate(inputs)) {
+    auto type = cast<ShapedType>(input.getType());
+    if (!type.hasStaticShape())
+      continue;
+    Type element = type.getElementType();
+    // Index and other types without a bit width are counted as 64 bits.
+    int64_t bytes = llvm::divideCeil(
+        element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64, 8);
+    for (int64_t dim : type.getShape())
+      if (llvm::MulOverflow(bytes, dim, bytes) || bytes > kMaxCollectiveBytes)
+        return op->emitOpError("operand #")
+               << index << " of type " << type
+               << " holds more than 2^62 bytes, the most a collective may "
+                  "hold";
+    if (llvm::AddOverflow(total, bytes, total) || total > kMaxCollectiveBytes)
+      return op->emitOpError("gradients hold more than 2^62 bytes together, "
+                             "the most a collective may hold");
+  }
+  return success();
+}
+
 /// Checks what all dense collectives share: a uniform form (all tensors or
 /// all memrefs), results that mirror the operands in tensor form and none in
 /// buffer form, one element type, and reduction and wire settings that fit
@@ -46,6 +77,8 @@ static LogicalResult verifyCollective(Operation *op, ValueRange inputs,
                                       std::optional<ArrayAttr> names) {
   if (inputs.empty())
     return op->emitOpError("expects at least one gradient");
+  if (failed(verifyByteSize(op, inputs)))
+    return failure();
 
   bool isTensor = isa<RankedTensorType>(inputs.front().getType());
   Type elementType =
@@ -388,6 +421,8 @@ LogicalResult WaitOp::bufferize(RewriterBase &rewriter,
 //===----------------------------------------------------------------------===//
 
 LogicalResult SparseAllReduceOp::verify() {
+  if (failed(verifyByteSize(*this, getGrad())))
+    return failure();
   auto gradType = cast<ShapedType>(getGrad().getType());
   auto residualType = cast<ShapedType>(getResidualIn().getType());
   bool isTensor = isa<RankedTensorType>(gradType);

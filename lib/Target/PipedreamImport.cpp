@@ -12,7 +12,9 @@
 //
 // Times are in milliseconds and sizes in bytes. A description may span
 // several lines (a module's multi-line repr); `activation_size` may be a list
-// (`[a; b]`) and is not used; a trailing ` -- stage_id=<n>` is ignored.
+// (`[a; b]`) and is checked but not used; a trailing ` -- stage_id=<n>` is
+// ignored. A profile is one connected graph: a file cut short (nodes
+// without their edges) is an error, not a step in the wrong order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +32,7 @@
 
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <queue>
 
 using namespace mlir;
@@ -118,6 +121,9 @@ private:
   LogicalResult sortNodes(SmallVectorImpl<unsigned> &order);
   /// Reports a cycle among the nodes that could not be ordered, those whose
   /// `inDegree` (counting only edges from other such nodes) is not zero.
+  /// Fails unless the graph is one piece: with two or more nodes, every
+  /// node has an edge and every node is linked to the first.
+  LogicalResult checkConnected(ArrayRef<std::pair<unsigned, unsigned>> edges);
   LogicalResult reportCycle(ArrayRef<std::pair<unsigned, unsigned>> edges,
                             ArrayRef<unsigned> inDegree);
   /// Builds the module, visiting nodes forward in `order`.
@@ -261,7 +267,7 @@ LogicalResult PipedreamImporter::parseNumber(SourceLine line, StringRef name,
 
 LogicalResult PipedreamImporter::parseFields(SourceLine line, StringRef fields,
                                              Node &node) {
-  StringRef forwardText, backwardText, parameterText;
+  StringRef forwardText, backwardText, activationText, parameterText;
   SmallVector<StringRef> items;
   fields.split(items, ',');
   for (StringRef item : items) {
@@ -273,9 +279,10 @@ LogicalResult PipedreamImporter::parseFields(SourceLine line, StringRef fields,
     StringRef *slot = llvm::StringSwitch<StringRef *>(name)
                           .Case("forward_compute_time", &forwardText)
                           .Case("backward_compute_time", &backwardText)
+                          .Case("activation_size", &activationText)
                           .Case("parameter_size", &parameterText)
                           .Default(nullptr);
-    // activation_size and fields unknown here are not used.
+    // Fields unknown here are not used.
     if (!slot)
       continue;
     if (slot->data())
@@ -286,6 +293,7 @@ LogicalResult PipedreamImporter::parseFields(SourceLine line, StringRef fields,
   for (auto [name, value] :
        {std::make_pair("forward_compute_time", forwardText),
         std::make_pair("backward_compute_time", backwardText),
+        std::make_pair("activation_size", activationText),
         std::make_pair("parameter_size", parameterText)})
     if (!value.data())
       return emitError(getLoc(line, fields.data()))
@@ -300,6 +308,26 @@ LogicalResult PipedreamImporter::parseFields(SourceLine line, StringRef fields,
     if (*ms < 0.0)
       return emitError(getLoc(line, value.data()))
              << "negative " << name << " '" << value << "'";
+  }
+
+  // Unused, but a bad value means a bad file: one size, or one per output
+  // as "[a; b; ...]", each finite and non-negative.
+  StringRef activations = activationText;
+  bool isList = activations.consume_front("[");
+  if (isList && !activations.consume_back("]"))
+    return emitError(getLoc(line, activationText.data()))
+           << "activation_size '" << activationText
+           << "' is neither a number nor a list '[a; b; ...]'";
+  SmallVector<StringRef> sizes;
+  activations.split(sizes, ';');
+  for (StringRef size : sizes) {
+    double activationBytes = 0.0;
+    if (failed(
+            parseNumber(line, "activation_size", size.trim(), activationBytes)))
+      return failure();
+    if (activationBytes < 0.0)
+      return emitError(getLoc(line, size.data()))
+             << "negative activation_size '" << size.trim() << "'";
   }
 
   double bytes = 0.0;
@@ -331,6 +359,8 @@ LogicalResult PipedreamImporter::sortNodes(SmallVectorImpl<unsigned> &order) {
                << "unknown node '" << id << "' in edge";
     edges.emplace_back(from->second, to->second);
   }
+  if (failed(checkConnected(edges)))
+    return failure();
 
   // Kahn's algorithm; the ready node that comes first in the file goes first.
   std::vector<SmallVector<unsigned, 2>> successors(nodes.size());
@@ -355,6 +385,39 @@ LogicalResult PipedreamImporter::sortNodes(SmallVectorImpl<unsigned> &order) {
   if (order.size() == nodes.size())
     return success();
   return reportCycle(edges, inDegree);
+}
+
+LogicalResult PipedreamImporter::checkConnected(
+    ArrayRef<std::pair<unsigned, unsigned>> edges) {
+  if (nodes.size() < 2)
+    return success();
+  // Union-find over the nodes, ignoring the edges' direction.
+  std::vector<unsigned> parent(nodes.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](unsigned node) {
+    while (parent[node] != node)
+      node = parent[node] = parent[parent[node]];
+    return node;
+  };
+  std::vector<bool> hasEdge(nodes.size(), false);
+  for (auto [from, to] : edges) {
+    hasEdge[from] = hasEdge[to] = true;
+    parent[find(from)] = find(to);
+  }
+  for (unsigned node = 0, e = nodes.size(); node != e; ++node) {
+    if (!hasEdge[node])
+      return emitError(getLoc(nodes[node].line))
+             << "node '" << nodes[node].id << "' has no edges, in a graph of "
+             << nodes.size()
+             << " nodes: is the file cut short? A profile lists its edges "
+                "after its nodes";
+    if (find(node) != find(0))
+      return emitError(getLoc(nodes[node].line))
+             << "the graph is not connected: node '" << nodes[node].id
+             << "' is not linked to '" << nodes[0].id
+             << "' by any path of edges: is the file cut short?";
+  }
+  return success();
 }
 
 LogicalResult

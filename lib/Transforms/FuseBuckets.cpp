@@ -17,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <cmath>
 #include <limits>
 
 namespace mlir::comm {
@@ -211,10 +212,10 @@ struct CommFuseBucketsPass
     if (std::optional<std::string> error =
             checkChoice(policy, {"threshold", "cost", "mgwfbp"}))
       return emitError(loc) << "comm-fuse-buckets: option 'policy': " << *error;
-    if (!(bucketCapMb > 0.0))
-      return emitError(loc)
-             << "comm-fuse-buckets: bucket-cap-mb must be positive, got "
-             << bucketCapMb;
+    if (!(bucketCapMb > 0.0) || std::isinf(bucketCapMb))
+      return emitError(loc) << "comm-fuse-buckets: bucket-cap-mb must be "
+                               "positive and finite, got "
+                            << bucketCapMb;
     if (!(firstBucketMb >= 0.0))
       return emitError(loc)
              << "comm-fuse-buckets: first-bucket-mb must be non-negative, got "

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -89,6 +90,13 @@ static std::optional<int64_t> getLayerPriority(ValueRange gradients) {
     priority = priority ? std::min(*priority, layer) : layer;
   }
   return priority;
+}
+
+/// `value` in the shortest of %f and %e, as a user would type it.
+static std::string formatShort(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  return text;
 }
 
 /// The number of pieces `op` is partitioned into with a cap of
@@ -397,6 +405,8 @@ struct CommScheduleOverlapPass
     }
     ScheduleOptions options{channelCount, priorities,
                             partitionMb * kBytesPerMiB};
+    if (failed(checkPieceCounts(options.partitionBytes)))
+      return signalPassFailure();
     SmallVector<Block *> blocks;
     getOperation()->walk([&](Block *block) { blocks.push_back(block); });
     for (Block *block : blocks)
@@ -404,6 +414,32 @@ struct CommScheduleOverlapPass
   }
 
 private:
+  /// Fails when `partition-mb` would cut a gradient into more than
+  /// kMaxPieces pieces: a piece per few bytes is a mistyped option, and
+  /// would make the step unmanageably large.
+  LogicalResult checkPieceCounts(double partitionBytes) {
+    WalkResult result = getOperation()->walk([&](AllReduceOp op) {
+      if (!isa<RankedTensorType>(op.getInput().getType()))
+        return WalkResult::advance();
+      int64_t pieces = getNumPieces(op, partitionBytes);
+      if (pieces <= kMaxPieces)
+        return WalkResult::advance();
+      int64_t bytes = getBytes(cast<ShapedType>(op.getInput().getType()));
+      op.emitError() << "comm-schedule-overlap: option 'partition-mb': "
+                     << formatShort(partitionMb) << " would cut this " << bytes
+                     << "-byte gradient into " << pieces << " pieces; at most "
+                     << kMaxPieces << " are allowed, so use partition-mb="
+                     << formatShort(static_cast<double>(bytes) / kMaxPieces /
+                                    kBytesPerMiB)
+                     << " or more";
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  /// The most pieces one gradient is partitioned into.
+  static constexpr int64_t kMaxPieces = 1024;
+
   ClusterCache clusters;
 };
 

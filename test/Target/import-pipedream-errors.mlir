@@ -37,3 +37,23 @@
 // RUN: not commopt-translate --import-pipedream %S/Inputs/pipedream-no-fields.graph.txt 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NO-FIELDS
 // NO-FIELDS: pipedream-no-fields.graph.txt:4:2: error: expected ' -- forward_compute_time=..., backward_compute_time=..., activation_size=..., parameter_size=...' after the description of 'node2'
+
+// A profile is one connected graph: a file cut short after its nodes, or
+// two pieces, is an error naming a node that is cut off.
+// RUN: not commopt-translate --import-pipedream %S/Inputs/pipedream-no-edges.graph.txt 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NO-EDGES
+// NO-EDGES: pipedream-no-edges.graph.txt:3:1: error: node 'node3' has no edges, in a graph of 3 nodes: is the file cut short? A profile lists its edges after its nodes
+
+// RUN: not commopt-translate --import-pipedream %S/Inputs/pipedream-disconnected.graph.txt 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DISCONNECTED
+// DISCONNECTED: pipedream-disconnected.graph.txt:3:1: error: the graph is not connected: node 'node3' is not linked to 'node1' by any path of edges: is the file cut short?
+
+// activation_size is not used, but it is checked: one size or a list, each
+// a finite, non-negative number.
+// RUN: not commopt-translate --import-pipedream %S/Inputs/pipedream-negative-activation.graph.txt 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ACTIVATION
+// ACTIVATION: pipedream-negative-activation.graph.txt:1:93: error: negative activation_size '-100.0'
+
+// RUN: not commopt-translate --import-pipedream %S/Inputs/pipedream-bad-activation-list.graph.txt 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ACTIVATION-LIST
+// ACTIVATION-LIST: pipedream-bad-activation-list.graph.txt:1:93: error: activation_size '[8.0; 4.0' is neither a number nor a list '[a; b; ...]'

@@ -25,3 +25,10 @@
 // RUN:   | %python %S/check-pipedream-import.py %pipedream/gnmt.graph.txt \
 // RUN:   | FileCheck %s --check-prefix=GNMT
 // GNMT: gnmt: 11 gradients, 775063808 bytes
+
+// A real profile cut short at a line boundary (its first 40 lines: nodes
+// without their edges) is an error, not a step in the wrong order.
+// RUN: head -n 40 %pipedream/resnet50.graph.txt > %t.truncated.graph.txt
+// RUN: not commopt-translate --import-pipedream %t.truncated.graph.txt 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TRUNCATED
+// TRUNCATED: error: node '{{node[0-9]+}}' has no edges, in a graph of 40 nodes: is the file cut short?

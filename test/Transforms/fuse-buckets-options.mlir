@@ -1,12 +1,14 @@
 // RUN: not commopt-opt %s --comm-fuse-buckets="policy=greedy" 2>&1 | FileCheck %s --check-prefix=POLICY
 // RUN: not commopt-opt %s --comm-fuse-buckets="bucket-cap-mb=0" 2>&1 | FileCheck %s --check-prefix=CAP
+// RUN: not commopt-opt %s --comm-fuse-buckets="bucket-cap-mb=inf" 2>&1 | FileCheck %s --check-prefix=INF
 // RUN: not commopt-opt %s --comm-fuse-buckets="first-bucket-mb=-1" 2>&1 | FileCheck %s --check-prefix=FIRST
 // RUN: not commopt-opt %s --comm-fuse-buckets="bucket-cap-mb=lots" 2>&1 | FileCheck %s --check-prefix=PARSE
 // RUN: not commopt-opt %s --comm-fuse-buckets="policy=cost cluster=nowhere-42" 2>&1 | FileCheck %s --check-prefix=CLUSTER
 // RUN: not commopt-opt %s --comm-fuse-buckets="policy=cost device=abacus" 2>&1 | FileCheck %s --check-prefix=DEVICE
 
 // POLICY: error: comm-fuse-buckets: option 'policy': unknown value 'greedy'; expected one of threshold, cost, mgwfbp{{$}}
-// CAP: error: comm-fuse-buckets: bucket-cap-mb must be positive, got 0
+// CAP: error: comm-fuse-buckets: bucket-cap-mb must be positive and finite, got 0
+// INF: error: comm-fuse-buckets: bucket-cap-mb must be positive and finite, got INF
 // FIRST: error: comm-fuse-buckets: first-bucket-mb must be non-negative, got -1
 // CLUSTER: error: comm-fuse-buckets: cluster 'nowhere-42': {{.*}}nowhere-42
 // DEVICE: error: comm-fuse-buckets: device 'abacus': {{.*}}abacus

@@ -7,6 +7,11 @@
 // RUN: not commopt-opt %s --comm-schedule-overlap="channels=two" 2>&1 | FileCheck %s --check-prefix=PARSE
 // RUN: commopt-opt %s --comm-schedule-overlap="channels=64" | FileCheck %s --check-prefix=MANY
 // RUN: commopt-opt %s --comm-schedule-overlap="partition-mb=1e-9" | FileCheck %s --check-prefix=TINY
+// RUN: not commopt-opt %S/Inputs/one-large-gradient.mlir --comm-schedule-overlap="partition-mb=1e-6" 2>&1 | FileCheck %s --check-prefix=PIECES
+// PIECES: error: comm-schedule-overlap: option 'partition-mb': 1e-06 would cut this 4194304-byte gradient into 1048576 pieces; at most 1024 are allowed, so use partition-mb=0.00390625 or more
+// RUN: commopt-opt %S/Inputs/one-large-gradient.mlir --comm-schedule-overlap="partition-mb=0.00390625" | FileCheck %s --check-prefix=MOST
+// MOST-COUNT-1024: comm.start
+// MOST-NOT: comm.start
 // RUN: commopt-opt %s --comm-schedule-overlap="partition-mb=0" | FileCheck %s --check-prefix=OFF
 
 // channels=0: the channel count of the cluster the module records, else of

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 #include <functional>
+#include <limits>
 
 using namespace mlir::comm;
 
@@ -197,7 +198,14 @@ TEST(ClusterModel, BadFieldsAreNamed) {
   };
   Case cases[] = {
       {[](llvm::json::Object &o) { o["ranks"] = 0; },
-       "expected a positive integer at cluster.ranks"},
+       "expected a positive integer no larger than 2147483647 at "
+       "cluster.ranks"},
+      {[](llvm::json::Object &o) {
+         o["ranks"] = std::numeric_limits<int64_t>::max();
+         o["ranks_per_node"] = 1;
+       },
+       "expected a positive integer no larger than 2147483647 at "
+       "cluster.ranks"},
       {[](llvm::json::Object &o) { o["ranks"] = "many"; },
        "expected integer at cluster.ranks"},
       {[](llvm::json::Object &o) { o.erase("ranks"); },

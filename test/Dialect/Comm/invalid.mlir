@@ -354,3 +354,22 @@ func.func @start_group_unknown_grid(%m: memref<4xf32>) {
   comm.wait %t
   return
 }
+
+// -----
+
+// A gradient whose byte count would overflow the passes' arithmetic
+// (4611686018427387904 x 8 f32 = 2^67 bytes) is rejected, not counted as 0.
+func.func @huge_gradient(%g: tensor<4611686018427387904x8xf32>) -> tensor<4611686018427387904x8xf32> {
+  // expected-error @+1 {{'comm.allreduce' op operand #0 of type 'tensor<4611686018427387904x8xf32>' holds more than 2^62 bytes, the most a collective may hold}}
+  %r = comm.allreduce %g : tensor<4611686018427387904x8xf32> -> tensor<4611686018427387904x8xf32>
+  return %r : tensor<4611686018427387904x8xf32>
+}
+
+// -----
+
+// Three gradients of 2^61 bytes each: together over the limit.
+func.func @huge_bucket(%a: tensor<576460752303423488xf32>, %b: tensor<576460752303423488xf32>, %c: tensor<576460752303423488xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op gradients hold more than 2^62 bytes together, the most a collective may hold}}
+  %r:3 = comm.fused_allreduce %a, %b, %c : tensor<576460752303423488xf32>, tensor<576460752303423488xf32>, tensor<576460752303423488xf32> -> tensor<576460752303423488xf32>, tensor<576460752303423488xf32>, tensor<576460752303423488xf32>
+  return
+}
