@@ -14,6 +14,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -264,12 +265,20 @@ std::vector<double> commrt::chunkNorms(const float *acc, int64_t count,
 
 std::vector<int64_t> commrt::pickChunks(const std::vector<double> &norms,
                                         int64_t picked) {
+  // A NaN norm (a NaN or infinity in some rank's chunk) counts as the
+  // largest: the chunk is sent, so the NaN reaches every rank as a dense
+  // allreduce would carry it, and leaves the residuals. Compared as it is,
+  // NaN would break nth_element's ordering and pick arbitrary chunks.
+  auto key = [&](int64_t chunk) {
+    return std::isnan(norms[chunk]) ? std::numeric_limits<double>::infinity()
+                                    : norms[chunk];
+  };
   std::vector<int64_t> order(norms.size());
   std::iota(order.begin(), order.end(), 0);
   std::nth_element(order.begin(), order.begin() + (picked - 1), order.end(),
                    [&](int64_t a, int64_t b) {
-                     return norms[a] > norms[b] ||
-                            (norms[a] == norms[b] && a < b);
+                     double keyA = key(a), keyB = key(b);
+                     return keyA > keyB || (keyA == keyB && a < b);
                    });
   order.resize(picked);
   std::sort(order.begin(), order.end());

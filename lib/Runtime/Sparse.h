@@ -48,7 +48,8 @@ std::vector<double> chunkNorms(const float *acc, int64_t count,
                                int64_t chunkElements);
 
 /// The `picked` (1..norms.size()) chunks of largest `norms`, the lower index
-/// first among equal norms, in index order: rank 0's choice.
+/// first among equal norms, in index order: rank 0's choice. A NaN norm
+/// counts as the largest (see the definition).
 std::vector<int64_t> pickChunks(const std::vector<double> &norms,
                                 int64_t picked);
 

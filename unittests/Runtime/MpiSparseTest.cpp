@@ -281,6 +281,37 @@ TEST(Sparse, ThresholdNeverSelectsZeros) {
   EXPECT_EQ(residual, std::vector<float>(count, 0.0f));
 }
 
+TEST(Sparse, ChunkSelectionSendsANaNChunk) {
+  // 8 chunks of 16; chunk c holds (c + 1) on every rank, so chunk 7 has the
+  // largest norm, except that the last rank has a NaN in chunk 2. Two
+  // chunks are picked: the NaN one and chunk 7, on every rank. Compared as
+  // a number, the NaN would derail the selection (and stay in the residual
+  // for ever).
+  const int64_t chunk = 16, count = 8 * chunk;
+  std::vector<float> grad(count), residual(count, 0.0f);
+  for (int64_t i = 0; i < count; ++i)
+    grad[i] = static_cast<float>(i / chunk + 1);
+  const int64_t nanIndex = 2 * chunk + 5;
+  if (rank() == size() - 1)
+    grad[nanIndex] = std::nanf("");
+  ASSERT_EQ(commrt_sparse_allreduce(grad.data(), residual.data(), count,
+                                    2.0 / 8.0, COMMRT_SELECT_CHUNK,
+                                    COMMRT_EXCHANGE_CHUNK, COMMRT_SUM, chunk),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t c = i / chunk;
+    float sum = static_cast<float>((c + 1) * size());
+    if (i == nanIndex)
+      EXPECT_TRUE(std::isnan(grad[i])) << i;
+    else
+      EXPECT_EQ(grad[i], c == 2 || c == 7 ? sum : 0.0f) << i;
+    // Sent chunks leave the residual; the NaN with them.
+    EXPECT_EQ(residual[i], c == 2 || c == 7 ? 0.0f : static_cast<float>(c + 1))
+        << i;
+  }
+}
+
 TEST(Sparse, ZeroCountIsANoOp) {
   EXPECT_EQ(commrt_sparse_allreduce(nullptr, nullptr, 0, 0.5,
                                     COMMRT_SELECT_TOPK,

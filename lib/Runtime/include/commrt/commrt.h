@@ -306,7 +306,10 @@ int32_t commrt_wait(int64_t handle);
  *       norms of the chunks (in double) are summed over the ranks and rank 0
  *       picks the ceil(density * chunks) chunks of largest sum (the lower
  *       index wins ties) and broadcasts them, so that every rank selects the
- *       same chunks. Goes with COMMRT_EXCHANGE_CHUNK only.
+ *       same chunks. A chunk whose sum is NaN (a NaN or infinity in some
+ *       rank's chunk) counts as the largest: it is sent, so the NaN reaches
+ *       every rank's gradient, as a dense allreduce would carry it, and
+ *       leaves the residuals. Goes with COMMRT_EXCHANGE_CHUNK only.
  *  3. The selected entries are exchanged, as `exchange` says:
  *     - COMMRT_EXCHANGE_ALLGATHER: every rank gathers every rank's (index,
  *       value) pairs (MPI_Allgather of the counts, MPI_Allgatherv of the
