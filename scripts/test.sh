@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian 12 machine and runs every test: the
 # lit suite (dialect, passes, lowering, 4-rank end-to-end runs), the
-# GoogleTest suites (runtime under mpirun with 1, 2 and 4 ranks, cost model)
-# and the embedding check (examples/embed built against an installed
-# commopt must plan a training step).
+# GoogleTest suites (runtime under mpirun with 1, 2 and 4 ranks, cost model),
+# the embedding check (examples/embed built against an installed commopt
+# must plan a training step), and the first two again under
+# AddressSanitizer and UndefinedBehaviorSanitizer.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${COMMOPT_BUILD_DIR:-$root/build}
@@ -56,6 +57,12 @@ prefix=$(mktemp -d)
 example=$(mktemp -d)
 trap 'rm -rf "$prefix" "$example"' EXIT
 record check_embedding "$prefix" "$example"
+
+# The same suites built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (scripts/sanitize.sh), so that memory errors and undefined behaviour fail
+# CI, not only crashes.
+echo "== sanitizers: address;undefined"
+record bash "$root/scripts/sanitize.sh" "address;undefined"
 
 echo "suites: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -241,11 +241,11 @@ LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
                                   "bf16, f32 or f64",
                                   param.dtype));
       // A name or alias names one tensor: no two parameters share one.
+      std::pair<size_t, size_t> place(layerIndex, paramIndex);
       auto checkUnique = [&](StringRef name, json::Path namePath) {
         if (name.empty())
           return fail(namePath, "empty name");
-        auto [it, inserted] =
-            firstUse.try_emplace(name, layerIndex, paramIndex);
+        auto [it, inserted] = firstUse.try_emplace(name, place);
         if (inserted)
           return success();
         return fail(namePath,
