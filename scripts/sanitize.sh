@@ -4,7 +4,7 @@
 # included, under them:
 #
 #   bash scripts/sanitize.sh                 # address;undefined
-#   bash scripts/sanitize.sh thread          # ThreadSanitizer
+#   bash scripts/sanitize.sh thread          # ThreadSanitizer, ctest only
 #
 # Every report fails the run (halt_on_error). Leak reports come from the
 # GoogleTest suites, whose processes are built with the sanitizers; the lit
@@ -37,7 +37,7 @@ export LSAN_OPTIONS="suppressions=$suppressions/lsan.txt:print_suppressions=0"
 case $sanitizers in
   *thread*)
     preload=$runtime_dir/libclang_rt.tsan-x86_64.so
-    export TSAN_OPTIONS="halt_on_error=1:suppressions=$suppressions/tsan.txt"
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$suppressions/tsan.txt"
     ;;
   *address*)
     preload=$runtime_dir/libclang_rt.asan-x86_64.so
@@ -58,6 +58,17 @@ record() { if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo "== ctest under $sanitizers"
 record ctest --test-dir "$build" --output-on-failure
+
+# ThreadSanitizer is for the runtime, whose channels run a thread each: the
+# GoogleTest suites above cover it (the stress test of the asynchronous
+# path included, at 2 and 4 ranks). The lit suite's MLIR tools share
+# MLIR's thread pool and uniquer, built without ThreadSanitizer, whose
+# locking it cannot see; they run under address;undefined.
+if [[ $sanitizers == *thread* ]]; then
+  echo "sanitizer suites ($sanitizers): $passed passed, $failed failed"
+  [[ $failed -eq 0 ]]
+  exit
+fi
 
 echo "== lit under $sanitizers"
 lit_env=()

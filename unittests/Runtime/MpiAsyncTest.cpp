@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -573,3 +574,102 @@ TEST_F(CheckedAsyncTest, InvalidArgumentOnOneRankFailsOnEveryRank) {
 }
 
 } // namespace
+
+namespace {
+
+/// One collective of the stress test: its buffers (one, or several fused),
+/// how it travels, and its handle.
+struct StressCollective {
+  commrt_dtype dtype;
+  int32_t wire;
+  int32_t channel;
+  bool fused;
+  std::vector<int64_t> counts;
+  std::vector<TypedBuffer> buffers;
+  int64_t handle = 0;
+  bool waited = false;
+};
+
+} // namespace
+
+/// Many collectives of random sizes, dtypes and wire types in flight on
+/// every channel at once, polled with commrt_test at random and waited in
+/// an order of each rank's own, checked exactly. Every rank draws the same
+/// collectives (one seed), so they match across ranks; only the polling and
+/// the waiting differ. Built for ThreadSanitizer (scripts/sanitize.sh
+/// thread) as much as for the results.
+TEST(Async, StressManyInFlightOnEveryChannelWaitedInRandomOrder) {
+  std::mt19937_64 shared(20261124);
+  std::mt19937_64 local(1000 + rank());
+  auto pick = [](std::mt19937_64 &engine, int64_t n) {
+    return static_cast<int64_t>(engine() % static_cast<uint64_t>(n));
+  };
+  const commrt_dtype dtypes[] = {COMMRT_F32, COMMRT_F64, COMMRT_F16,
+                                 COMMRT_BF16};
+  // The contributions' sums are small integers, exact in every wire type.
+  const int32_t wires[] = {COMMRT_WIRE_NONE, COMMRT_F16, COMMRT_BF16};
+  for (int round = 0; round < 6; ++round) {
+    std::vector<StressCollective> collectives(16 + pick(shared, 17));
+    for (StressCollective &c : collectives) {
+      c.dtype = dtypes[pick(shared, 4)];
+      c.fused = pick(shared, 2) == 0;
+      c.wire = c.fused && c.dtype == COMMRT_F32 ? wires[pick(shared, 3)]
+                                                : COMMRT_WIRE_NONE;
+      if (c.fused && c.dtype == COMMRT_F64)
+        c.wire = pick(shared, 2) ? COMMRT_F16 : COMMRT_WIRE_NONE;
+      c.channel = static_cast<int32_t>(pick(shared, channels()));
+      int64_t pieces = c.fused ? 1 + pick(shared, 4) : 1;
+      for (int64_t p = 0; p < pieces; ++p) {
+        // Sizes from empty to past the ring's 1 MiB threshold.
+        int64_t count =
+            pick(shared, 4) == 0 ? pick(shared, 4) : pick(shared, 300000);
+        c.counts.push_back(count);
+        c.buffers.emplace_back(c.dtype, count);
+        fill(c.buffers.back(), count, contribution);
+      }
+    }
+    for (StressCollective &c : collectives) {
+      if (c.fused) {
+        std::vector<void *> data;
+        for (TypedBuffer &buffer : c.buffers)
+          data.push_back(buffer.data());
+        ASSERT_EQ(commrt_fused_allreduce_start(
+                      data.data(), c.counts.data(),
+                      static_cast<int32_t>(c.counts.size()), c.dtype,
+                      COMMRT_SUM, c.wire, 1.0f, c.channel, &c.handle),
+                  COMMRT_SUCCESS)
+            << commrt_last_error();
+      } else {
+        ASSERT_EQ(commrt_allreduce_start(c.buffers[0].data(), c.counts[0],
+                                         c.dtype, COMMRT_SUM, c.channel,
+                                         &c.handle),
+                  COMMRT_SUCCESS)
+            << commrt_last_error();
+      }
+    }
+    // Poll at random, waiting now and then, until every handle is waited.
+    size_t remaining = collectives.size();
+    while (remaining > 0) {
+      StressCollective &c =
+          collectives[pick(local, static_cast<int64_t>(collectives.size()))];
+      if (c.waited)
+        continue;
+      int32_t done = 0;
+      ASSERT_EQ(commrt_test(c.handle, &done), COMMRT_SUCCESS)
+          << commrt_last_error();
+      if (!done && pick(local, 4) != 0) {
+        std::this_thread::yield();
+        continue;
+      }
+      ASSERT_EQ(commrt_wait(c.handle), COMMRT_SUCCESS) << commrt_last_error();
+      c.waited = true;
+      --remaining;
+      for (size_t b = 0; b < c.buffers.size(); ++b)
+        for (int64_t i = 0; i < c.counts[b]; ++i)
+          ASSERT_EQ(c.buffers[b].get(i), expected(COMMRT_SUM, i))
+              << "round " << round << ", " << dtypeName(c.dtype)
+              << (c.fused ? " fused" : "") << " on channel " << c.channel
+              << ", buffer " << b << ", index " << i;
+    }
+  }
+}
