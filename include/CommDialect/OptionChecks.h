@@ -32,6 +32,10 @@ std::optional<std::string> checkChoice(StringRef value,
 /// option string, in order.
 SmallVector<StringRef> getOptionKeys(StringRef options);
 
+/// The option names in the printed form of a pass or of pass options:
+/// "name{a=1 b=x}" or "{a=1 b=x}" gives a and b.
+SmallVector<std::string> getPrintedOptionNames(StringRef printed);
+
 /// Checks that every key of `options` is one of `known`; otherwise reports
 /// "<passName>: unknown option '<key>'; did you mean '<nearest>'?" (or the
 /// list of options) through `errorHandler`.

@@ -24,19 +24,13 @@
 
 using namespace mlir;
 
-/// The option names of `options`, from their printed form "{a=1 b=x}".
+/// The option names of `options`.
 static SmallVector<std::string>
 getOptionNames(const detail::PassOptions &options) {
   std::string printed;
   llvm::raw_string_ostream os(printed);
   options.print(os);
-  StringRef inner = StringRef(printed).trim();
-  inner.consume_front("{");
-  inner.consume_back("}");
-  SmallVector<std::string> names;
-  for (StringRef key : comm::getOptionKeys(inner))
-    names.push_back(key.str());
-  return names;
+  return comm::getPrintedOptionNames(printed);
 }
 
 /// The most channels the runtime runs collectives on (COMMRT_MAX_CHANNELS).

@@ -70,6 +70,17 @@ SmallVector<StringRef> mlir::comm::getOptionKeys(StringRef options) {
   return keys;
 }
 
+SmallVector<std::string> mlir::comm::getPrintedOptionNames(StringRef printed) {
+  StringRef inner = printed.trim();
+  if (!inner.consume_back("}"))
+    return {};
+  inner = inner.split('{').second;
+  SmallVector<std::string> names;
+  for (StringRef key : getOptionKeys(inner))
+    names.push_back(key.str());
+  return names;
+}
+
 LogicalResult mlir::comm::checkOptionNames(
     StringRef passName, StringRef options, ArrayRef<StringRef> known,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
@@ -95,9 +106,8 @@ LogicalResult mlir::comm::initializeCheckedOptions(
   std::string printed;
   llvm::raw_string_ostream os(printed);
   pass.printAsTextualPipeline(os);
-  StringRef inner = StringRef(printed).split('{').second;
-  inner.consume_back("}");
-  SmallVector<StringRef> known = getOptionKeys(inner);
+  SmallVector<std::string> names = getPrintedOptionNames(printed);
+  SmallVector<StringRef> known(names.begin(), names.end());
   if (failed(
           checkOptionNames(pass.getArgument(), options, known, errorHandler)))
     return failure();
