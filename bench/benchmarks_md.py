@@ -9,6 +9,16 @@
 NOTES = "<!-- notes -->"
 
 
+def write_section(path, heading, lines, command):
+    """Ends `lines` (the section from its `heading` line) with the shell
+    block `command` that reproduces it and the NOTES marker, puts the
+    section in place in the file at `path` (replace_section) and prints
+    it."""
+    section = "\n".join(lines + ["```sh", command, "```", "", NOTES]) + "\n"
+    replace_section(path, heading, section)
+    print(section)
+
+
 def replace_section(path, heading, section):
     """Puts `section` (text starting with the line `heading`, ending with
     the NOTES marker line) in place of the section `heading` of the file

@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
-from benchmarks_md import NOTES, replace_section  # noqa: E402
+from benchmarks_md import write_section  # noqa: E402
 
 PLANS = [("optimized", "comm-optimize (cost-model plan)"),
          ("optimized-f16", "comm-optimize, f16 on the wire"),
@@ -139,16 +139,8 @@ def main():
         "Command (as root, after `ninja -C build commopt-opt commopt-translate "
         "commrt`; modules, estimates and logs in `build/loop/`):",
         "",
-        "```sh",
-        "bench/loop/run.sh",
-        "```",
-        "",
-        NOTES,
     ]
-    section = "\n".join(lines) + "\n"
-
-    replace_section(args.benchmarks, TITLE, section)
-    print(section)
+    write_section(args.benchmarks, TITLE, lines, "bench/loop/run.sh")
 
 
 if __name__ == "__main__":

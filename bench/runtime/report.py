@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
-from benchmarks_md import NOTES, replace_section  # noqa: E402
+from benchmarks_md import write_section  # noqa: E402
 
 HEADING = "## Runtime on the emulated cluster"
 SETTING_NAMES = {"shm": "shared memory, 4 ranks",
@@ -179,15 +179,7 @@ def main(argv):
     lines.append("Command (as root, after `ninja -C build commrt-bench`; "
                  "raw RESULT lines in `build/rtbench/results.txt`):")
     lines.append("")
-    lines.append("```sh")
-    lines.append("bench/runtime/run.sh")
-    lines.append("```")
-    lines.append("")
-    lines.append(NOTES)
-    section = "\n".join(lines) + "\n"
-
-    replace_section(argv[2], HEADING, section)
-    print(section)
+    write_section(argv[2], HEADING, lines, "bench/runtime/run.sh")
     return 0
 
 

@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
-from benchmarks_md import NOTES, replace_section  # noqa: E402
+from benchmarks_md import write_section  # noqa: E402
 
 HEADING = "## Training on Fashion-MNIST"
 ORDER = ["ddp", "ddp-fp16", "ddp-powersgd-2", "commopt-f32", "commopt-f16",
@@ -222,15 +222,8 @@ def main(argv):
         lines.append("")
     lines.append("Reproduce (root, for the emulated cluster):")
     lines.append("")
-    lines.append("```sh")
-    lines.append("bench/training/run.sh            # fidelity and speed")
-    lines.append("```")
-    lines.append("")
-    lines.append(NOTES)
-    section = "\n".join(lines) + "\n"
-
-    replace_section(argv[2], HEADING, section)
-    print(section)
+    write_section(argv[2], HEADING, lines,
+                  "bench/training/run.sh            # fidelity and speed")
 
 
 if __name__ == "__main__":

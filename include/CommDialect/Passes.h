@@ -41,6 +41,17 @@ class TensorDialect;
 
 namespace comm {
 
+/// The most channels the runtime runs collectives on (COMMRT_MAX_CHANNELS):
+/// the bound of `channels` in comm-schedule-overlap and comm-optimize.
+inline constexpr int kMaxChannels = 64;
+
+/// The values of the choice-valued options that comm-optimize forwards to
+/// its passes, for the checks of both.
+inline constexpr StringRef kSparseExchangeChoices[] = {"auto", "allgather",
+                                                       "hash", "chunk"};
+inline constexpr StringRef kSparseSelectChoices[] = {"threshold", "topk"};
+inline constexpr StringRef kReportChoices[] = {"text", "json", "none"};
+
 #define GEN_PASS_DECL
 #include "CommDialect/CommPasses.h.inc"
 

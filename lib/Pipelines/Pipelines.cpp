@@ -33,9 +33,6 @@ getOptionNames(const detail::PassOptions &options) {
   return comm::getPrintedOptionNames(printed);
 }
 
-/// The most channels the runtime runs collectives on (COMMRT_MAX_CHANNELS).
-static constexpr int kMaxChannels = 64;
-
 void comm::buildLowerToLLVMPipeline(OpPassManager &pm,
                                     const LowerToLLVMOptions &options) {
   bufferization::OneShotBufferizePassOptions bufferizeOptions;
@@ -77,12 +74,12 @@ LogicalResult comm::verifyOptimizeOptions(
   Choice choices[] = {
       {"fusion", options.fusion, {"cost", "threshold", "mgwfbp", "none"}},
       {"wire", options.wire, {"none", "f16", "bf16"}},
-      {"sparse-select", options.sparseSelect, {"threshold", "topk"}},
-      {"sparse-exchange",
-       options.sparseExchange,
-       {"auto", "allgather", "hash", "chunk"}},
+      {"sparse-select", options.sparseSelect,
+       llvm::to_vector(kSparseSelectChoices)},
+      {"sparse-exchange", options.sparseExchange,
+       llvm::to_vector(kSparseExchangeChoices)},
       {"estimate", options.estimate, {"none", "step", "steady"}},
-      {"report", options.report, {"text", "json", "none"}},
+      {"report", options.report, llvm::to_vector(kReportChoices)},
   };
   for (const Choice &choice : choices)
     if (std::optional<std::string> error =

@@ -200,8 +200,7 @@ struct CommEstimatePass : public WithCheckedOptions<
       return optionError("mode") << *error;
     simulationMode = *symbolizeSimulationMode(mode);
 
-    if (std::optional<std::string> error =
-            checkChoice(report, {"text", "json", "none"}))
+    if (std::optional<std::string> error = checkChoice(report, kReportChoices))
       return optionError("report") << *error;
     reportFormat = report == "text"   ? ReportFormat::Text
                    : report == "json" ? ReportFormat::Json

@@ -375,12 +375,11 @@ struct CommScheduleOverlapPass
   using WithCheckedOptions::WithCheckedOptions;
 
   LogicalResult initialize(MLIRContext *context) final {
-    // The runtime runs collectives on at most 64 channels.
-    if (channels < 0 || channels > 64)
+    if (channels < 0 || channels > kMaxChannels)
       return emitError(UnknownLoc::get(context))
              << "comm-schedule-overlap: option 'channels': expected 0 (the "
-                "cluster's) or a count up to 64, got "
-             << static_cast<int>(channels);
+                "cluster's) or a count up to "
+             << kMaxChannels << ", got " << static_cast<int>(channels);
     if (!(partitionMb >= 0.0) || std::isinf(partitionMb))
       return emitError(UnknownLoc::get(context))
              << "comm-schedule-overlap: partition-mb must be a non-negative "

@@ -62,7 +62,7 @@ struct CommSparsifyPass : public WithCheckedOptions<
              << "comm-sparsify: density must be in (0, 1], got " << density;
 
     if (std::optional<std::string> error =
-            checkChoice(exchange, {"auto", "allgather", "hash", "chunk"}))
+            checkChoice(exchange, kSparseExchangeChoices))
       return emitError(loc) << "comm-sparsify: option 'exchange': " << *error;
     exchanges.clear();
     if (exchange == "auto")
@@ -71,7 +71,7 @@ struct CommSparsifyPass : public WithCheckedOptions<
       exchanges.push_back(*symbolizeExchangeKind(exchange));
 
     if (std::optional<std::string> error =
-            checkChoice(select, {"threshold", "topk"}))
+            checkChoice(select, kSparseSelectChoices))
       return emitError(loc) << "comm-sparsify: option 'select': " << *error
                             << " (chunk selection comes with exchange=chunk)";
     selectKind =

@@ -88,6 +88,17 @@ public:
                                             call.getResult(0)));
   }
 
+  /// Replaces `op`, whose one result is an index, by the runtime query
+  /// `name` (commrt_rank, commrt_size).
+  LogicalResult replaceWithIndexQuery(RewriterBase &rewriter, Operation *op,
+                                      StringRef name) {
+    FailureOr<Value> value = emitIndexQuery(rewriter, op->getLoc(), name);
+    if (failed(value))
+      return failure();
+    rewriter.replaceOp(op, *value);
+    return success();
+  }
+
 private:
   ModuleOp module;
 };
@@ -419,14 +430,8 @@ private:
     IRRewriter rewriter(op->getContext());
     rewriter.setInsertionPoint(op);
     Location loc = op->getLoc();
-    if (isa<shard::ProcessLinearIndexOp>(op)) {
-      FailureOr<Value> rank =
-          runtime.emitIndexQuery(rewriter, loc, "commrt_rank");
-      if (failed(rank))
-        return failure();
-      rewriter.replaceOp(op, *rank);
-      return success();
-    }
+    if (isa<shard::ProcessLinearIndexOp>(op))
+      return runtime.replaceWithIndexQuery(rewriter, op, "commrt_rank");
     if (auto multi = dyn_cast<shard::ProcessMultiIndexOp>(op)) {
       auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
           op, multi.getGridAttr());
@@ -592,24 +597,11 @@ private:
   LogicalResult lowerOp(Operation *op, RuntimeCallBuilder &runtime) {
     IRRewriter rewriter(op->getContext());
     rewriter.setInsertionPoint(op);
-    Location loc = op->getLoc();
 
-    if (auto rank = dyn_cast<RankOp>(op)) {
-      FailureOr<Value> value =
-          runtime.emitIndexQuery(rewriter, loc, "commrt_rank");
-      if (failed(value))
-        return failure();
-      rewriter.replaceOp(op, *value);
-      return success();
-    }
-    if (auto size = dyn_cast<WorldSizeOp>(op)) {
-      FailureOr<Value> value =
-          runtime.emitIndexQuery(rewriter, loc, "commrt_size");
-      if (failed(value))
-        return failure();
-      rewriter.replaceOp(op, *value);
-      return success();
-    }
+    if (isa<RankOp>(op))
+      return runtime.replaceWithIndexQuery(rewriter, op, "commrt_rank");
+    if (isa<WorldSizeOp>(op))
+      return runtime.replaceWithIndexQuery(rewriter, op, "commrt_size");
 
     if (op->hasAttr("group"))
       return op->emitOpError("collectives over a process group are not "
