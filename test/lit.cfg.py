@@ -23,11 +23,17 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.commopt_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["commopt-opt", "commopt-translate", "mlir-runner"], tool_dirs)
+    ["commopt-opt", "commopt-translate", "mlir-runner",
+     "commrt-rank-failure-drill"], tool_dirs)
 
 # Test helpers written in Python use the standard library only, run by
 # Debian's own interpreter (the one with Debian's python3-torch).
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# Runs a command that must fail, and fails itself if the command hangs.
+config.substitutions.append(
+    ("%expect_failure",
+     "/usr/bin/python3 " + os.path.join(config.commopt_src_root, "test",
+                                        "Inputs", "expect_failure.py")))
 # The build folder, for scripts that take one (bench/plan_quality/run.py).
 config.substitutions.append(("%commopt_build", config.commopt_obj_root))
 # The source tree, for checks of the whole repository (test/Docs).

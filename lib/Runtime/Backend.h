@@ -30,6 +30,9 @@ commrt_status fail(commrt_status status, const Parts &...parts) {
 /// Reports the MPI error code `error` returned by `call` as a backend error.
 commrt_status failMpi(const char *call, int error);
 
+/// How many cross-rank consistency checks this process ran (for the tests).
+int64_t consistencyChecksRun();
+
 /// A validated allreduce: `buffers[i]` holds `counts[i]` (> 0) elements of
 /// `dtype`, packed with `prescale` into the wire type `wire` (a 16-bit
 /// commrt_dtype narrower than `dtype`, or COMMRT_WIRE_NONE), reduced with one

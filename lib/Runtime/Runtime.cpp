@@ -2,8 +2,11 @@
 
 #include "Backend.h"
 #include "Sparse.h"
+#include "Watchdog.h"
 #include "WireFormat.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -11,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <unordered_set>
 #include <thread>
 #include <vector>
 
@@ -21,16 +25,32 @@ namespace {
 /// The message of the last failure on this thread.
 thread_local std::string lastError;
 
-/// Whether the environment variable `name` is set to "1".
-bool environmentFlag(const char *name) {
-  const char *value = std::getenv(name);
-  return value && std::strcmp(value, "1") == 0;
+/// The consistency checks COMMRT_CHECK asks for: "0" none, "1" every call,
+/// "first" (the default) the first call of each distinct collective; -1 for
+/// another value, which the first collective reports.
+int checksFromEnvironment() {
+  const char *value = std::getenv("COMMRT_CHECK");
+  if (!value || std::strcmp(value, "first") == 0)
+    return COMMRT_CHECKS_FIRST_OF_EACH;
+  if (std::strcmp(value, "0") == 0)
+    return COMMRT_CHECKS_OFF;
+  if (std::strcmp(value, "1") == 0)
+    return COMMRT_CHECKS_EVERY_CALL;
+  return -1;
 }
+
+/// A collective started and not waited yet.
+struct InFlight {
+  std::unique_ptr<Operation> operation;
+  /// Its number among the rank's collectives (see Watchdog.h).
+  int64_t collective = 0;
+};
 
 /// The process-wide runtime state.
 struct Runtime {
-  /// Set by commrt_finalize: MPI cannot be initialised a second time.
-  bool finalized = false;
+  /// Set by commrt_finalize: MPI cannot be initialised a second time. The
+  /// exit-time shutdown may set it while another thread calls in.
+  std::atomic<bool> finalized{false};
   /// Whether the runtime called MPI_Init, and so owes MPI_Finalize.
   bool ownsMpi = false;
   /// The runtime's duplicate of MPI_COMM_WORLD; it returns errors.
@@ -41,11 +61,17 @@ struct Runtime {
   /// The MPI backend's allreduce algorithm, read with `channels`.
   AllreduceConfig allreduce;
   /// The collectives in flight, by handle.
-  std::map<int64_t, std::unique_ptr<Operation>> operations;
+  std::map<int64_t, InFlight> operations;
   /// The handle of the next start; 0 is never one.
   int64_t nextHandle = 1;
-  /// Whether collectives first compare their arguments across ranks.
-  bool checks = environmentFlag("COMMRT_CHECK");
+  /// Which collectives first compare their arguments across ranks: a
+  /// commrt_checks, or -1 when COMMRT_CHECK is invalid.
+  int checks = checksFromEnvironment();
+  /// The collectives checked so far, by digest of their shared arguments
+  /// (COMMRT_CHECKS_FIRST_OF_EACH).
+  std::unordered_set<uint64_t> checked;
+  /// How many consistency checks ran, for the tests.
+  int64_t checksRun = 0;
 };
 
 /// A collective with nothing to do, finished when started.
@@ -82,14 +108,35 @@ commrt_status checkNotFinalized() {
   return COMMRT_SUCCESS;
 }
 
+/// Runs `body`, the entry point `function`, as a call the watchdog knows
+/// (Watchdog.h): `body` takes the call's CallGuard and returns its status,
+/// which this prefixes with `function` on failure.
+template <typename Body>
+commrt_status inCall(const char *function, Body &&body) {
+  CallGuard guard(function);
+  commrt_status status = checkNotFinalized();
+  if (status == COMMRT_SUCCESS)
+    status = guard.admitted();
+  if (status == COMMRT_SUCCESS)
+    status = body(guard);
+  return inFunction(function, status);
+}
+
 /// Completes every collective in flight, as if waited, and forgets their
 /// handles. Returns the first failure, naming its handle.
-commrt_status completeAll() {
+commrt_status completeAll(CallGuard &guard) {
   Runtime &rt = runtime();
+  if (!rt.operations.empty())
+    guard.waitOn(std::max_element(rt.operations.begin(), rt.operations.end(),
+                                  [](const auto &a, const auto &b) {
+                                    return a.second.collective <
+                                           b.second.collective;
+                                  })
+                     ->second.collective);
   commrt_status first = COMMRT_SUCCESS;
   std::string message;
-  for (auto &[handle, operation] : rt.operations) {
-    commrt_status status = operation->wait();
+  for (auto &[handle, inFlight] : rt.operations) {
+    commrt_status status = inFlight.operation->wait();
     if (status != COMMRT_SUCCESS && first == COMMRT_SUCCESS) {
       first = status;
       message = "the collective of handle " + std::to_string(handle) +
@@ -103,9 +150,12 @@ commrt_status completeAll() {
 }
 
 /// Completes the collectives in flight, releases the backend and the
-/// communicator, and finalises MPI if the runtime initialised it. Later calls
-/// fail with NOT_INITIALIZED.
-commrt_status shutdown() {
+/// communicator, exchanges end notices with the other ranks (Watchdog.h) and
+/// finalises MPI if the runtime initialised it. Later calls fail with
+/// NOT_INITIALIZED. `guard` is the shutdown's own call.
+commrt_status shutdown(CallGuard &guard) {
+  // A call still running on another thread cannot complete: abort.
+  beginShutdown();
   Runtime &rt = runtime();
   rt.finalized = true;
   int mpiFinalized;
@@ -114,10 +164,14 @@ commrt_status shutdown() {
     // The program finalised MPI itself; the handles died with it.
     rt.operations.clear();
     (void)rt.backend.release();
+    stopWatchdog();
     return COMMRT_SUCCESS;
   }
-  commrt_status status = completeAll();
+  commrt_status status = completeAll(guard);
   rt.backend.reset();
+  commrt_status ended = exchangeEndNotices(guard);
+  if (status == COMMRT_SUCCESS)
+    status = ended;
   if (rt.comm != MPI_COMM_NULL)
     MPI_Comm_free(&rt.comm);
   if (rt.ownsMpi)
@@ -128,8 +182,10 @@ commrt_status shutdown() {
 
 /// Finalises a runtime that is still up when the process exits.
 void shutdownAtExit() {
-  if (!runtime().finalized)
-    shutdown();
+  if (runtime().finalized)
+    return;
+  CallGuard guard("the exit-time shutdown (exit() or the end of main)");
+  shutdown(guard);
 }
 
 /// Initialises MPI unless the program or an earlier call did.
@@ -143,7 +199,8 @@ commrt_status ensureMpi() {
                 "MPI was finalised by the program");
   MPI_Initialized(&flag);
   if (flag)
-    return COMMRT_SUCCESS;
+    // The program's MPI: no end notices, which MPI_Finalize could cut off.
+    return startWatchdog(/*endNotices=*/false);
   // Channels' threads call MPI while the caller does (see MpiBackend.cpp).
   int provided;
   if (int error =
@@ -151,7 +208,7 @@ commrt_status ensureMpi() {
     return failMpi("MPI_Init_thread", error);
   runtime().ownsMpi = true;
   std::atexit(shutdownAtExit);
-  return COMMRT_SUCCESS;
+  return startWatchdog(/*endNotices=*/provided == MPI_THREAD_MULTIPLE);
 }
 
 /// Resolves AUTO through the COMMRT_BACKEND environment variable.
@@ -257,6 +314,7 @@ commrt_status agreeAlways(commrt_status localStatus,
     values[1 + i] = arguments[i].value;
     values[1 + n + i] = ~arguments[i].value;
   }
+  ++rt.checksRun;
   if (int error = MPI_Allreduce(MPI_IN_PLACE, values.data(), 1 + 2 * n,
                                 MPI_INT64_T, MPI_MAX, rt.comm))
     return failMpi("MPI_Allreduce (consistency check)", error);
@@ -285,25 +343,68 @@ commrt_status agreeAlways(commrt_status localStatus,
   return COMMRT_SUCCESS;
 }
 
-/// With consistency checks on, agreeAlways; with checks off, returns
-/// `localStatus`.
-commrt_status agree(commrt_status localStatus,
-                    const std::vector<SharedArgument> &arguments) {
-  if (!runtime().checks)
-    return localStatus;
-  return agreeAlways(localStatus, arguments);
+/// The most digests COMMRT_CHECKS_FIRST_OF_EACH remembers; it forgets them
+/// all when full, as every rank of a correct program does at the same call.
+constexpr size_t kMaxCheckedCollectives = 1 << 16;
+
+/// A digest of the names and values of `arguments` (FNV-1a).
+uint64_t digestOf(const std::vector<SharedArgument> &arguments) {
+  uint64_t hash = 14695981039346656037ull;
+  auto mix = [&](uint64_t value) { hash = (hash ^ value) * 1099511628211ull; };
+  for (const SharedArgument &argument : arguments) {
+    for (const char *c = argument.name; *c; ++c)
+      mix(static_cast<unsigned char>(*c));
+    mix(static_cast<uint64_t>(argument.value));
+  }
+  return hash;
 }
 
-/// Brings the runtime up with the backend `requested`. AUTO keeps the
-/// backend in use, or picks one as commrt.h describes; another backend
-/// replaces the one in use when it can be created.
-commrt_status ensureBackend(commrt_backend requested) {
+/// Runs agreeAlways where the consistency checks ask for it (every call, or
+/// the first call of each distinct collective), and otherwise returns
+/// `localStatus`. Ranks of a correct program make the same calls, so they
+/// decide alike; where they disagree, the first call of the disagreeing
+/// collective is checked on every rank unless some rank has seen its
+/// arguments before.
+commrt_status agree(commrt_status localStatus,
+                    const std::vector<SharedArgument> &arguments) {
+  Runtime &rt = runtime();
+  switch (rt.checks) {
+  case COMMRT_CHECKS_EVERY_CALL:
+    return agreeAlways(localStatus, arguments);
+  case COMMRT_CHECKS_FIRST_OF_EACH: {
+    uint64_t digest = digestOf(arguments);
+    if (rt.checked.count(digest))
+      return localStatus;
+    commrt_status status = agreeAlways(localStatus, arguments);
+    if (status == COMMRT_SUCCESS) {
+      if (rt.checked.size() == kMaxCheckedCollectives)
+        rt.checked.clear();
+      rt.checked.insert(digest);
+    }
+    return status;
+  }
+  default:
+    return localStatus;
+  }
+}
+
+/// Brings the runtime up with the backend `requested`, in the call `guard`.
+/// AUTO keeps the backend in use, or picks one as commrt.h describes; another
+/// backend replaces the one in use when it can be created.
+commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
   if (commrt_status status = ensureMpi())
     return status;
   Runtime &rt = runtime();
   if (rt.backend &&
       (requested == COMMRT_BACKEND_AUTO || rt.backend->kind() == requested))
     return COMMRT_SUCCESS;
+  // The communicator and the agreement on the settings are every rank's
+  // first collective.
+  if (rt.comm == MPI_COMM_NULL || rt.channels == 0) {
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
+      return status;
+  }
   if (rt.comm == MPI_COMM_NULL) {
     if (int error = MPI_Comm_dup(MPI_COMM_WORLD, &rt.comm))
       return failMpi("MPI_Comm_dup", error);
@@ -312,16 +413,23 @@ commrt_status ensureBackend(commrt_backend requested) {
   if (rt.channels == 0) {
     // Ranks that disagree would create different numbers of communicators.
     // Ranks that disagree on the allreduce algorithm would deadlock.
+    // Ranks that disagree on the checks would pair a check with a
+    // collective.
     int channels;
     AllreduceConfig allreduce;
     commrt_status status = channelsFromEnvironment(channels);
     if (status == COMMRT_SUCCESS)
       status = allreduceFromEnvironment(allreduce);
+    if (status == COMMRT_SUCCESS && rt.checks < 0)
+      status = fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_CHECK=",
+                    std::getenv("COMMRT_CHECK"),
+                    " is not one of 0, 1, first");
     if (commrt_status agreed = agreeAlways(
             status,
             {{"COMMRT_CHANNELS", channels},
              {"COMMRT_ALLREDUCE", static_cast<int64_t>(allreduce.algorithm)},
-             {"COMMRT_RING_MIN_BYTES", allreduce.ringMinBytes}}))
+             {"COMMRT_RING_MIN_BYTES", allreduce.ringMinBytes},
+             {"COMMRT_CHECK", rt.checks}}))
       return agreed;
     rt.channels = channels;
     rt.allreduce = allreduce;
@@ -553,9 +661,10 @@ std::vector<SharedArgument> fusedArguments(int32_t nbuffers, const Plan &plan,
           {"prescale", floatBits(prescale), SharedArgument::Show::FloatValues}};
 }
 
-/// Starts the valid `plan` on the valid `channel` and stores its handle at
-/// `handle`.
-commrt_status startPlan(const Plan &plan, int32_t channel, int64_t *handle) {
+/// Starts the valid `plan`, the rank's collective number `collective`, on the
+/// valid `channel` and stores its handle at `handle`.
+commrt_status startPlan(const Plan &plan, int32_t channel, int64_t collective,
+                        int64_t *handle) {
   Runtime &rt = runtime();
   std::unique_ptr<Operation> operation;
   if (plan.total == 0)
@@ -563,16 +672,16 @@ commrt_status startPlan(const Plan &plan, int32_t channel, int64_t *handle) {
   else if (commrt_status status = rt.backend->start(plan, channel, operation))
     return status;
   *handle = rt.nextHandle++;
-  rt.operations.emplace(*handle, std::move(operation));
+  rt.operations.emplace(*handle, InFlight{std::move(operation), collective});
   return COMMRT_SUCCESS;
 }
 
 /// The collective in flight with the handle `handle`, or null with the last
 /// error set.
-Operation *findOperation(int64_t handle) {
+InFlight *findOperation(int64_t handle) {
   auto found = runtime().operations.find(handle);
   if (found != runtime().operations.end())
-    return found->second.get();
+    return &found->second;
   fail(COMMRT_ERROR_INVALID_ARGUMENT, "handle ", handle,
        " is not in flight (it was never returned by a start, or was "
        "already waited)");
@@ -580,6 +689,8 @@ Operation *findOperation(int64_t handle) {
 }
 
 } // namespace
+
+int64_t commrt::consistencyChecksRun() { return runtime().checksRun; }
 
 commrt_status commrt::setLastError(commrt_status status, std::string message) {
   lastError = std::move(message);
@@ -597,40 +708,50 @@ commrt_status commrt::failMpi(const char *call, int error) {
 extern "C" {
 
 int32_t commrt_init(void) {
-  return inFunction("commrt_init", ensureBackend(COMMRT_BACKEND_AUTO));
+  return inCall("commrt_init", [&](CallGuard &guard) {
+    return ensureBackend(COMMRT_BACKEND_AUTO, guard);
+  });
 }
 
 int32_t commrt_init_backend(int32_t backend) {
-  commrt_status status = checkEnum("backend", backend, "commrt_backend",
-                                   COMMRT_BACKEND_AUTO, COMMRT_BACKEND_NCCL);
-  if (status == COMMRT_SUCCESS)
-    status = ensureBackend(static_cast<commrt_backend>(backend));
-  return inFunction("commrt_init_backend", status);
+  return inCall("commrt_init_backend", [&](CallGuard &guard) {
+    if (commrt_status status =
+            checkEnum("backend", backend, "commrt_backend", COMMRT_BACKEND_AUTO,
+                      COMMRT_BACKEND_NCCL))
+      return status;
+    return ensureBackend(static_cast<commrt_backend>(backend), guard);
+  });
 }
 
 int32_t commrt_finalize(void) {
-  commrt_status status = checkNotFinalized();
-  if (status == COMMRT_SUCCESS)
-    status = shutdown();
-  return inFunction("commrt_finalize", status);
+  return inCall("commrt_finalize",
+                [&](CallGuard &guard) { return shutdown(guard); });
 }
 
 int32_t commrt_rank(void) {
   int rank = -1;
-  if (inFunction("commrt_rank", ensureMpi()) == COMMRT_SUCCESS)
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  inCall("commrt_rank", [&](CallGuard &) {
+    commrt_status status = ensureMpi();
+    if (status == COMMRT_SUCCESS)
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return status;
+  });
   return rank;
 }
 
 int32_t commrt_size(void) {
   int size = -1;
-  if (inFunction("commrt_size", ensureMpi()) == COMMRT_SUCCESS)
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  inCall("commrt_size", [&](CallGuard &) {
+    commrt_status status = ensureMpi();
+    if (status == COMMRT_SUCCESS)
+      MPI_Comm_size(MPI_COMM_WORLD, &size);
+    return status;
+  });
   return size;
 }
 
 int32_t commrt_expect_size(int64_t expected) {
-  return inFunction("commrt_expect_size", [&] {
+  return inCall("commrt_expect_size", [&](CallGuard &guard) {
     if (commrt_status status = ensureMpi())
       return status;
     int size = 0;
@@ -642,27 +763,32 @@ int32_t commrt_expect_size(int64_t expected) {
                     " ranks (its shard.grid), but the job has " +
                     std::to_string(size) + "; start it with mpirun -np " +
                     std::to_string(expected));
-  }());
+  });
 }
 
 int32_t commrt_backend_in_use(void) {
-  if (inFunction("commrt_backend_in_use", ensureBackend(COMMRT_BACKEND_AUTO)) !=
-      COMMRT_SUCCESS)
+  if (inCall("commrt_backend_in_use", [&](CallGuard &guard) {
+        return ensureBackend(COMMRT_BACKEND_AUTO, guard);
+      }) != COMMRT_SUCCESS)
     return -1;
   return runtime().backend->kind();
 }
 
 int32_t commrt_channels(void) {
-  if (inFunction("commrt_channels", ensureBackend(COMMRT_BACKEND_AUTO)) !=
-      COMMRT_SUCCESS)
+  if (inCall("commrt_channels", [&](CallGuard &guard) {
+        return ensureBackend(COMMRT_BACKEND_AUTO, guard);
+      }) != COMMRT_SUCCESS)
     return -1;
   return runtime().channels;
 }
 
 int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
                          int32_t reduce) {
-  return inFunction("commrt_allreduce", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_allreduce", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     commrt_status status = checkBuffer(buffer, count);
     if (status == COMMRT_SUCCESS)
@@ -675,13 +801,16 @@ int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
       return status;
     return runtime().backend->run(
         singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f));
-  }());
+  });
 }
 
 int32_t commrt_broadcast(void *buffer, int64_t count, int32_t dtype,
                          int32_t root) {
-  return inFunction("commrt_broadcast", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_broadcast", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     commrt_status status = checkBuffer(buffer, count);
     if (status == COMMRT_SUCCESS)
@@ -694,13 +823,16 @@ int32_t commrt_broadcast(void *buffer, int64_t count, int32_t dtype,
       return status;
     return runtime().backend->broadcast(buffer, count,
                                         static_cast<commrt_dtype>(dtype), root);
-  }());
+  });
 }
 
 int32_t commrt_allreduce_wire(float *buffer, int64_t count, int32_t wire,
                               int32_t reduce, float prescale) {
-  return inFunction("commrt_allreduce_wire", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_allreduce_wire", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     commrt_status status = checkBuffer(buffer, count);
     if (status == COMMRT_SUCCESS)
@@ -716,14 +848,17 @@ int32_t commrt_allreduce_wire(float *buffer, int64_t count, int32_t wire,
       return status;
     return runtime().backend->run(
         singlePlan(buffer, count, COMMRT_F32, reduce, wire, prescale));
-  }());
+  });
 }
 
 int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
                                int32_t nbuffers, int32_t dtype, int32_t reduce,
                                int32_t wire, float prescale) {
-  return inFunction("commrt_fused_allreduce", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_fused_allreduce", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     Plan plan;
     int64_t digest = 0;
@@ -734,15 +869,18 @@ int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
     if (status != COMMRT_SUCCESS || plan.total == 0)
       return status;
     return runtime().backend->run(plan);
-  }());
+  });
 }
 
 int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                                 double density, int32_t select,
                                 int32_t exchange, int32_t reduce,
                                 int64_t chunk_elements) {
-  return inFunction("commrt_sparse_allreduce", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_sparse_allreduce", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     commrt_status status = checkSparse(grad, residual, count, density, select,
                                        exchange, reduce, chunk_elements);
@@ -766,7 +904,7 @@ int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                          static_cast<commrt_reduce>(reduce),
                          chunk_elements};
     return runtime().backend->sparse(args);
-  }());
+  });
 }
 
 int32_t commrt_allreduce_start(void *buffer, int64_t count, int32_t dtype,
@@ -774,8 +912,11 @@ int32_t commrt_allreduce_start(void *buffer, int64_t count, int32_t dtype,
                                int64_t *handle) {
   if (handle)
     *handle = 0;
-  return inFunction("commrt_allreduce_start", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_allreduce_start", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     commrt_status status = checkBuffer(buffer, count);
     if (status == COMMRT_SUCCESS)
@@ -794,8 +935,8 @@ int32_t commrt_allreduce_start(void *buffer, int64_t count, int32_t dtype,
       return status;
     return startPlan(
         singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f),
-        channel, handle);
-  }());
+        channel, collective, handle);
+  });
 }
 
 int32_t commrt_fused_allreduce_start(void *const *buffers,
@@ -805,8 +946,11 @@ int32_t commrt_fused_allreduce_start(void *const *buffers,
                                      int32_t channel, int64_t *handle) {
   if (handle)
     *handle = 0;
-  return inFunction("commrt_fused_allreduce_start", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_fused_allreduce_start", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     Plan plan;
     int64_t digest = 0;
@@ -822,49 +966,46 @@ int32_t commrt_fused_allreduce_start(void *const *buffers,
     status = agree(status, arguments);
     if (status != COMMRT_SUCCESS)
       return status;
-    return startPlan(plan, channel, handle);
-  }());
+    return startPlan(plan, channel, collective, handle);
+  });
 }
 
 int32_t commrt_test(int64_t handle, int32_t *done) {
   if (done)
     *done = 0;
-  return inFunction("commrt_test", [&] {
-    if (commrt_status status = checkNotFinalized())
-      return status;
+  return inCall("commrt_test", [&](CallGuard &) {
     if (!done)
       return fail(COMMRT_ERROR_INVALID_ARGUMENT, "done is null");
-    Operation *operation = findOperation(handle);
-    if (!operation)
+    InFlight *inFlight = findOperation(handle);
+    if (!inFlight)
       return COMMRT_ERROR_INVALID_ARGUMENT;
     bool finished;
-    if (commrt_status status = operation->test(finished))
+    if (commrt_status status = inFlight->operation->test(finished))
       return status;
     *done = finished;
     return COMMRT_SUCCESS;
-  }());
+  });
 }
 
 int32_t commrt_wait(int64_t handle) {
-  return inFunction("commrt_wait", [&] {
-    if (commrt_status status = checkNotFinalized())
-      return status;
-    Operation *operation = findOperation(handle);
-    if (!operation)
+  return inCall("commrt_wait", [&](CallGuard &guard) {
+    InFlight *inFlight = findOperation(handle);
+    if (!inFlight)
       return COMMRT_ERROR_INVALID_ARGUMENT;
-    commrt_status status = operation->wait();
+    guard.waitOn(inFlight->collective);
+    commrt_status status = inFlight->operation->wait();
     runtime().operations.erase(handle);
     return status;
-  }());
+  });
 }
 
-int32_t commrt_set_consistency_checks(int32_t enabled) {
+int32_t commrt_set_consistency_checks(int32_t checks) {
   commrt_status status = checkNotFinalized();
-  if (status == COMMRT_SUCCESS && enabled != 0 && enabled != 1)
-    status = fail(COMMRT_ERROR_INVALID_ARGUMENT, "enabled ", enabled,
-                  " is not 0 or 1");
   if (status == COMMRT_SUCCESS)
-    runtime().checks = enabled;
+    status = checkEnum("checks", checks, "commrt_checks", COMMRT_CHECKS_OFF,
+                       COMMRT_CHECKS_FIRST_OF_EACH);
+  if (status == COMMRT_SUCCESS)
+    runtime().checks = checks;
   return inFunction("commrt_set_consistency_checks", status);
 }
 
@@ -883,18 +1024,24 @@ double commrt_time_us(void) {
 }
 
 int32_t commrt_barrier(void) {
-  return inFunction("commrt_barrier", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_barrier", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     if (int error = MPI_Barrier(runtime().comm))
       return failMpi("MPI_Barrier", error);
     return COMMRT_SUCCESS;
-  }());
+  });
 }
 
 int32_t commrt_report_step_us(int64_t step, double microseconds) {
-  return inFunction("commrt_report_step_us", [&] {
-    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO))
+  return inCall("commrt_report_step_us", [&](CallGuard &guard) {
+    if (commrt_status status = ensureBackend(COMMRT_BACKEND_AUTO, guard))
+      return status;
+    int64_t collective;
+    if (commrt_status status = guard.beginCollective(collective))
       return status;
     double slowest = 0.0;
     if (int error = MPI_Allreduce(&microseconds, &slowest, 1, MPI_DOUBLE,
@@ -908,7 +1055,7 @@ int32_t commrt_report_step_us(int64_t step, double microseconds) {
       std::fflush(stdout);
     }
     return COMMRT_SUCCESS;
-  }());
+  });
 }
 
 void commrt_abort_on_error(int32_t status) {
@@ -943,6 +1090,10 @@ const char *commrt_status_string(int32_t status) {
     return "COMMRT_ERROR_NOT_INITIALIZED";
   case COMMRT_ERROR_UNAVAILABLE:
     return "COMMRT_ERROR_UNAVAILABLE";
+  case COMMRT_ERROR_PEER_ENDED:
+    return "COMMRT_ERROR_PEER_ENDED";
+  case COMMRT_ERROR_TIMED_OUT:
+    return "COMMRT_ERROR_TIMED_OUT";
   }
   return "COMMRT_UNKNOWN_STATUS";
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backend.h"
 #include "RuntimeTestUtils.h"
 
 #include <mpi.h>
@@ -248,6 +249,48 @@ protected:
 
   int lastRank() { return size() - 1; }
 };
+
+/// With COMMRT_CHECKS_FIRST_OF_EACH, the default, a training loop pays for
+/// the checks of its first step only, and a disagreement in a collective no
+/// rank has run before fails on every rank as with every call checked.
+TEST(FirstOfEachChecks, CheckEachDistinctCollectiveOnce) {
+  if (size() < 2)
+    GTEST_SKIP() << "needs two or more ranks";
+  ASSERT_EQ(commrt_set_consistency_checks(COMMRT_CHECKS_FIRST_OF_EACH),
+            COMMRT_SUCCESS);
+  // Sizes no other test uses, so that these collectives are new here.
+  std::vector<float> bucketA(4099), bucketB(8209);
+  int64_t before = commrt::consistencyChecksRun();
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_EQ(commrt_allreduce(bucketA.data(), 4099, COMMRT_F32, COMMRT_SUM),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    ASSERT_EQ(commrt_allreduce(bucketB.data(), 8209, COMMRT_F32, COMMRT_AVG),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+  }
+  EXPECT_EQ(commrt::consistencyChecksRun() - before, 2)
+      << "one check for each of the two distinct collectives";
+
+  int64_t count = 4111 + rank();
+  std::vector<float> uneven(count);
+  EXPECT_TRUE(failedWith(
+      commrt_allreduce(uneven.data(), count, COMMRT_F32, COMMRT_SUM),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_allreduce: ranks disagree on count (min 4111, max " +
+          std::to_string(4111 + size() - 1) + ")"));
+
+  // Every call checked again: a check each.
+  ASSERT_EQ(commrt_set_consistency_checks(COMMRT_CHECKS_EVERY_CALL),
+            COMMRT_SUCCESS);
+  before = commrt::consistencyChecksRun();
+  for (int step = 0; step < 3; ++step)
+    ASSERT_EQ(commrt_allreduce(bucketA.data(), 4099, COMMRT_F32, COMMRT_SUM),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+  EXPECT_EQ(commrt::consistencyChecksRun() - before, 3);
+  commrt_set_consistency_checks(COMMRT_CHECKS_OFF);
+}
 
 TEST_F(CheckedTest, CountMismatchFailsOnEveryRank) {
   float data[4] = {};

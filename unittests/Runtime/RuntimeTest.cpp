@@ -27,7 +27,11 @@ TEST(StatusString, NamesEveryStatus) {
                "COMMRT_ERROR_NOT_INITIALIZED");
   EXPECT_STREQ(commrt_status_string(COMMRT_ERROR_UNAVAILABLE),
                "COMMRT_ERROR_UNAVAILABLE");
-  EXPECT_STREQ(commrt_status_string(6), "COMMRT_UNKNOWN_STATUS");
+  EXPECT_STREQ(commrt_status_string(COMMRT_ERROR_PEER_ENDED),
+               "COMMRT_ERROR_PEER_ENDED");
+  EXPECT_STREQ(commrt_status_string(COMMRT_ERROR_TIMED_OUT),
+               "COMMRT_ERROR_TIMED_OUT");
+  EXPECT_STREQ(commrt_status_string(8), "COMMRT_UNKNOWN_STATUS");
   EXPECT_STREQ(commrt_status_string(-1), "COMMRT_UNKNOWN_STATUS");
 }
 
@@ -157,8 +161,9 @@ TEST_P(InvalidArgumentTest, InitAndSettings) {
       "commrt_init_backend: backend 3 is not a commrt_backend (expected "
       "0..2)"));
   EXPECT_TRUE(failedWith(
-      commrt_set_consistency_checks(2), COMMRT_ERROR_INVALID_ARGUMENT,
-      "commrt_set_consistency_checks: enabled 2 is not 0 or 1"));
+      commrt_set_consistency_checks(3), COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_set_consistency_checks: checks 3 is not a commrt_checks "
+      "(expected 0..2)"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Checks, InvalidArgumentTest, ::testing::Bool(),

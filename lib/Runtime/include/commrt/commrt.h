@@ -56,6 +56,27 @@
 |*    MPI_Allreduce; "ring" uses the ring whenever p > 1.                     *|
 |*  - COMMRT_RING_MIN_BYTES: the threshold of "auto" in bytes (default        *|
 |*    1048576).                                                               *|
+|*                                                                            *|
+|* A rank that died, hangs or ended early never leaves the others waiting for *|
+|* ever (lib/Runtime/Watchdog.h):                                             *|
+|*  - A call that runs longer than COMMRT_TIMEOUT_S seconds (default 600, 0   *|
+|*    for no limit) aborts the job (MPI_Abort, exit code                      *|
+|*    COMMRT_ERROR_TIMED_OUT), with a line on stderr naming the call. The     *|
+|*    limit covers the whole call: a first collective may wait for ranks that *|
+|*    still load data. A killed rank is caught by mpirun itself.              *|
+|*  - Where the runtime initialised MPI: when a rank's runtime ends           *|
+|*    (commrt_finalize, or exit() or the end of main, which finalise a        *|
+|*    runtime still up), it completes its collectives in flight and tells the *|
+|*    other ranks how many collectives it ran (over MPI_COMM_WORLD, tag       *|
+|*    32001). A rank waiting in a later collective, which can never complete, *|
+|*    aborts the job at once (exit code COMMRT_ERROR_PEER_ENDED); a           *|
+|*    collective called after that fails with COMMRT_ERROR_PEER_ENDED. Ranks  *|
+|*    that end after the same collectives wait for each other, as             *|
+|*    MPI_Finalize does, for as long as COMMRT_EXIT_TIMEOUT_S allows (default *|
+|*    0: no limit; a rank may, say, write a checkpoint while the others end). *|
+|*  - A process that exits while a call into the runtime runs on another of   *|
+|*    its threads aborts the job (COMMRT_ERROR_PEER_ENDED): the other ranks   *|
+|*    could not complete that call.                                           *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef COMMRT_COMMRT_H
@@ -75,6 +96,8 @@ typedef enum commrt_status {
   COMMRT_ERROR_BACKEND = 3,          /* MPI / NCCL / CUDA reported an error */
   COMMRT_ERROR_NOT_INITIALIZED = 4,  /* used after commrt_finalize */
   COMMRT_ERROR_UNAVAILABLE = 5,      /* backend not built or no device */
+  COMMRT_ERROR_PEER_ENDED = 6,       /* a rank ended before a collective */
+  COMMRT_ERROR_TIMED_OUT = 7,        /* exit code of a job aborted on timeout */
 } commrt_status;
 
 /* Element types of communicated buffers. Values are part of the ABI. */
@@ -358,14 +381,34 @@ int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                                 int32_t exchange, int32_t reduce,
                                 int64_t chunk_elements);
 
-/* Turns the cross-rank argument check of collectives on (1) or off (0). It
- * costs one small allreduce per collective. Default: off, unless the
- * environment sets COMMRT_CHECK=1. Collective: all ranks must agree.
- * With checks on, a rank that passes invalid arguments makes every rank
- * return COMMRT_ERROR_INVALID_ARGUMENT. With checks off, arguments are still
- * validated locally, but only the offending rank returns: the others wait in
- * the collective for it, so turn checks on while a plan is being debugged. */
-int32_t commrt_set_consistency_checks(int32_t enabled);
+/* Which collectives first compare their arguments across ranks (a check is
+ * one small allreduce). Values are part of the ABI. */
+typedef enum commrt_checks {
+  COMMRT_CHECKS_OFF = 0,
+  /* Every call: for debugging a plan. */
+  COMMRT_CHECKS_EVERY_CALL = 1,
+  /* The first call of each distinct collective (by the arguments the checks
+   * compare), remembered per process: a training loop pays for its first
+   * step only. The default. */
+  COMMRT_CHECKS_FIRST_OF_EACH = 2,
+} commrt_checks;
+
+/* Sets which collectives check their arguments across ranks (a
+ * commrt_checks). Default: COMMRT_CHECKS_FIRST_OF_EACH, or what the
+ * environment's COMMRT_CHECK says ("0", "1" or "first"; another value fails
+ * the first collective with COMMRT_ERROR_INVALID_ARGUMENT). Collective: all
+ * ranks must set the same; ranks whose COMMRT_CHECK differs fail their first
+ * collective with COMMRT_ERROR_MISMATCH.
+ *  - A checked call with invalid arguments on some rank makes every rank
+ *    return COMMRT_ERROR_INVALID_ARGUMENT; ranks that disagree all return
+ *    COMMRT_ERROR_MISMATCH, naming the argument.
+ *  - An unchecked call validates its arguments locally, and only the
+ *    offending rank returns: the others wait in the collective for it, until
+ *    COMMRT_TIMEOUT_S ends the job. With COMMRT_CHECKS_FIRST_OF_EACH that is
+ *    a disagreement that first shows in a collective some rank has already
+ *    checked (e.g. a buffer that changes size on one rank after the first
+ *    step); COMMRT_CHECKS_EVERY_CALL catches it too. */
+int32_t commrt_set_consistency_checks(int32_t checks);
 
 /* A description of the last failure on this thread ("" if none). */
 const char *commrt_last_error(void);
