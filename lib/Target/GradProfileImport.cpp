@@ -12,9 +12,12 @@
 //
 // The model-level `forward_us` may be left out when every layer has its own
 // (then each layer gets a forward step). The optional `update_us` is the
-// optimizer's step, which applies the reduced gradients. Unknown fields are
-// ignored. Errors
-// name the field, e.g. `layers[3].params[0].dtype: unknown dtype "f8"`.
+// optimizer's step, which applies the reduced gradients. The optional totals
+// `num_layers`, `num_params` and `num_elements` must agree with the body, so
+// that a profile that lost layers is an error rather than a smaller model.
+// Unknown fields are ignored; a field given twice in one object is an error.
+// Errors name the field, e.g. `layers[3].params[0].dtype: unknown dtype
+// "f8"`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,12 +28,14 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::comm;
@@ -38,6 +43,11 @@ namespace json = llvm::json;
 
 /// The value of the `format` field that identifies a gradient profile.
 static constexpr StringLiteral kFormat = "commopt-grad-profile";
+
+/// The header's optional totals, which the body must agree with.
+static constexpr StringLiteral kNumLayers = "num_layers";
+static constexpr StringLiteral kNumParams = "num_params";
+static constexpr StringLiteral kNumElements = "num_elements";
 
 namespace {
 /// A parameter of a layer, as the profile lists it.
@@ -67,14 +77,23 @@ struct ProfileSpec {
   /// The optimizer's update after the gradients are reduced.
   std::optional<double> updateUs;
   std::vector<LayerSpec> layers;
+  /// The header's totals, where given: the number of layers, of params (each
+  /// listed param once, without its aliases) and of their elements.
+  std::optional<int64_t> numLayers;
+  std::optional<int64_t> numParams;
+  std::optional<int64_t> numElements;
 };
 
 bool fromJSON(const json::Value &value, ParamSpec &param, json::Path path) {
   json::ObjectMapper mapper(value, path);
-  return mapper && mapper.map("name", param.name) &&
-         mapper.map("shape", param.shape) && mapper.map("dtype", param.dtype) &&
-         mapper.mapOptional("aliases", param.aliases) &&
-         mapper.map("unused", param.unused);
+  // `"aliases": null` counts as absent, as for every optional field.
+  std::optional<std::vector<std::string>> aliases;
+  if (!mapper || !mapper.map("name", param.name) ||
+      !mapper.map("shape", param.shape) || !mapper.map("dtype", param.dtype) ||
+      !mapper.map("aliases", aliases) || !mapper.map("unused", param.unused))
+    return false;
+  param.aliases = std::move(aliases).value_or(std::vector<std::string>());
+  return true;
 }
 
 bool fromJSON(const json::Value &value, LayerSpec &layer, json::Path path) {
@@ -105,10 +124,22 @@ public:
 private:
   /// Parses the JSON text into `profile` and checks it.
   LogicalResult read(ProfileSpec &profile);
+  /// Scans the JSON text, which parsed, for what json::parse lets pass: a
+  /// field given twice in one object (the parser keeps the last silently).
+  /// Records where each top-level field starts in `topLevelFields`.
+  LogicalResult scanFields();
   /// Checks `format` and `version` of the profile `value`.
   LogicalResult checkHeader(const json::Value &value);
+  /// Reads the header's totals (`num_layers`, ...) of the profile `value`
+  /// into `profile`, checking that each is an integer >= 0.
+  LogicalResult readTotals(const json::Value &value, ProfileSpec &profile);
+  /// Reads the total `key` of `object`, if given, into `total`.
+  LogicalResult readTotal(const json::Object &object, StringLiteral key,
+                          std::optional<int64_t> &total);
   /// Checks what the types alone do not: times, shapes, dtypes and names.
   LogicalResult checkProfile(const ProfileSpec &profile);
+  /// Checks the header's totals against the body of a checked profile.
+  LogicalResult checkTotals(const ProfileSpec &profile);
   /// Checks that `us` is a finite, non-negative time.
   LogicalResult checkTime(double us, json::Path path);
   /// Builds the module of a checked profile.
@@ -121,6 +152,12 @@ private:
   /// Records `message` as the error at `path`. json::Path::report accepts
   /// only string literals, so the message is kept here.
   LogicalResult fail(json::Path path, const Twine &message);
+  /// As above, reported at the top-level field `key` of the text (its line
+  /// and column) instead of the file's first line.
+  LogicalResult failAtField(json::Path path, StringRef key,
+                            const Twine &message);
+  /// The location of the offset `offset` into the text.
+  FileLineColLoc getLoc(size_t offset) const;
   /// Emits the error recorded in `root` (by `fail` or by json::ObjectMapper)
   /// as "<field path>: <message>".
   void emitPathError();
@@ -135,6 +172,11 @@ private:
   json::Path::Root root;
   /// The message recorded by `fail`; empty when json::ObjectMapper reported.
   std::string failMessage;
+  /// Where `failAtField` reports; the file's first line when unset.
+  std::optional<FileLineColLoc> failLoc;
+  /// The offset of each top-level field's name in the text, where errors
+  /// about the field are reported.
+  llvm::StringMap<size_t> topLevelFields;
 };
 } // namespace
 
@@ -154,6 +196,23 @@ LogicalResult GradProfileImporter::fail(json::Path path, const Twine &message) {
   return failure();
 }
 
+LogicalResult GradProfileImporter::failAtField(json::Path path, StringRef key,
+                                               const Twine &message) {
+  auto it = topLevelFields.find(key);
+  if (it != topLevelFields.end())
+    failLoc = getLoc(it->second);
+  return fail(path, message);
+}
+
+FileLineColLoc GradProfileImporter::getLoc(size_t offset) const {
+  StringRef before = text.take_front(offset);
+  unsigned line = 1 + before.count('\n');
+  size_t lineStart = before.rfind('\n');
+  unsigned column =
+      offset - (lineStart == StringRef::npos ? 0 : lineStart + 1) + 1;
+  return FileLineColLoc::get(fileLoc.getFilename(), line, column);
+}
+
 void GradProfileImporter::emitPathError() {
   // json::Path::Root renders its error as "<message> at (root)<path>", with
   // the path as in "(root).layers[3].params[0]"; take the two apart.
@@ -169,10 +228,11 @@ void GradProfileImporter::emitPathError() {
   }
   if (!failMessage.empty())
     message = failMessage;
+  Location loc = failLoc ? Location(*failLoc) : Location(fileLoc);
   if (path.empty())
-    emitError(fileLoc) << message;
+    emitError(loc) << message;
   else
-    emitError(fileLoc) << path << ": " << message;
+    emitError(loc) << path << ": " << message;
 }
 
 Type GradProfileImporter::getElementType(StringRef dtype) {
@@ -209,6 +269,63 @@ LogicalResult GradProfileImporter::checkHeader(const json::Value &value) {
     return fail(rootPath.field("version"),
                 llvm::formatv("unsupported version {0}; expected 1", version));
   return success();
+}
+
+LogicalResult GradProfileImporter::readTotal(const json::Object &object,
+                                             StringLiteral key,
+                                             std::optional<int64_t> &total) {
+  const json::Value *value = object.get(key);
+  if (!value || value->kind() == json::Value::Null)
+    return success();
+  json::Path rootPath(root);
+  json::Path path = rootPath.field(key);
+  if (value->kind() != json::Value::Number) {
+    std::string given;
+    switch (value->kind()) {
+    case json::Value::Array:
+      given = "an array";
+      break;
+    case json::Value::Object:
+      given = "an object";
+      break;
+    case json::Value::String:
+      given = llvm::formatv("the string {0}", *value);
+      break;
+    default:
+      given = llvm::formatv("{0}", *value);
+      break;
+    }
+    return failAtField(path, key, "a count must be a number, got " + given);
+  }
+  if (std::optional<int64_t> count = value->getAsInteger()) {
+    if (*count < 0)
+      return failAtField(
+          path, key, llvm::formatv("a count must be >= 0, got {0}", *count));
+    total = *count;
+    return success();
+  }
+  // A number that is no int64_t: negative, fractional or too large.
+  double number = *value->getAsNumber();
+  if (number < 0)
+    return failAtField(path, key,
+                       llvm::formatv("a count must be >= 0, got {0}", *value));
+  if (number != std::trunc(number))
+    return failAtField(
+        path, key,
+        llvm::formatv("a count must be an integer, got {0}", *value));
+  return failAtField(path, key,
+                     llvm::formatv("a count must be at most {0}, got {1}",
+                                   std::numeric_limits<int64_t>::max(),
+                                   *value));
+}
+
+LogicalResult GradProfileImporter::readTotals(const json::Value &value,
+                                              ProfileSpec &profile) {
+  const json::Object &object = *value.getAsObject();
+  return success(
+      succeeded(readTotal(object, kNumLayers, profile.numLayers)) &&
+      succeeded(readTotal(object, kNumParams, profile.numParams)) &&
+      succeeded(readTotal(object, kNumElements, profile.numElements)));
 }
 
 LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
@@ -278,6 +395,51 @@ LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
   return success();
 }
 
+LogicalResult GradProfileImporter::checkTotals(const ProfileSpec &profile) {
+  int64_t numParams = 0;
+  // None once the sum overflows.
+  std::optional<int64_t> numElements = 0;
+  for (const LayerSpec &layer : profile.layers)
+    for (const ParamSpec &param : layer.params) {
+      ++numParams;
+      std::optional<int64_t> elements = 1;
+      for (int64_t dim : param.shape)
+        if (elements)
+          elements = llvm::checkedMul(*elements, dim);
+      numElements = elements && numElements
+                        ? llvm::checkedAdd(*numElements, *elements)
+                        : std::nullopt;
+    }
+
+  json::Path rootPath(root);
+  auto check = [&](StringLiteral key, std::optional<int64_t> declared,
+                   std::optional<int64_t> actual, StringRef noun,
+                   StringRef holder) -> LogicalResult {
+    if (!declared || declared == actual)
+      return success();
+    std::string held = actual
+                           ? std::to_string(*actual)
+                           : llvm::formatv("more than {0}",
+                                           std::numeric_limits<int64_t>::max())
+                                 .str();
+    bool fewer = actual && *actual < *declared;
+    return failAtField(
+        rootPath.field(key), key,
+        llvm::formatv("says {0} {1}{2} but {3} {4}: {5}", *declared, noun,
+                      *declared == 1 ? "" : "s", holder, held,
+                      fewer ? "is the profile cut short?"
+                            : "was the profile edited after its totals "
+                              "were written?"));
+  };
+  return success(succeeded(check(kNumLayers, profile.numLayers,
+                                 static_cast<int64_t>(profile.layers.size()),
+                                 "layer", "\"layers\" holds")) &&
+                 succeeded(check(kNumParams, profile.numParams, numParams,
+                                 "param", "the layers hold")) &&
+                 succeeded(check(kNumElements, profile.numElements, numElements,
+                                 "element", "the params hold")));
+}
+
 OwningOpRef<ModuleOp> GradProfileImporter::build(const ProfileSpec &profile) {
   TrainStepBuilder step(context, fileLoc, profile.model, kFormat);
   int64_t numLayers = profile.layers.size();
@@ -332,6 +494,57 @@ void GradProfileImporter::recordParameterNotes(const ProfileSpec &profile,
     module->setAttr("comm.unused", builder.getStrArrayAttr(unused));
 }
 
+LogicalResult GradProfileImporter::scanFields() {
+  // The open objects and arrays, innermost last; an object with the names of
+  // its fields so far and where each starts, an array with none.
+  SmallVector<std::optional<llvm::StringMap<size_t>>> open;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    char c = text[i];
+    if (c == '{' || c == '[') {
+      open.emplace_back();
+      if (c == '{')
+        open.back().emplace();
+      continue;
+    }
+    if (c == '}' || c == ']') {
+      open.pop_back();
+      continue;
+    }
+    if (c != '"')
+      continue;
+    // A string: a field's name when a ':' follows. The text is valid JSON,
+    // so the string ends before the text does.
+    size_t start = i;
+    for (++i; i < e && text[i] != '"'; ++i)
+      if (text[i] == '\\')
+        ++i;
+    size_t next = text.find_first_not_of(" \t\r\n", i + 1);
+    if (open.empty() || !open.back() || next == StringRef::npos ||
+        text[next] != ':')
+      continue;
+    StringRef quoted = text.slice(start, i + 1);
+    std::string name = quoted.drop_front().drop_back().str();
+    if (quoted.contains('\\')) {
+      llvm::Expected<json::Value> decoded = json::parse(quoted);
+      if (!decoded) {
+        llvm::consumeError(decoded.takeError());
+        continue;
+      }
+      name = decoded->getAsString().value_or(name).str();
+    }
+    auto [it, inserted] = open.back()->try_emplace(name, start);
+    if (!inserted) {
+      FileLineColLoc first = getLoc(it->second);
+      return emitError(getLoc(start))
+             << "duplicate field \"" << name << "\" (first at line "
+             << first.getLine() << ", column " << first.getColumn() << ")";
+    }
+    if (open.size() == 1)
+      topLevelFields[name] = start;
+  }
+  return success();
+}
+
 LogicalResult GradProfileImporter::read(ProfileSpec &profile) {
   llvm::Expected<json::Value> value = json::parse(text);
   if (!value) {
@@ -350,8 +563,11 @@ LogicalResult GradProfileImporter::read(ProfileSpec &profile) {
     return emitError(loc) << "malformed JSON: " << match[3];
   }
 
+  if (failed(scanFields()))
+    return failure();
   if (failed(checkHeader(*value)) || !fromJSON(*value, profile, root) ||
-      failed(checkProfile(profile))) {
+      failed(readTotals(*value, profile)) || failed(checkProfile(profile)) ||
+      failed(checkTotals(profile))) {
     emitPathError();
     return failure();
   }

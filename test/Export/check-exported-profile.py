@@ -11,7 +11,8 @@ non-increasing block numbers, and the classifier before them), with the
 parameters marked `unused` in layers of their own after all the others,
 taking no backward time. Every other time must be positive (for a
 torchvision model) or at least not negative (any other, whose layers may
-not all run as modules).
+not all run as modules). The header's totals (num_layers, num_params,
+num_elements) must be there and agree with the layers.
 
 Prints "checked N parameters in M layers: OK" (or FAIL, after the errors),
 then, if there are any, "aliases: NAME = ALIAS, ..." for each shared
@@ -120,6 +121,22 @@ def main(profile_path, model_spec):
                           "block in backward order")
     if blocks != sorted(blocks, reverse=True):
         errors.append(f"features blocks out of backward order: {blocks}")
+    # The totals the importer checks: written, and right.
+    params = [p for layer in profile["layers"] for p in layer["params"]]
+    elements = 0
+    for param in params:
+        count = 1
+        for dim in param["shape"]:
+            count *= dim
+        elements += count
+    for key, actual in (("num_layers", len(profile["layers"])),
+                        ("num_params", len(params)),
+                        ("num_elements", elements)):
+        if key not in profile:
+            errors.append(f"{key} is missing")
+        elif profile[key] != actual:
+            errors.append(f"{key} is {profile[key]}, but the layers give "
+                          f"{actual}")
     if not profile["forward_us"] > 0:
         errors.append("forward_us is not positive")
     if not profile.get("update_us", 0) > 0:

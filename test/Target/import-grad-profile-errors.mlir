@@ -65,3 +65,52 @@
 // RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-unused-not-bool.json 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=UNUSED-TYPE
 // UNUSED-TYPE: grad-profile-unused-not-bool.json:1:1: error: layers[0].params[0].unused: expected boolean
+
+// A field given twice in one object: JSON readers keep one of the two
+// silently (here a second "layers" would replace the first), so it is an
+// error at the second, naming where the first is.
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-duplicate-field.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DUPLICATE-FIELD
+// DUPLICATE-FIELD: grad-profile-duplicate-field.json:9:3: error: duplicate field "layers" (first at line 6, column 3)
+
+// The header's totals (num_layers, num_params, num_elements) must agree with
+// the body; a mismatch is reported at the total's own line and column, with
+// both numbers. grad-profile-totals.json is the profile they agree with.
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-totals-cut-short.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CUT-SHORT
+// CUT-SHORT: grad-profile-totals-cut-short.json:5:3: error: num_layers: says 4 layers but "layers" holds 3: is the profile cut short?
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-totals-layer-added.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=LAYER-ADDED
+// LAYER-ADDED: grad-profile-totals-layer-added.json:5:3: error: num_layers: says 4 layers but "layers" holds 5: was the profile edited after its totals were written?
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-totals-param-lost.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PARAM-LOST
+// PARAM-LOST: grad-profile-totals-param-lost.json:6:3: error: num_params: says 5 params but the layers hold 4: is the profile cut short?
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-totals-shape-edited.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SHAPE-EDITED
+// SHAPE-EDITED: grad-profile-totals-shape-edited.json:7:3: error: num_elements: says 1769 elements but the params hold 3369: was the profile edited after its totals were written?
+
+// The body's elements are summed without overflow.
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-totals-elements-overflow.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ELEMENTS-OVERFLOW
+// ELEMENTS-OVERFLOW: grad-profile-totals-elements-overflow.json:7:3: error: num_elements: says 1769 elements but the params hold more than 9223372036854775807: was the profile edited after its totals were written?
+
+// A total is an integer >= 0: anything else is an error of its own, also at
+// the total's line, before the body's values are checked.
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-total-negative.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOTAL-NEGATIVE
+// TOTAL-NEGATIVE: grad-profile-total-negative.json:6:3: error: num_params: a count must be >= 0, got -5
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-total-fractional.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOTAL-FRACTIONAL
+// TOTAL-FRACTIONAL: grad-profile-total-fractional.json:7:3: error: num_elements: a count must be an integer, got 1769.5
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-total-string.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOTAL-STRING
+// TOTAL-STRING: grad-profile-total-string.json:5:3: error: num_layers: a count must be a number, got the string "4"
+
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-total-too-large.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOTAL-TOO-LARGE
+// TOTAL-TOO-LARGE: grad-profile-total-too-large.json:7:3: error: num_elements: a count must be at most 9223372036854775807, got 1e+19

@@ -65,3 +65,20 @@
 // ALIASES: module attributes {comm.aliases = {embedding.weight = ["head.weight"]}, comm.cluster = "gradientflow-64", comm.cluster_is_default, comm.model = "tied-lm", comm.source = "commopt-grad-profile", comm.unused = ["aux.weight"]}
 // ALIASES-COUNT-1: "embedding.weight"
 // ALIASES-NOT: "head.weight"
+
+// Header totals that agree with the body: 4 layers (one without params), 5
+// params (an alias is no param of its own; unused params count) and 1769
+// elements (a scalar holds 1). `"aliases": null` counts as absent.
+// RUN: commopt-translate --import-grad-profile %S/Inputs/grad-profile-totals.json \
+// RUN:   | commopt-opt | FileCheck %s --check-prefix=TOTALS
+// TOTALS: module attributes {comm.aliases = {embedding.weight = ["head.weight"]}, comm.model = "tied-lm", comm.source = "commopt-grad-profile", comm.unused = ["aux.weight", "aux.bias"]}
+// TOTALS: comm.compute() {{.*}}name = "head", phase = #comm.phase<backward>}
+// TOTALS-NEXT: comm.allreduce {{.*}}name = "head.bias"
+// TOTALS-NEXT: comm.compute() {{.*}}name = "act", phase = #comm.phase<backward>}
+// TOTALS-NEXT: comm.compute() {{.*}}name = "embedding", phase = #comm.phase<backward>}
+// TOTALS-NEXT: comm.allreduce {{.*}}name = "embedding.weight"
+// TOTALS-NEXT: comm.allreduce {{.*}}name = "embedding.scale"
+// TOTALS-NEXT: comm.compute() {{.*}}name = "aux", phase = #comm.phase<backward>}
+// TOTALS-NEXT: comm.allreduce {{.*}}name = "aux.weight"
+// TOTALS-NEXT: comm.allreduce {{.*}}name = "aux.bias"
+// TOTALS-NEXT: return

@@ -81,6 +81,11 @@ parameters too keeps those where they are, and its unused ones follow at
 the end in an entry of the same name with forward and backward times of 0.
 A note on standard error names them.
 
+Totals. The profile's header gives `num_layers`, `num_params` (each
+parameter once, aliases aside) and `num_elements` (over those parameters),
+which the importer checks against the layers, so that a profile cut short
+or merged wrongly is an error rather than a smaller model.
+
 Progress goes to standard error (the model built, each step's time, a
 summary at the end) unless --quiet; notes and errors are printed either
 way. Under mpirun only rank 0 prints progress and notes and writes the
@@ -92,6 +97,7 @@ import collections.abc
 import dataclasses
 import importlib
 import json
+import math
 import os
 import statistics
 import sys
@@ -662,10 +668,16 @@ def build_profile(name, layers, samples, unused):
             forward = 0.0 if index in order else forward_median(index)
             entries.append(layer_entry(layer.name, forward, 0.0, idle,
                                        unused))
+    params = [p for e in entries for p in e["params"]]
     return {
         "format": "commopt-grad-profile",
         "version": 1,
         "model": name,
+        # Totals the importer checks the body against: a profile that lost
+        # layers or parameters on its way is an error, not a smaller model.
+        "num_layers": len(entries),
+        "num_params": len(params),
+        "num_elements": sum(math.prod(p["shape"]) for p in params),
         "forward_us": round(sum(e["forward_us"] for e in entries), 3),
         "update_us": round(statistics.median(s.update_us for s in samples),
                            3),
