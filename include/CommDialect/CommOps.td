@@ -6,7 +6,6 @@
 include "CommDialect/CommDialect.td"
 include "CommDialect/CommAttrs.td"
 include "CommDialect/CommTypes.td"
-include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -45,10 +44,7 @@ defvar Comm_GroupArg = (ins OptionalAttr<Comm_GroupAttr>:$group);
 // Collectives read and write their gradients and, beyond that, talk to other
 // ranks: they may not be removed or reordered by generic transformations.
 defvar Comm_CollectiveTraits = [
-  DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
-  DeclareOpInterfaceMethods<BufferizableOpInterface,
-      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
-       "getAliasingValues", "bufferize"]>];
+  DeclareOpInterfaceMethods<MemoryEffectsOpInterface>];
 
 // Dense collectives may run among a process group, whose grid symbol is
 // checked against the module.
@@ -149,9 +145,7 @@ def Comm_StartOp : Comm_Op<"start", Comm_DenseCollectiveTraits> {
 }
 
 def Comm_WaitOp : Comm_Op<"wait", [
-    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
-    DeclareOpInterfaceMethods<BufferizableOpInterface,
-        ["bufferizesToAllocation", "bufferize"]>]> {
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Wait for an asynchronous allreduce and take its results";
   let description = [{
     Completes the collective that `comm.start` began and returns the reduced
@@ -294,10 +288,7 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce",
 //===----------------------------------------------------------------------===//
 
 def Comm_ComputeOp : Comm_Op<"compute", [
-    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
-    DeclareOpInterfaceMethods<BufferizableOpInterface,
-        ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
-         "getAliasingValues", "bufferizesToAllocation", "bufferize"]>]> {
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "An opaque compute step with a measured cost";
   let description = [{
     Stands for a piece of a training step that commopt does not look into: a

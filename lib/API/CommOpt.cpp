@@ -7,6 +7,7 @@
 
 #include "CommDialect/CommOpt.h"
 
+#include "CommDialect/BufferizableOpInterfaceImpl.h"
 #include "CommDialect/CommDialect.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -52,6 +53,7 @@ void comm::registerDialects(DialectRegistry &registry) {
   ml_program::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  comm::registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 LogicalResult comm::addOptimizePipeline(OpPassManager &pm, StringRef options) {

@@ -76,4 +76,8 @@ void CommDialect::initialize() {
 #define GET_OP_LIST
 #include "CommDialect/CommOps.cpp.inc"
       >();
+  // BufferizableOpInterfaceImpl.cpp implements it.
+  declarePromisedInterfaces<bufferization::BufferizableOpInterface, AllReduceOp,
+                            FusedAllReduceOp, SparseAllReduceOp, StartOp,
+                            WaitOp, ComputeOp>();
 }

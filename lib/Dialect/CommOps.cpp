@@ -191,30 +191,6 @@ static void getCollectiveEffects(
                        CommunicationResource::get());
 }
 
-/// Bufferizes a collective in tensor form into the same op on the operands'
-/// buffers, which it reduces in place. The new op has `bufferizedResultTypes`
-/// (none, or the start's token); tensor results become the buffers.
-static LogicalResult bufferizeInPlaceCollective(
-    Operation *op, TypeRange bufferizedResultTypes, RewriterBase &rewriter,
-    const BufferizationOptions &options, BufferizationState &state) {
-  SmallVector<Value> buffers;
-  for (Value input : op->getOperands()) {
-    FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
-    if (failed(buffer))
-      return failure();
-    buffers.push_back(*buffer);
-  }
-  rewriter.setInsertionPoint(op);
-  OperationState bufferized(op->getLoc(), op->getName(), buffers,
-                            bufferizedResultTypes, op->getAttrs());
-  Operation *newOp = rewriter.create(bufferized);
-  if (bufferizedResultTypes.empty())
-    replaceOpWithBufferizedValues(rewriter, op, buffers);
-  else
-    rewriter.replaceOp(op, newOp->getResults());
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // AllReduceOp
 //===----------------------------------------------------------------------===//
@@ -239,25 +215,6 @@ void AllReduceOp::getEffects(
   getCollectiveEffects(getOperation()->getOpOperands(), effects);
 }
 
-bool AllReduceOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-
-bool AllReduceOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return true;
-}
-
-AliasingValueList AllReduceOp::getAliasingValues(OpOperand &,
-                                                 const AnalysisState &) {
-  return {{getResult(), BufferRelation::Equivalent}};
-}
-
-LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter,
-                                     const BufferizationOptions &options,
-                                     BufferizationState &state) {
-  return bufferizeInPlaceCollective(*this, {}, rewriter, options, state);
-}
-
 //===----------------------------------------------------------------------===//
 // FusedAllReduceOp
 //===----------------------------------------------------------------------===//
@@ -277,27 +234,6 @@ void FusedAllReduceOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   getCollectiveEffects(getInputsMutable(), effects);
-}
-
-bool FusedAllReduceOp::bufferizesToMemoryRead(OpOperand &,
-                                              const AnalysisState &) {
-  return true;
-}
-
-bool FusedAllReduceOp::bufferizesToMemoryWrite(OpOperand &,
-                                               const AnalysisState &) {
-  return true;
-}
-
-AliasingValueList FusedAllReduceOp::getAliasingValues(OpOperand &operand,
-                                                      const AnalysisState &) {
-  return {{getResult(operand.getOperandNumber()), BufferRelation::Equivalent}};
-}
-
-LogicalResult FusedAllReduceOp::bufferize(RewriterBase &rewriter,
-                                          const BufferizationOptions &options,
-                                          BufferizationState &state) {
-  return bufferizeInPlaceCollective(*this, {}, rewriter, options, state);
 }
 
 //===----------------------------------------------------------------------===//
@@ -330,27 +266,6 @@ void StartOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   getCollectiveEffects(getInputsMutable(), effects);
-}
-
-bool StartOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-
-// The collective writes its gradients' buffers by the time of the wait.
-bool StartOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return true;
-}
-
-AliasingValueList StartOp::getAliasingValues(OpOperand &,
-                                             const AnalysisState &) {
-  return {};
-}
-
-LogicalResult StartOp::bufferize(RewriterBase &rewriter,
-                                 const BufferizationOptions &options,
-                                 BufferizationState &state) {
-  return bufferizeInPlaceCollective(*this, getToken().getType(), rewriter,
-                                    options, state);
 }
 
 //===----------------------------------------------------------------------===//
@@ -394,26 +309,6 @@ void WaitOp::getEffects(
                        SideEffects::DefaultResource::get());
   effects.emplace_back(MemoryEffects::Write::get(),
                        CommunicationResource::get());
-}
-
-// The results are the start's buffers, which the start already accounts
-// for; the analysis sees them as fresh buffers owned by nobody else.
-bool WaitOp::bufferizesToAllocation(Value) { return true; }
-
-LogicalResult WaitOp::bufferize(RewriterBase &rewriter,
-                                const BufferizationOptions &,
-                                BufferizationState &) {
-  // The start bufferizes first (it dominates the wait), so its operands are
-  // already the buffers the collective reduces in place.
-  StartOp start = getStart();
-  SmallVector<Value> buffers(start.getInputs());
-  if (llvm::any_of(buffers,
-                   [](Value v) { return !isa<BaseMemRefType>(v.getType()); }))
-    return emitOpError("its comm.start was not bufferized");
-  rewriter.setInsertionPoint(*this);
-  WaitOp::create(rewriter, getLoc(), TypeRange(), getToken());
-  replaceOpWithBufferizedValues(rewriter, *this, buffers);
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -488,29 +383,6 @@ void SparseAllReduceOp::getEffects(
   getCollectiveEffects(getOperation()->getOpOperands(), effects);
 }
 
-// Both the gradient and the residual are read (accumulated) and written
-// (the reduced gradient, the new residual).
-bool SparseAllReduceOp::bufferizesToMemoryRead(OpOperand &,
-                                               const AnalysisState &) {
-  return true;
-}
-
-bool SparseAllReduceOp::bufferizesToMemoryWrite(OpOperand &,
-                                                const AnalysisState &) {
-  return true;
-}
-
-AliasingValueList SparseAllReduceOp::getAliasingValues(OpOperand &operand,
-                                                       const AnalysisState &) {
-  return {{getResult(operand.getOperandNumber()), BufferRelation::Equivalent}};
-}
-
-LogicalResult SparseAllReduceOp::bufferize(RewriterBase &rewriter,
-                                           const BufferizationOptions &options,
-                                           BufferizationState &state) {
-  return bufferizeInPlaceCollective(*this, {}, rewriter, options, state);
-}
-
 //===----------------------------------------------------------------------===//
 // ComputeOp
 //===----------------------------------------------------------------------===//
@@ -530,71 +402,6 @@ void ComputeOp::getEffects(
   // Opaque: it stands for real work and must keep its place in the step.
   effects.emplace_back(MemoryEffects::Write::get(),
                        SideEffects::DefaultResource::get());
-}
-
-bool ComputeOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-
-bool ComputeOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return false;
-}
-
-AliasingValueList ComputeOp::getAliasingValues(OpOperand &,
-                                               const AnalysisState &) {
-  return {};
-}
-
-bool ComputeOp::bufferizesToAllocation(Value) { return true; }
-
-// The same step on the operands' buffers; each tensor result becomes a new
-// buffer, zero-filled so that what the skeleton computes on is defined.
-LogicalResult ComputeOp::bufferize(RewriterBase &rewriter,
-                                   const BufferizationOptions &options,
-                                   BufferizationState &state) {
-  SmallVector<Value> operands;
-  for (Value input : getInputs()) {
-    if (!isa<TensorType>(input.getType())) {
-      operands.push_back(input);
-      continue;
-    }
-    FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
-    if (failed(buffer))
-      return failure();
-    operands.push_back(*buffer);
-  }
-  rewriter.setInsertionPoint(*this);
-  SmallVector<Value> results;
-  SmallVector<Type> otherTypes;
-  for (Value result : getResults()) {
-    auto type = dyn_cast<RankedTensorType>(result.getType());
-    if (!type) {
-      if (isa<TensorType>(result.getType()))
-        return emitOpError("cannot bufferize an unranked tensor result");
-      otherTypes.push_back(result.getType());
-      continue;
-    }
-    if (!type.hasStaticShape())
-      return emitOpError("cannot bufferize result of dynamic shape ") << type;
-    auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
-    Value buffer = memref::AllocOp::create(rewriter, getLoc(), bufferType);
-    Value zero = arith::ConstantOp::create(
-        rewriter, getLoc(), rewriter.getZeroAttr(type.getElementType()));
-    linalg::FillOp::create(rewriter, getLoc(), zero, buffer);
-    results.push_back(buffer);
-  }
-  auto bufferized = ComputeOp::create(rewriter, getLoc(), otherTypes, operands,
-                                      getCostUsAttr(), getNameAttr(),
-                                      getLayerAttr(), getPhaseAttr());
-  // Results in order: buffers for tensors, the new op's for the others.
-  SmallVector<Value> replacements;
-  unsigned nextBuffer = 0, nextOther = 0;
-  for (Value result : getResults())
-    replacements.push_back(isa<RankedTensorType>(result.getType())
-                               ? results[nextBuffer++]
-                               : bufferized.getResult(nextOther++));
-  replaceOpWithBufferizedValues(rewriter, *this, replacements);
-  return success();
 }
 
 #define GET_OP_CLASSES

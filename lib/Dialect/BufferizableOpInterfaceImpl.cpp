@@ -1,0 +1,190 @@
+//===- BufferizableOpInterfaceImpl.cpp - Bufferization of comm ops --------===//
+//
+// The collectives (comm.allreduce, comm.fused_allreduce,
+// comm.sparse_allreduce, comm.start) share one model: every gradient operand
+// is read and written in place, and the op in buffer form reduces the
+// operands' buffers, which stand for its tensor results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/BufferizableOpInterfaceImpl.h"
+#include "CommDialect/CommDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/DialectRegistry.h"
+
+using namespace mlir;
+using namespace mlir::bufferization;
+using namespace mlir::comm;
+
+namespace {
+
+/// A collective that reduces its gradients in place: result i (where it is a
+/// tensor) is operand i reduced. Results that are not tensors (the start's
+/// token) stay results of the op in buffer form.
+template <typename OpTy>
+struct InPlaceCollectiveModel : public BufferizableOpInterface::ExternalModel<
+                                    InPlaceCollectiveModel<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+
+  // An asynchronous collective has written its buffers by its wait.
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return true;
+  }
+
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    unsigned index = operand.getOperandNumber();
+    if (index >= op->getNumResults() ||
+        !isa<TensorType>(op->getResult(index).getType()))
+      return {};
+    return {{op->getResult(index), BufferRelation::Equivalent}};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    SmallVector<Value> buffers;
+    for (Value input : op->getOperands()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
+    SmallVector<Type> kept;
+    for (Type type : op->getResultTypes())
+      if (!isa<TensorType>(type))
+        kept.push_back(type);
+    rewriter.setInsertionPoint(op);
+    OperationState bufferized(op->getLoc(), op->getName(), buffers, kept,
+                              op->getAttrs());
+    Operation *newOp = rewriter.create(bufferized);
+    if (kept.empty())
+      replaceOpWithBufferizedValues(rewriter, op, buffers);
+    else
+      rewriter.replaceOp(op, newOp->getResults());
+    return success();
+  }
+};
+
+/// comm.wait: its results are its start's buffers, which the start already
+/// accounts for; the analysis sees them as fresh buffers owned by nobody
+/// else.
+struct WaitModel
+    : public BufferizableOpInterface::ExternalModel<WaitModel, WaitOp> {
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &,
+                          BufferizationState &) const {
+    auto wait = cast<WaitOp>(op);
+    // The start bufferizes first (it dominates the wait), so its operands are
+    // already the buffers the collective reduces in place.
+    StartOp start = wait.getStart();
+    SmallVector<Value> buffers(start.getInputs());
+    if (llvm::any_of(buffers,
+                     [](Value v) { return !isa<BaseMemRefType>(v.getType()); }))
+      return wait.emitOpError("its comm.start was not bufferized");
+    rewriter.setInsertionPoint(op);
+    WaitOp::create(rewriter, wait.getLoc(), TypeRange(), wait.getToken());
+    replaceOpWithBufferizedValues(rewriter, op, buffers);
+    return success();
+  }
+};
+
+/// comm.compute: reads its operands; each tensor result becomes a new buffer,
+/// zero-filled so that what the skeleton computes on is defined.
+struct ComputeModel
+    : public BufferizableOpInterface::ExternalModel<ComputeModel, ComputeOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto compute = cast<ComputeOp>(op);
+    Location loc = compute.getLoc();
+    SmallVector<Value> operands;
+    for (Value input : compute.getInputs()) {
+      if (!isa<TensorType>(input.getType())) {
+        operands.push_back(input);
+        continue;
+      }
+      FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+      if (failed(buffer))
+        return failure();
+      operands.push_back(*buffer);
+    }
+    rewriter.setInsertionPoint(op);
+    SmallVector<Value> results;
+    SmallVector<Type> otherTypes;
+    for (Value result : compute.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type) {
+        if (isa<TensorType>(result.getType()))
+          return compute.emitOpError(
+              "cannot bufferize an unranked tensor result");
+        otherTypes.push_back(result.getType());
+        continue;
+      }
+      if (!type.hasStaticShape())
+        return compute.emitOpError("cannot bufferize result of dynamic shape ")
+               << type;
+      auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+      Value buffer = memref::AllocOp::create(rewriter, loc, bufferType);
+      Value zero = arith::ConstantOp::create(
+          rewriter, loc, rewriter.getZeroAttr(type.getElementType()));
+      linalg::FillOp::create(rewriter, loc, zero, buffer);
+      results.push_back(buffer);
+    }
+    auto bufferized = ComputeOp::create(
+        rewriter, loc, otherTypes, operands, compute.getCostUsAttr(),
+        compute.getNameAttr(), compute.getLayerAttr(), compute.getPhaseAttr());
+    // Results in order: buffers for tensors, the new op's for the others.
+    SmallVector<Value> replacements;
+    unsigned nextBuffer = 0, nextOther = 0;
+    for (Value result : compute.getResults())
+      replacements.push_back(isa<RankedTensorType>(result.getType())
+                                 ? results[nextBuffer++]
+                                 : bufferized.getResult(nextOther++));
+    replaceOpWithBufferizedValues(rewriter, op, replacements);
+    return success();
+  }
+};
+
+} // namespace
+
+void comm::registerBufferizableOpInterfaceExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, CommDialect *) {
+    AllReduceOp::attachInterface<InPlaceCollectiveModel<AllReduceOp>>(*context);
+    FusedAllReduceOp::attachInterface<InPlaceCollectiveModel<FusedAllReduceOp>>(
+        *context);
+    SparseAllReduceOp::attachInterface<
+        InPlaceCollectiveModel<SparseAllReduceOp>>(*context);
+    StartOp::attachInterface<InPlaceCollectiveModel<StartOp>>(*context);
+    WaitOp::attachInterface<WaitModel>(*context);
+    ComputeOp::attachInterface<ComputeModel>(*context);
+  });
+}
