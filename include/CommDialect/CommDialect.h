@@ -8,8 +8,8 @@
 #ifndef COMMDIALECT_COMMDIALECT_H
 #define COMMDIALECT_COMMDIALECT_H
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -23,6 +23,16 @@
 
 #define GET_TYPEDEF_CLASSES
 #include "CommDialect/CommTypes.h.inc"
+
+namespace mlir::comm {
+/// The bytes of a gradient of the shaped type `type` whose elements travel
+/// at the bits of `wire` (of its own element type where null), rounded up
+/// to whole bytes: the one byte count of every pass and estimate. Nullopt
+/// for a dynamic shape.
+std::optional<int64_t> getGradientBytes(Type type, Type wire = {});
+} // namespace mlir::comm
+
+#include "CommDialect/CommInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "CommDialect/CommOps.h.inc"

@@ -6,6 +6,7 @@
 include "CommDialect/CommDialect.td"
 include "CommDialect/CommAttrs.td"
 include "CommDialect/CommTypes.td"
+include "CommDialect/CommInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -44,7 +45,9 @@ defvar Comm_GroupArg = (ins OptionalAttr<Comm_GroupAttr>:$group);
 // Collectives read and write their gradients and, beyond that, talk to other
 // ranks: they may not be removed or reordered by generic transformations.
 defvar Comm_CollectiveTraits = [
-  DeclareOpInterfaceMethods<MemoryEffectsOpInterface>];
+  DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+  DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
+      ["getGradients", "getGradientNames"]>];
 
 // Dense collectives may run among a process group, whose grid symbol is
 // checked against the module.
@@ -168,8 +171,12 @@ def Comm_WaitOp : Comm_Op<"wait", [
   }];
 }
 
-def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce",
-                                     Comm_CollectiveTraits> {
+def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
+        ["getGradients", "getGradientNames", "getWireType",
+         "getPrescaleFactor", "getProcessGroup", "canNarrowWire",
+         "narrowWire"]>]> {
   let summary = "Sparsified allreduce of one gradient with a residual";
   let description = [{
     Residual gradient compression (RedSync, GradientFlow, Zen): each rank

@@ -16,6 +16,7 @@ using namespace mlir::comm;
 
 #include "CommDialect/CommDialect.cpp.inc"
 #include "CommDialect/CommEnums.cpp.inc"
+#include "CommDialect/CommInterfaces.cpp.inc"
 
 /// Parses the axes of a `#comm.group`: a bracketed, comma-separated list of
 /// integers, possibly empty (which the verifier then rejects with a clearer

@@ -191,9 +191,36 @@ static void getCollectiveEffects(
                        CommunicationResource::get());
 }
 
+std::optional<int64_t> comm::getGradientBytes(Type type, Type wire) {
+  auto shaped = cast<ShapedType>(type);
+  if (!shaped.hasStaticShape())
+    return std::nullopt;
+  int64_t bits =
+      wire ? wire.getIntOrFloatBitWidth() : shaped.getElementTypeBitWidth();
+  // elements * bits / 8, rounded up, without forming elements * bits.
+  int64_t elements = shaped.getNumElements();
+  return elements / 8 * bits + llvm::divideCeil(elements % 8 * bits, 8);
+}
+
+/// The names of a bucket's `count` gradients: its `names`, or "" for each.
+static SmallVector<StringRef> getBucketNames(std::optional<ArrayAttr> names,
+                                             size_t count) {
+  if (!names)
+    return SmallVector<StringRef>(count, "");
+  return llvm::to_vector(
+      llvm::map_range(names->getAsRange<StringAttr>(),
+                      [](StringAttr name) { return name.getValue(); }));
+}
+
 //===----------------------------------------------------------------------===//
 // AllReduceOp
 //===----------------------------------------------------------------------===//
+
+ValueRange AllReduceOp::getGradients() { return getOperation()->getOperands(); }
+
+SmallVector<StringRef> AllReduceOp::getGradientNames() {
+  return {getName().value_or("")};
+}
 
 LogicalResult AllReduceOp::verify() {
   SmallVector<Type, 1> results;
@@ -219,6 +246,12 @@ void AllReduceOp::getEffects(
 // FusedAllReduceOp
 //===----------------------------------------------------------------------===//
 
+ValueRange FusedAllReduceOp::getGradients() { return getInputs(); }
+
+SmallVector<StringRef> FusedAllReduceOp::getGradientNames() {
+  return getBucketNames(getNames(), getInputs().size());
+}
+
 LogicalResult FusedAllReduceOp::verify() {
   return verifyCollective(*this, getInputs(), getResultTypes(),
                           /*checkResults=*/true, getReduce(), getWire(),
@@ -239,6 +272,12 @@ void FusedAllReduceOp::getEffects(
 //===----------------------------------------------------------------------===//
 // StartOp
 //===----------------------------------------------------------------------===//
+
+ValueRange StartOp::getGradients() { return getInputs(); }
+
+SmallVector<StringRef> StartOp::getGradientNames() {
+  return getBucketNames(getNames(), getInputs().size());
+}
 
 LogicalResult StartOp::verify() {
   if (failed(verifyCollective(*this, getInputs(), {}, /*checkResults=*/false,
@@ -314,6 +353,30 @@ void WaitOp::getEffects(
 //===----------------------------------------------------------------------===//
 // SparseAllReduceOp
 //===----------------------------------------------------------------------===//
+
+// The residual is the rank's own state, not a gradient to reduce.
+ValueRange SparseAllReduceOp::getGradients() {
+  return getOperation()->getOperands().take_front();
+}
+
+SmallVector<StringRef> SparseAllReduceOp::getGradientNames() {
+  return {getName().value_or("")};
+}
+
+// The selected values travel in the gradient's type.
+Type SparseAllReduceOp::getWireType() { return {}; }
+
+std::optional<double> SparseAllReduceOp::getPrescaleFactor() {
+  return std::nullopt;
+}
+
+GroupAttr SparseAllReduceOp::getProcessGroup() { return {}; }
+
+bool SparseAllReduceOp::canNarrowWire() { return false; }
+
+void SparseAllReduceOp::narrowWire(Type, std::optional<double>) {
+  llvm_unreachable("a sparse allreduce sends its gradient's own type");
+}
 
 LogicalResult SparseAllReduceOp::verify() {
   if (failed(verifyByteSize(*this, getGrad())))

@@ -47,7 +47,7 @@ struct PlannedCollective {
 /// Whether `op` is a collective that the plan executes (comm.wait completes a
 /// comm.start and is not one).
 static bool isPlannedCollective(Operation *op) {
-  return isa<AllReduceOp, FusedAllReduceOp, StartOp, SparseAllReduceOp>(op);
+  return isa<CollectiveOpInterface>(op);
 }
 
 /// The plan's name of element type `type`, or an empty string when a plan
@@ -64,33 +64,16 @@ static std::string getDtypeName(Type type) {
   return "";
 }
 
-/// The gradients that `op` communicates and their parameter names.
+/// The gradients that `op` communicates and their parameter names, the
+/// unnamed left out.
 static std::pair<SmallVector<Value>, SmallVector<StringRef>>
 getNamedGradients(Operation *op) {
-  SmallVector<Value> gradients;
+  auto collective = cast<CollectiveOpInterface>(op);
   SmallVector<StringRef> names;
-  auto addNames = [&](std::optional<ArrayAttr> attr) {
-    if (attr)
-      for (Attribute name : *attr)
-        names.push_back(cast<StringAttr>(name).getValue());
-  };
-  if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
-    gradients.push_back(allreduce.getInput());
-    if (std::optional<StringRef> name = allreduce.getName())
-      names.push_back(*name);
-  } else if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
-    llvm::append_range(gradients, fused.getInputs());
-    addNames(fused.getNames());
-  } else if (auto start = dyn_cast<StartOp>(op)) {
-    llvm::append_range(gradients, start.getInputs());
-    addNames(start.getNames());
-  } else {
-    auto sparse = cast<SparseAllReduceOp>(op);
-    gradients.push_back(sparse.getGrad());
-    if (std::optional<StringRef> name = sparse.getName())
-      names.push_back(*name);
-  }
-  return {gradients, names};
+  for (StringRef name : collective.getGradientNames())
+    if (!name.empty())
+      names.push_back(name);
+  return {llvm::to_vector(collective.getGradients()), names};
 }
 
 /// Finds the parameter gradient that `value` is, or the piece of it that

@@ -115,7 +115,7 @@ SmallVector<Candidate> collectCandidates(Block &block) {
         {allreduce,
          {allreduce.getReduce(), type.getElementType(), allreduce.getWireAttr(),
           allreduce.getPrescaleAttr(), allreduce.getGroupAttr()},
-         static_cast<int64_t>(getCollectiveBytes(type, wire)),
+         *getGradientBytes(type, wire),
          positions.lookup(&op),
          deadline});
   }

@@ -14,7 +14,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Regex.h"
 
 #include <memory>
@@ -26,39 +25,6 @@ namespace mlir::comm {
 
 using namespace mlir;
 using namespace mlir::comm;
-
-/// The total size in bytes of `gradients` in their own element type, or
-/// nullopt when one of them has a dynamic shape.
-static std::optional<int64_t> getTotalBytes(ValueRange gradients) {
-  int64_t total = 0;
-  for (Value gradient : gradients) {
-    auto type = cast<ShapedType>(gradient.getType());
-    if (!type.hasStaticShape())
-      return std::nullopt;
-    total += type.getNumElements() *
-             static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
-  }
-  return total;
-}
-
-/// The parameter names of a collective's gradients; unnamed gradients (no
-/// name, or "" in a bucket's `names`) are left out.
-static SmallVector<StringRef> getParameterNames(AllReduceOp op) {
-  std::optional<StringRef> name = op.getName();
-  if (!name || name->empty())
-    return {};
-  return {*name};
-}
-
-template <typename BucketOp>
-static SmallVector<StringRef> getParameterNames(BucketOp op) {
-  SmallVector<StringRef> names;
-  if (std::optional<ArrayAttr> attr = op.getNames())
-    for (StringAttr name : attr->template getAsRange<StringAttr>())
-      if (!name.getValue().empty())
-        names.push_back(name.getValue());
-  return names;
-}
 
 namespace {
 
@@ -104,39 +70,37 @@ struct CommLowerPrecisionPass
       return signalPassFailure();
     }
     ranks = model->ranks;
-    func->walk([&](Operation *op) {
-      llvm::TypeSwitch<Operation *>(op)
-          .Case<AllReduceOp, FusedAllReduceOp, StartOp>(
-              [&](auto collective) { lowerPrecision(collective); });
+    func->walk([&](CollectiveOpInterface collective) {
+      if (collective.canNarrowWire())
+        lowerPrecision(collective);
     });
   }
 
 private:
   /// Sets the wire type, and the prescale for sum and avg, of `op` unless
   /// one of the rules of the pass description keeps it in full precision.
-  template <typename CollectiveOp> void lowerPrecision(CollectiveOp op) {
-    if (op.getWireAttr())
+  void lowerPrecision(CollectiveOpInterface op) {
+    if (op.getWireType())
       return;
-    ValueRange gradients = op->getOperands();
+    ValueRange gradients = op.getGradients();
     auto elementType =
         dyn_cast<FloatType>(getElementTypeOrSelf(gradients.front().getType()));
     if (!elementType || elementType.getWidth() <= wireType.getWidth())
       return;
-    std::optional<int64_t> bytes = getTotalBytes(gradients);
+    std::optional<int64_t> bytes = op.getCommunicatedBytes();
     if (bytes ? *bytes < minBytes : minBytes > 0)
       return;
-    if (keepPattern && llvm::any_of(getParameterNames(op), [&](StringRef name) {
-          return keepPattern->match(name);
+    if (keepPattern && llvm::any_of(op.getGradientNames(), [&](StringRef name) {
+          return !name.empty() && keepPattern->match(name);
         }))
       return;
 
-    Builder builder(op->getContext());
-    op.setWireAttr(TypeAttr::get(wireType));
-    bool isSumOrAvg =
-        op.getReduce() == ReduceKind::sum || op.getReduce() == ReduceKind::avg;
-    if (isSumOrAvg && ranks > 1 && !op.getPrescaleAttr())
-      op.setPrescaleAttr(
-          builder.getF64FloatAttr(1.0 / static_cast<double>(ranks)));
+    bool isSumOrAvg = op.getReduceKind() == ReduceKind::sum ||
+                      op.getReduceKind() == ReduceKind::avg;
+    std::optional<double> prescale;
+    if (isSumOrAvg && ranks > 1 && !op.getPrescaleFactor())
+      prescale = 1.0 / static_cast<double>(ranks);
+    op.narrowWire(wireType, prescale);
   }
 
   /// The wire type named by the `wire` option.

@@ -54,16 +54,12 @@ struct ChannelLoad {
   int64_t collectives = 0;
 };
 
-/// The bytes of one shaped value; dynamic shapes count as zero.
+/// The bytes of one gradient in its own type; dynamic shapes count as zero.
 static int64_t getBytes(Type type) {
-  auto shaped = cast<ShapedType>(type);
-  if (!shaped.hasStaticShape())
-    return 0;
-  return shaped.getNumElements() * static_cast<int64_t>(llvm::divideCeil(
-                                       shaped.getElementTypeBitWidth(), 8));
+  return getGradientBytes(type).value_or(0);
 }
 
-/// The bytes a collective over `gradients` moves.
+/// The bytes a collective over `gradients` moves in their own types.
 static int64_t getBytes(ValueRange gradients) {
   int64_t bytes = 0;
   for (Value gradient : gradients)
@@ -257,30 +253,25 @@ private:
   /// `names`). Its channel is assigned later.
   StartOp createStart(Operation *collective, ValueRange gradients,
                       std::optional<int64_t> priority) {
-    ReduceKind reduce;
+    auto from = cast<CollectiveOpInterface>(collective);
     TypeAttr wire;
+    if (Type wireType = from.getWireType())
+      wire = TypeAttr::get(wireType);
     FloatAttr prescale;
+    if (std::optional<double> factor = from.getPrescaleFactor())
+      prescale = builder.getF64FloatAttr(*factor);
+    // The names of the gradients taken, unless none has one.
     ArrayAttr names;
-    GroupAttr group;
-    if (auto allreduce = dyn_cast<AllReduceOp>(collective)) {
-      reduce = allreduce.getReduce();
-      wire = allreduce.getWireAttr();
-      prescale = allreduce.getPrescaleAttr();
-      group = allreduce.getGroupAttr();
-      if (std::optional<StringRef> name = allreduce.getName())
-        names = builder.getStrArrayAttr({*name});
-    } else {
-      auto fused = cast<FusedAllReduceOp>(collective);
-      reduce = fused.getReduce();
-      wire = fused.getWireAttr();
-      prescale = fused.getPrescaleAttr();
-      group = fused.getGroupAttr();
-      names = fused.getNamesAttr();
-    }
+    SmallVector<StringRef> allNames = from.getGradientNames();
+    if (llvm::any_of(allNames, [](StringRef name) { return !name.empty(); }))
+      names = builder.getStrArrayAttr(
+          ArrayRef(allNames).take_front(gradients.size()));
     auto start = StartOp::create(
         builder, collective->getLoc(), TokenType::get(builder.getContext()),
-        gradients, reduce, wire, prescale, names, /*channel=*/0,
-        priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr(), group);
+        gradients, from.getReduceKind(), wire, prescale, names,
+        /*channel=*/0,
+        priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr(),
+        from.getProcessGroup());
     created.insert(start);
     return start;
   }

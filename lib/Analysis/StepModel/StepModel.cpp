@@ -15,25 +15,11 @@
 using namespace mlir;
 using namespace mlir::comm;
 
-/// Bytes of a statically shaped tensor or memref, with `elementBits` per
-/// element; zero for anything else.
-static double getShapedBytes(Type type, unsigned elementBits) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  if (!shaped || !shaped.hasStaticShape())
-    return 0.0;
-  return static_cast<double>(shaped.getNumElements()) * elementBits / 8.0;
-}
-
-static unsigned getElementBits(Type type) {
-  Type element = getElementTypeOrSelf(type);
-  return element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 0;
-}
-
 double mlir::comm::getCollectiveBytes(TypeRange types, Type wire) {
   double bytes = 0.0;
   for (Type type : types)
-    bytes += getShapedBytes(type, wire ? wire.getIntOrFloatBitWidth()
-                                       : getElementBits(type));
+    if (isa<ShapedType>(type))
+      bytes += static_cast<double>(getGradientBytes(type, wire).value_or(0));
   return bytes;
 }
 
@@ -63,15 +49,27 @@ SparseGradient mlir::comm::describeSparseGradient(ShapedType type,
   return gradient;
 }
 
+/// Bytes a roofline op reads or writes of `type`: a statically shaped tensor
+/// or memref of integers or floats; zero for anything else (index elements
+/// included).
+static double getRooflineBytes(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape() ||
+      !shaped.getElementType().isIntOrFloat())
+    return 0.0;
+  return static_cast<double>(shaped.getNumElements()) *
+         shaped.getElementType().getIntOrFloatBitWidth() / 8.0;
+}
+
 /// Flops and bytes of a tensor op for the roofline: a linalg op runs its
 /// body once per point of its iteration space; an elementwise arith/math op
 /// on tensors does one operation per element. Everything else is free.
 static double estimateOpUs(Operation *op, const DeviceModel &device) {
   double bytes = 0.0;
   for (Type type : op->getOperandTypes())
-    bytes += getShapedBytes(type, getElementBits(type));
+    bytes += getRooflineBytes(type);
   for (Type type : op->getResultTypes())
-    bytes += getShapedBytes(type, getElementBits(type));
+    bytes += getRooflineBytes(type);
 
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
@@ -170,9 +168,15 @@ static std::string getBucketLabel(size_t count, ArrayRef<std::string> members) {
   return label + ": " + members.front() + " .. " + members.back();
 }
 
-static std::string getLabel(Operation *op, std::optional<StringRef> name) {
-  if (name)
-    return name->str();
+/// The label of `op` in reports: the name of its one named gradient, the
+/// members of a bucket (every fused_allreduce, a start of several or unnamed
+/// gradients), or else its op name.
+static std::string getLabel(CollectiveOpInterface op) {
+  SmallVector<StringRef> names = op.getGradientNames();
+  if (names.size() == 1 && !names[0].empty() && !isa<FusedAllReduceOp>(op))
+    return names[0].str();
+  if (isa<FusedAllReduceOp, StartOp>(op))
+    return getBucketLabel(names.size(), getMemberNames(op));
   return op->getName().getStringRef().str();
 }
 
@@ -217,23 +221,6 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   // Collectives started but not yet waited on, by their start op.
   llvm::DenseMap<Operation *, size_t> inFlight;
   for (Operation &op : func.getBody().front()) {
-    if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
-      addAllreduce(&op, allreduce.getInput(),
-                   allreduce.getWireAttr() ? allreduce.getWireAttr().getValue()
-                                           : Type(),
-                   getLabel(&op, allreduce.getName()))
-          .blocking = true;
-      continue;
-    }
-    if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
-      std::string label =
-          getBucketLabel(fused.getNumOperands(), getMemberNames(&op));
-      addAllreduce(
-          &op, fused.getInputs(),
-          fused.getWireAttr() ? fused.getWireAttr().getValue() : Type(), label)
-          .blocking = true;
-      continue;
-    }
     if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
       // Blocking: the step goes on once the exchange is done. The selection
       // and the residual update are not priced (docs/CostModel.md).
@@ -249,18 +236,19 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           sparseAllreduceCost(
               cluster, getSparseExchangeScheme(sparse.getExchange()), gradient),
           getCollectiveBytes(sparse.getGrad().getType(), Type()),
-          getLabel(&op, sparse.getName()))
+          getLabel(sparse))
           .blocking = true;
       continue;
     }
-    if (auto start = dyn_cast<StartOp>(op)) {
-      std::string label =
-          start.getNumOperands() == 1 && start.getNames()
-              ? cast<StringAttr>((*start.getNames())[0]).str()
-              : getBucketLabel(start.getNumOperands(), getMemberNames(&op));
-      CollectiveTask &task = addAllreduce(
-          &op, start.getInputs(),
-          start.getWireAttr() ? start.getWireAttr().getValue() : Type(), label);
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      CollectiveTask &task =
+          addAllreduce(&op, collective.getGradients(), collective.getWireType(),
+                       getLabel(collective));
+      auto start = dyn_cast<StartOp>(op);
+      if (!start) {
+        task.blocking = true;
+        continue;
+      }
       if (start.getChannel() >= cluster.channels)
         return start.emitOpError("cannot be estimated: channel ")
                << start.getChannel() << " is not one of the cluster's "
@@ -288,7 +276,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     ComputeTask task;
     task.durationUs = costUs;
     if (compute) {
-      task.label = getLabel(&op, compute.getName());
+      task.label =
+          compute.getName().value_or(op.getName().getStringRef()).str();
       task.phase = getTaskPhase(compute);
       if (compute.getLayer())
         task.layer = static_cast<int64_t>(*compute.getLayer());

@@ -1,0 +1,89 @@
+//===- CommInterfaces.td - Interfaces of the comm dialect --*- tablegen -*-===//
+//
+// CollectiveOpInterface: what every pass, the step model and the lowering ask
+// of a collective, whatever its kind (comm.allreduce, comm.fused_allreduce,
+// comm.start, comm.sparse_allreduce).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMM_INTERFACES
+#define COMM_INTERFACES
+
+include "mlir/IR/OpBase.td"
+
+def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
+  let cppNamespace = "::mlir::comm";
+  let description = [{
+    A collective over gradients: the gradients it reduces (a sparse
+    allreduce's residual is state, not a gradient), the reduction, the type
+    the data travels in, the prescale, the process group, the parameter names
+    and the bytes it moves.
+  }];
+  let methods = [
+    InterfaceMethod<"The gradients the collective reduces, in order.",
+      "::mlir::ValueRange", "getGradients">,
+    InterfaceMethod<[{
+        The parameter name of each gradient, in order; "" where a gradient
+        has none.
+      }],
+      "::llvm::SmallVector<::llvm::StringRef>", "getGradientNames">,
+    InterfaceMethod<"The reduction.",
+      "::mlir::comm::ReduceKind", "getReduceKind", (ins), [{}], [{
+        return $_op.getReduce();
+      }]>,
+    InterfaceMethod<[{
+        The type the data travels in when narrower than the gradients' own
+        (the `wire` attribute); null for the gradients' own type.
+      }],
+      "::mlir::Type", "getWireType", (ins), [{}], [{
+        if (::mlir::TypeAttr wire = $_op.getWireAttr())
+          return wire.getValue();
+        return {};
+      }]>,
+    InterfaceMethod<"The factor applied before the cast to the wire type.",
+      "::std::optional<double>", "getPrescaleFactor", (ins), [{}], [{
+        if (::mlir::FloatAttr prescale = $_op.getPrescaleAttr())
+          return prescale.getValueAsDouble();
+        return std::nullopt;
+      }]>,
+    InterfaceMethod<"The process group it runs among; null for all ranks.",
+      "::mlir::comm::GroupAttr", "getProcessGroup", (ins), [{}], [{
+        return $_op.getGroupAttr();
+      }]>,
+    InterfaceMethod<[{
+        Whether the data may travel in a narrower type (comm-lower-precision
+        sets `wire` and `prescale`).
+      }],
+      "bool", "canNarrowWire", (ins), [{}], [{ return true; }]>,
+    InterfaceMethod<[{
+        Makes the data travel in `wire`, multiplied by `prescale` (if given)
+        before the cast. Only where canNarrowWire().
+      }],
+      "void", "narrowWire",
+      (ins "::mlir::Type":$wire, "::std::optional<double>":$prescale), [{}],
+      [{
+        $_op.setWireAttr(::mlir::TypeAttr::get(wire));
+        if (prescale)
+          $_op.setPrescaleAttr(
+              ::mlir::Builder($_op.getContext()).getF64FloatAttr(*prescale));
+      }]>,
+  ];
+  let extraSharedClassDeclaration = [{
+    /// The bytes the collective moves: every gradient's elements at the bits
+    /// of the wire type (the gradient's own where there is none), rounded up
+    /// to whole bytes per gradient; nullopt when a shape is dynamic.
+    std::optional<int64_t> getCommunicatedBytes() {
+      int64_t bytes = 0;
+      for (::mlir::Type type : $_op.getGradients().getTypes()) {
+        std::optional<int64_t> gradient =
+            ::mlir::comm::getGradientBytes(type, $_op.getWireType());
+        if (!gradient)
+          return std::nullopt;
+        bytes += *gradient;
+      }
+      return bytes;
+    }
+  }];
+}
+
+#endif // COMM_INTERFACES
