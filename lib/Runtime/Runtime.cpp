@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <unordered_set>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 using namespace commrt;
@@ -421,8 +421,8 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
     if (status == COMMRT_SUCCESS)
       status = allreduceFromEnvironment(allreduce);
     if (status == COMMRT_SUCCESS && rt.checks < 0)
-      status = fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_CHECK=",
-                    std::getenv("COMMRT_CHECK"),
+      status = fail(COMMRT_ERROR_INVALID_ARGUMENT,
+                    "COMMRT_CHECK=", std::getenv("COMMRT_CHECK"),
                     " is not one of 0, 1, first");
     if (commrt_status agreed = agreeAlways(
             status,

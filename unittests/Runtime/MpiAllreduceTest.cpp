@@ -274,11 +274,11 @@ TEST(FirstOfEachChecks, CheckEachDistinctCollectiveOnce) {
 
   int64_t count = 4111 + rank();
   std::vector<float> uneven(count);
-  EXPECT_TRUE(failedWith(
-      commrt_allreduce(uneven.data(), count, COMMRT_F32, COMMRT_SUM),
-      COMMRT_ERROR_MISMATCH,
-      "commrt_allreduce: ranks disagree on count (min 4111, max " +
-          std::to_string(4111 + size() - 1) + ")"));
+  EXPECT_TRUE(
+      failedWith(commrt_allreduce(uneven.data(), count, COMMRT_F32, COMMRT_SUM),
+                 COMMRT_ERROR_MISMATCH,
+                 "commrt_allreduce: ranks disagree on count (min 4111, max " +
+                     std::to_string(4111 + size() - 1) + ")"));
 
   // Every call checked again: a check each.
   ASSERT_EQ(commrt_set_consistency_checks(COMMRT_CHECKS_EVERY_CALL),
