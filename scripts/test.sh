@@ -3,8 +3,9 @@
 # lit suite (dialect, passes, lowering, 4-rank end-to-end runs), the
 # GoogleTest suites (runtime under mpirun with 1, 2 and 4 ranks, cost model),
 # the embedding check (examples/embed built against an installed commopt
-# must plan a training step), and the first two again under
-# AddressSanitizer and UndefinedBehaviorSanitizer.
+# must plan a training step), the first two again under
+# AddressSanitizer and UndefinedBehaviorSanitizer, and the fuzz targets for a
+# minute each.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${COMMOPT_BUILD_DIR:-$root/build}
@@ -63,6 +64,11 @@ record check_embedding "$prefix" "$example"
 # CI, not only crashes.
 echo "== sanitizers: address;undefined"
 record bash "$root/scripts/sanitize.sh" "address;undefined"
+
+# The readers and the planner under libFuzzer with the sanitizers, a minute
+# per target (scripts/fuzz.sh, docs/Robustness.md).
+echo "== fuzzing: 60 s per target"
+record bash "$root/scripts/fuzz.sh" 60
 
 echo "suites: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

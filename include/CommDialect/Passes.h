@@ -8,6 +8,8 @@
 #ifndef COMMDIALECT_PASSES_H
 #define COMMDIALECT_PASSES_H
 
+#include "CommDialect/Analysis/ClusterModel.h"
+
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
@@ -42,8 +44,9 @@ class TensorDialect;
 namespace comm {
 
 /// The most channels the runtime runs collectives on (COMMRT_MAX_CHANNELS):
-/// the bound of `channels` in comm-schedule-overlap and comm-optimize.
-inline constexpr int kMaxChannels = 64;
+/// the bound of `channels` in comm-schedule-overlap and comm-optimize, and
+/// of a cluster description's.
+inline constexpr int kMaxChannels = kMaxClusterChannels;
 
 /// The values of the choice-valued options that comm-optimize forwards to
 /// its passes, for the checks of both.

@@ -28,6 +28,9 @@ constexpr llvm::StringLiteral kFormat = "commopt-cluster";
 constexpr int64_t kVersion = 1;
 /// Microseconds per second.
 constexpr double kUsPerSecond = 1e6;
+/// The error of a channel count above kMaxClusterChannels.
+constexpr llvm::StringLiteral kTooManyChannels =
+    "expected at most 64 channels, the runtime's COMMRT_MAX_CHANNELS";
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -122,6 +125,10 @@ static bool verifyCounts(const ClusterModel &cluster, Path path) {
     path.field("channels").report("expected a positive integer");
     return false;
   }
+  if (cluster.channels > kMaxClusterChannels) {
+    path.field("channels").report(kTooManyChannels);
+    return false;
+  }
   return true;
 }
 
@@ -211,8 +218,12 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
       !mapper.mapOptional("channels", channels) ||
       !mapper.mapOptional("channel_sharing", result.sharing))
     return false;
-  if (channels < 1 || channels > std::numeric_limits<unsigned>::max()) {
+  if (channels < 1) {
     path.field("channels").report("expected a positive integer");
+    return false;
+  }
+  if (channels > kMaxClusterChannels) {
+    path.field("channels").report(kTooManyChannels);
     return false;
   }
   result.channels = static_cast<unsigned>(channels);

@@ -115,6 +115,28 @@ llvm::Error verifyStep(const StepDescription &step,
   return llvm::Error::success();
 }
 
+/// Fails when the step cannot be timed in doubles: every time the
+/// simulation reaches is at most the sum of all durations over all
+/// `iterations` (while work is left, some of it progresses), and past the
+/// largest double the clock would stop at infinity with tasks left
+/// unsimulated. Half the largest double leaves room for rounding.
+llvm::Error checkTotalTime(const StepDescription &step, unsigned iterations) {
+  constexpr double kMaxTotalUs = std::numeric_limits<double>::max() / 2;
+  double total = 0;
+  for (const ComputeTask &task : step.computeTasks)
+    total += task.durationUs;
+  for (const CollectiveTask &collective : step.collectives)
+    total += collective.cost.totalUs();
+  if (total * iterations <= kMaxTotalUs)
+    return llvm::Error::success();
+  return fieldError("step",
+                    llvm::formatv("its compute tasks and collectives take "
+                                  "more than {0:e} us in all over {1} "
+                                  "iteration(s), too long to simulate",
+                                  kMaxTotalUs, iterations)
+                        .str());
+}
+
 /// A compressed list of lists, indexed 0..size-1.
 template <typename T> class Csr {
 public:
@@ -509,6 +531,8 @@ comm::simulateStep(const StepDescription &step,
                    const SimulationOptions &options) {
   if (llvm::Error error = verifyStep(step, options, /*steady=*/false))
     return std::move(error);
+  if (llvm::Error error = checkTotalTime(step, /*iterations=*/1))
+    return std::move(error);
   TimelineResult result =
       Simulation(step, options, /*iterations=*/1, /*steady=*/false).run();
   double end = 0;
@@ -537,6 +561,8 @@ comm::simulateSteadyState(const StepDescription &step,
   unsigned measured = steadyState.measuredIterations;
   // One more iteration than measured: its start ends the last measured one.
   unsigned iterations = first + measured + 1;
+  if (llvm::Error error = checkTotalTime(step, iterations))
+    return std::move(error);
   TimelineResult result =
       Simulation(step, options, iterations, /*steady=*/true).run();
   size_t numTasks = step.computeTasks.size();

@@ -60,6 +60,10 @@ llvm::StringRef stringifyChannelSharing(ChannelSharing sharing);
 /// Parses the JSON spelling of a sharing mode.
 std::optional<ChannelSharing> symbolizeChannelSharing(llvm::StringRef);
 
+/// The most channels a cluster may have: those the runtime runs collectives
+/// on (COMMRT_MAX_CHANNELS), the bound of comm-optimize's `channels`.
+inline constexpr unsigned kMaxClusterChannels = 64;
+
 /// One level of the network in the alpha-beta (Hockney) model: sending one
 /// message of n bytes over it costs alphaUs + n * betaUsPerByte.
 struct LinkLevel {
@@ -116,8 +120,9 @@ struct ClusterModel {
   const LinkLevel &flatLevel() const { return nodes() > 1 ? inter : intra; }
 
   /// Checks the invariants (ranks >= 1, ranksPerNode divides ranks, finite
-  /// non-negative alphas, positive finite bandwidths, channels >= 1). The
-  /// error names the offending field as in the JSON form, e.g.
+  /// non-negative alphas, positive finite bandwidths, channels from 1 to
+  /// kMaxClusterChannels). The error names the offending field as in the
+  /// JSON form, e.g.
   /// "expected a positive number at cluster.levels.inter.beta_s_per_byte".
   llvm::Error verify() const;
 

@@ -1,0 +1,71 @@
+//===- FuzzerSupport.h - What commopt's fuzz targets share ------*- C++ -*-===//
+//
+// Helpers of the libFuzzer targets under tools/fuzzers: a context per input
+// whose diagnostics go nowhere, the fuzzer's bytes as a named, null-terminated
+// buffer, and runs of the comm-optimize pipeline. Errors are expected from
+// fuzzed input and are dropped; crashes, sanitizer reports and hangs are the
+// findings.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMOPT_TOOLS_FUZZERS_FUZZERSUPPORT_H
+#define COMMOPT_TOOLS_FUZZERS_FUZZERSUPPORT_H
+
+#include "CommDialect/CommOpt.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace commopt::fuzz {
+
+/// A context for one input: single-threaded (no thread pool per input),
+/// with every diagnostic swallowed.
+class SilentContext {
+public:
+  explicit SilentContext(const mlir::DialectRegistry &registry)
+      : context(registry, mlir::MLIRContext::Threading::DISABLED),
+        silence(&context, [](mlir::Diagnostic &) { return mlir::success(); }) {}
+
+  mlir::MLIRContext *get() { return &context; }
+
+private:
+  mlir::MLIRContext context;
+  mlir::ScopedDiagnosticHandler silence;
+};
+
+/// The input as the main buffer of `sourceMgr`, copied so that it is
+/// null-terminated as the parsers expect; `name` is its file name in
+/// locations.
+inline void addInputBuffer(llvm::SourceMgr &sourceMgr, const uint8_t *data,
+                           size_t size, llvm::StringRef name) {
+  llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(bytes, name), llvm::SMLoc());
+}
+
+/// Runs comm-optimize with `options` on a copy of `module`. The pipeline
+/// checks the IR after every pass, as commopt-opt does. Returns the planned
+/// copy, or null when the options or a pass failed.
+inline mlir::OwningOpRef<mlir::ModuleOp> runOptimize(mlir::ModuleOp module,
+                                                     llvm::StringRef options) {
+  mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+  mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
+  if (mlir::failed(mlir::comm::addOptimizePipeline(pm, options)) ||
+      mlir::failed(pm.run(*copy)))
+    return nullptr;
+  return copy;
+}
+
+} // namespace commopt::fuzz
+
+#endif // COMMOPT_TOOLS_FUZZERS_FUZZERSUPPORT_H

@@ -1,0 +1,83 @@
+//===- commopt-ir-fuzzer.cpp - Fuzzes parsing and planning of comm IR -----===//
+//
+// libFuzzer target modelled on upstream's mlir-parser-fuzzer: each input is
+// MLIR text, parsed as commopt-opt parses it (the comm dialect and the
+// upstream dialects training steps use, comm::registerDialects) and
+// verified. A module that verifies is planned with comm-optimize under a
+// few option sets, each on a fresh copy, and the first plan is exported as
+// a timeline and a JSON plan. Every option set names its cluster, so that a
+// cluster recorded in the input never makes the fuzzer read a file. Errors
+// are expected; crashes, sanitizer reports and hangs are not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../FuzzerSupport.h"
+
+#include "CommDialect/Target/Export.h"
+
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+/// The comm-optimize option sets each verified input is planned with: the
+/// defaults; threshold fusion with a low-precision wire, partitioning and
+/// two channels; sparse gradients with the chunk exchange and
+/// MG-WFBP's merging.
+static constexpr StringLiteral kOptionSets[] = {
+    "cluster=gradientflow-64 estimate=step report=none",
+    "cluster=nvlink-8 fusion=threshold bucket-cap-mb=1 wire=f16 "
+    "wire-min-bytes=0 channels=2 partition-mb=1 estimate=steady report=none",
+    "cluster=ethernet10-16 fusion=mgwfbp sparse=true density=0.01 "
+    "sparse-exchange=chunk sparse-min-bytes=0 sparse-chunk-elements=256 "
+    "estimate=step report=none",
+};
+
+/// What commopt-opt registers.
+static const DialectRegistry &getRegistry() {
+  static const DialectRegistry registry = [] {
+    DialectRegistry result;
+    comm::registerDialects(result);
+    return result;
+  }();
+  return registry;
+}
+
+/// Whether every string attribute of `module` is valid UTF-8. The exports
+/// write names into JSON, and LLVM's JSON writer asserts that its strings
+/// are UTF-8 (release builds replace bad bytes with U+FFFD); until the
+/// exports check names themselves, modules with other bytes are not exported
+/// (docs/Robustness.md, "Open findings").
+static bool hasOnlyUTF8Strings(ModuleOp module) {
+  WalkResult result = module->walk([](Operation *op) {
+    WalkResult strings = op->getAttrDictionary().walk([](StringAttr string) {
+      return llvm::json::isUTF8(string.getValue()) ? WalkResult::advance()
+                                                   : WalkResult::interrupt();
+    });
+    return strings;
+  });
+  return !result.wasInterrupted();
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  commopt::fuzz::SilentContext context(getRegistry());
+  llvm::SourceMgr sourceMgr;
+  commopt::fuzz::addInputBuffer(sourceMgr, data, size, "fuzz.mlir");
+  // Parsing verifies.
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context.get()));
+  if (!module)
+    return 0;
+  for (auto [index, options] : llvm::enumerate(kOptionSets)) {
+    OwningOpRef<ModuleOp> planned =
+        commopt::fuzz::runOptimize(*module, options);
+    if (!planned || index != 0 || !hasOnlyUTF8Strings(*planned))
+      continue;
+    comm::TimelineExportOptions timeline;
+    timeline.cluster = "gradientflow-64";
+    (void)comm::exportTimeline(*planned, llvm::nulls(), timeline);
+    (void)comm::exportPlan(*planned, llvm::nulls(), {});
+  }
+  return 0;
+}
