@@ -43,7 +43,7 @@ case $sanitizers in
     preload=$runtime_dir/libclang_rt.asan-x86_64.so
     # The slow unwinder follows allocations through OpenMPI's frames, which
     # the suppressions name.
-    export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0"
+    export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:suppressions=$suppressions/asan.txt"
     ;;
   *) preload= ;;
 esac
@@ -75,7 +75,7 @@ lit_env=()
 if [[ -n $preload ]]; then
   # Uninstrumented hosts load the runtime first; their leaks are not ours.
   lit_env=(env LD_PRELOAD="$preload"
-           ASAN_OPTIONS="halt_on_error=1:detect_leaks=0"
+           ASAN_OPTIONS="halt_on_error=1:detect_leaks=0:suppressions=$suppressions/asan.txt"
            TSAN_OPTIONS="halt_on_error=1:suppressions=$suppressions/tsan.txt")
 fi
 record "${lit_env[@]}" /usr/lib/llvm-22/bin/lit -sv "$build/test"

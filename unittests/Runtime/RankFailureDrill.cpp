@@ -83,9 +83,18 @@ int exitFromThread() {
       say("calling exit(0) on another thread");
       std::exit(0);
     }).detach();
-  // 4 MiB allreduces, long enough to be inside one when exit() comes.
+  // 4 MiB allreduces, long enough to be inside one when exit() comes. When
+  // it comes between two, the next fails (the runtime is shutting down) and
+  // this thread waits for the exit to end the process: a second exit() would
+  // be undefined.
+  std::vector<float> buffer(1 << 20, 1.0f);
   for (int i = 0; i < 100000; ++i)
-    allreduceOnes(1 << 20);
+    if (int32_t status = commrt_allreduce(buffer.data(), 1 << 20, COMMRT_F32,
+                                          COMMRT_SUM)) {
+      say("commrt_allreduce failed: %s: %s", commrt_status_string(status),
+          commrt_last_error());
+      sleepSeconds(3600);
+    }
   say("all allreduces returned");
   return 0;
 }
