@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -202,6 +203,20 @@ std::optional<int64_t> comm::getGradientBytes(Type type, Type wire) {
   return elements / 8 * bits + llvm::divideCeil(elements % 8 * bits, 8);
 }
 
+/// Fails unless every name in `names` is valid UTF-8: names reach the plan,
+/// the timeline and the reports, which are JSON.
+static LogicalResult verifyNamesAreUTF8(Operation *op,
+                                        ArrayRef<StringRef> names) {
+  for (StringRef name : names) {
+    size_t offset = 0;
+    if (!llvm::json::isUTF8(name, &offset))
+      return op->emitOpError("name '")
+             << name.take_front(offset) << "...' is not valid UTF-8 at byte "
+             << offset << ": names go into JSON plans and reports";
+  }
+  return success();
+}
+
 /// The names of a bucket's `count` gradients: its `names`, or "" for each.
 static SmallVector<StringRef> getBucketNames(std::optional<ArrayAttr> names,
                                              size_t count) {
@@ -223,6 +238,8 @@ SmallVector<StringRef> AllReduceOp::getGradientNames() {
 }
 
 LogicalResult AllReduceOp::verify() {
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
+    return failure();
   SmallVector<Type, 1> results;
   if (getResult())
     results.push_back(getResult().getType());
@@ -253,6 +270,8 @@ SmallVector<StringRef> FusedAllReduceOp::getGradientNames() {
 }
 
 LogicalResult FusedAllReduceOp::verify() {
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
+    return failure();
   return verifyCollective(*this, getInputs(), getResultTypes(),
                           /*checkResults=*/true, getReduce(), getWire(),
                           getPrescale(), getNames());
@@ -280,6 +299,8 @@ SmallVector<StringRef> StartOp::getGradientNames() {
 }
 
 LogicalResult StartOp::verify() {
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
+    return failure();
   if (failed(verifyCollective(*this, getInputs(), {}, /*checkResults=*/false,
                               getReduce(), getWire(), getPrescale(),
                               getNames())))
@@ -379,7 +400,8 @@ void SparseAllReduceOp::narrowWire(Type, std::optional<double>) {
 }
 
 LogicalResult SparseAllReduceOp::verify() {
-  if (failed(verifyByteSize(*this, getGrad())))
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())) ||
+      failed(verifyByteSize(*this, getGrad())))
     return failure();
   auto gradType = cast<ShapedType>(getGrad().getType());
   auto residualType = cast<ShapedType>(getResidualIn().getType());
@@ -451,6 +473,8 @@ void SparseAllReduceOp::getEffects(
 //===----------------------------------------------------------------------===//
 
 LogicalResult ComputeOp::verify() {
+  if (getName() && failed(verifyNamesAreUTF8(*this, *getName())))
+    return failure();
   double cost = getCostUs().convertToDouble();
   if (!std::isfinite(cost) || cost < 0.0)
     return emitOpError("cost_us must be a non-negative finite number of "

@@ -373,3 +373,28 @@ func.func @huge_bucket(%a: tensor<576460752303423488xf32>, %b: tensor<5764607523
   %r:3 = comm.fused_allreduce %a, %b, %c : tensor<576460752303423488xf32>, tensor<576460752303423488xf32>, tensor<576460752303423488xf32> -> tensor<576460752303423488xf32>, tensor<576460752303423488xf32>, tensor<576460752303423488xf32>
   return
 }
+
+// -----
+
+// Names go into JSON (plans, timelines, reports): they must be UTF-8.
+func.func @name_not_utf8(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op name 'fc....' is not valid UTF-8 at byte 3: names go into JSON plans and reports}}
+  %0 = comm.allreduce %g {name = "fc.\FA\FF"} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bucket_name_not_utf8(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op name 'b...' is not valid UTF-8 at byte 1}}
+  %0:2 = comm.fused_allreduce %a, %b {names = ["a", "b\C0"]} : tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @compute_name_not_utf8() {
+  // expected-error @+1 {{'comm.compute' op name '...' is not valid UTF-8 at byte 0}}
+  comm.compute() {cost_us = 1.0 : f64, name = "\FF"} : () -> ()
+  return
+}
