@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
@@ -31,12 +32,13 @@ static void registerImportDialects(DialectRegistry &registry) {
 }
 
 /// The dialects of the training steps the exports read: comm, the upstream
-/// ops whose cost they estimate with the roofline model, and the globals
-/// that hold sparse residuals.
+/// ops whose cost they estimate with the roofline model, the globals that
+/// hold sparse residuals, and the grids that process groups name.
 static void registerExportDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, comm::CommDialect, func::FuncDialect,
                   linalg::LinalgDialect, math::MathDialect,
-                  ml_program::MLProgramDialect, tensor::TensorDialect>();
+                  ml_program::MLProgramDialect, shard::ShardDialect,
+                  tensor::TensorDialect>();
 }
 
 namespace {
