@@ -11,7 +11,12 @@
 #ifndef COMMOPT_TOOLS_FUZZERS_FUZZERSUPPORT_H
 #define COMMOPT_TOOLS_FUZZERS_FUZZERSUPPORT_H
 
+#include "CommDialect/CommDialect.h"
 #include "CommDialect/CommOpt.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -64,6 +69,31 @@ inline mlir::OwningOpRef<mlir::ModuleOp> runOptimize(mlir::ModuleOp module,
       mlir::failed(pm.run(*copy)))
     return nullptr;
   return copy;
+}
+
+/// One input of an importer target: `import` (a commopt-translate import)
+/// reads the bytes as the file `name` on a context with the translation's
+/// dialects; a module it returns is verified and printed, and planned with
+/// comm-optimize as scripts/demo.sh plans imported profiles.
+inline int
+fuzzImport(const uint8_t *data, size_t size, llvm::StringRef name,
+           mlir::OwningOpRef<mlir::ModuleOp> (*import)(llvm::SourceMgr &,
+                                                       mlir::MLIRContext *)) {
+  static const mlir::DialectRegistry registry = [] {
+    mlir::DialectRegistry result;
+    result.insert<mlir::comm::CommDialect, mlir::func::FuncDialect>();
+    return result;
+  }();
+  SilentContext context(registry);
+  context.get()->loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  addInputBuffer(sourceMgr, data, size, name);
+  mlir::OwningOpRef<mlir::ModuleOp> module = import(sourceMgr, context.get());
+  if (!module || mlir::failed(mlir::verify(*module)))
+    return 0;
+  module->print(llvm::nulls());
+  (void)runOptimize(*module, "cluster=ethernet10-16 estimate=step report=none");
+  return 0;
 }
 
 } // namespace commopt::fuzz

@@ -12,37 +12,10 @@
 
 #include "../FuzzerSupport.h"
 
-#include "CommDialect/CommDialect.h"
 #include "CommDialect/Target/Import.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Verifier.h"
-#include "llvm/Support/raw_ostream.h"
-
-using namespace mlir;
-
-/// The dialects of the translation's registration (Translations.cpp).
-static const DialectRegistry &getRegistry() {
-  static const DialectRegistry registry = [] {
-    DialectRegistry result;
-    result.insert<comm::CommDialect, func::FuncDialect>();
-    return result;
-  }();
-  return registry;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  commopt::fuzz::SilentContext context(getRegistry());
-  context.get()->loadAllAvailableDialects();
-  llvm::SourceMgr sourceMgr;
   // The model's name comes from the file's name.
-  commopt::fuzz::addInputBuffer(sourceMgr, data, size, "fuzz.graph.txt");
-  OwningOpRef<ModuleOp> module =
-      comm::importPipedream(sourceMgr, context.get());
-  if (!module || failed(verify(*module)))
-    return 0;
-  module->print(llvm::nulls());
-  (void)commopt::fuzz::runOptimize(
-      *module, "cluster=ethernet10-16 estimate=step report=none");
-  return 0;
+  return commopt::fuzz::fuzzImport(data, size, "fuzz.graph.txt",
+                                   mlir::comm::importPipedream);
 }
