@@ -11,10 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
 #include "CommDialect/Passes.h"
 #include "CommDialect/Target/Import.h"
+#include "CommOpt/Analysis/StepModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -8,7 +8,7 @@
 #ifndef COMMDIALECT_PASSES_H
 #define COMMDIALECT_PASSES_H
 
-#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/ClusterModel.h"
 
 #include "mlir/Pass/Pass.h"
 

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/CommOpt.h"
+#include "CommOpt/CommOpt.h"
 
 #include "CommDialect/BufferizableOpInterfaceImpl.h"
 #include "CommDialect/CommDialect.h"

@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/Bucketing.h"
+#include "CommOpt/Analysis/Bucketing.h"
 
 #include <algorithm>
 #include <deque>

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/ClusterModel.h"
 
 #include "Description.h"
 

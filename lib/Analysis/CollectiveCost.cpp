@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/DeviceModel.h"
+#include "CommOpt/Analysis/DeviceModel.h"
 
 #include "Description.h"
 

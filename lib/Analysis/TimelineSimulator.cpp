@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/TimelineSimulator.h"
+#include "CommOpt/Analysis/TimelineSimulator.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"

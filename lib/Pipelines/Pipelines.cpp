@@ -7,8 +7,8 @@
 
 #include "CommDialect/Passes.h"
 
-#include "CommDialect/Analysis/ClusterModel.h"
-#include "CommDialect/OptionChecks.h"
+#include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"

@@ -1,6 +1,6 @@
 //===- OptionChecks.cpp - Errors for pass options a user mistyped ---------===//
 
-#include "CommDialect/OptionChecks.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,6 +1,6 @@
 //===- ToolHelp.cpp - --help that leads with commopt's own options --------===//
 
-#include "CommDialect/ToolHelp.h"
+#include "CommOpt/Support/ToolHelp.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/CommandLine.h"

@@ -11,8 +11,8 @@
 
 #include "CommDialect/Target/Export.h"
 
-#include "CommDialect/Analysis/ClusterModel.h"
 #include "CommDialect/CommDialect.h"
+#include "CommOpt/Analysis/ClusterModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/Target/Export.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/JSON.h"

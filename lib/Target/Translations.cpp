@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/Target/Translations.h"
-#include "CommDialect/ToolHelp.h"
+#include "CommOpt/Support/ToolHelp.h"
 
 #include "CommDialect/CommDialect.h"
 #include "CommDialect/Target/Export.h"

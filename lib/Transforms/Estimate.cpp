@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/PlanningCluster.h"
-#include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
-#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Analysis/StepModel.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -6,12 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/Bucketing.h"
-#include "CommDialect/Analysis/PlanningCluster.h"
-#include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
-#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
+#include "CommOpt/Analysis/Bucketing.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Analysis/StepModel.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/PlanningCluster.h"
-#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

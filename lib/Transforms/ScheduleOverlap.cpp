@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/PlanningCluster.h"
 #include "CommDialect/CommDialect.h"
-#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -7,12 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/CollectiveCost.h"
-#include "CommDialect/Analysis/PlanningCluster.h"
-#include "CommDialect/Analysis/StepModel.h"
 #include "CommDialect/CommDialect.h"
-#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Analysis/StepModel.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/Builders.h"

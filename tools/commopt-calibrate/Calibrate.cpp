@@ -13,8 +13,8 @@
 
 #include "Calibration.h"
 
-#include "CommDialect/Analysis/ClusterModel.h"
-#include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
 #include "commrt/commrt.h"
 
 #include "llvm/ADT/StringRef.h"

@@ -11,7 +11,7 @@
 #ifndef COMMOPT_BENCH_CALIBRATE_CALIBRATION_H
 #define COMMOPT_BENCH_CALIBRATE_CALIBRATION_H
 
-#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/ClusterModel.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"

@@ -8,7 +8,7 @@
 
 #include "Calibration.h"
 
-#include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/CommOpt.h"
 #include "CommDialect/Passes.h"
-#include "CommDialect/ToolHelp.h"
+#include "CommOpt/CommOpt.h"
+#include "CommOpt/Support/ToolHelp.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllPasses.h"

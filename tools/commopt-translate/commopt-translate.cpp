@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/Target/Translations.h"
-#include "CommDialect/ToolHelp.h"
+#include "CommOpt/Support/ToolHelp.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "llvm/Support/raw_ostream.h"

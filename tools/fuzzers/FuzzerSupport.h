@@ -12,7 +12,7 @@
 #define COMMOPT_TOOLS_FUZZERS_FUZZERSUPPORT_H
 
 #include "CommDialect/CommDialect.h"
-#include "CommDialect/CommOpt.h"
+#include "CommOpt/CommOpt.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"

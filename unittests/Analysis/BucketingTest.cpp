@@ -1,6 +1,6 @@
 //===- BucketingTest.cpp - Tests of the optimal bucketing -----------------===//
 
-#include "CommDialect/Analysis/Bucketing.h"
+#include "CommOpt/Analysis/Bucketing.h"
 
 #include "gtest/gtest.h"
 

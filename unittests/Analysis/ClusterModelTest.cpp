@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/ClusterModel.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
 
 #include "gtest/gtest.h"
 

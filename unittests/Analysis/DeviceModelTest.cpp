@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/DeviceModel.h"
+#include "CommOpt/Analysis/DeviceModel.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/TimelineSimulator.h"
+#include "CommOpt/Analysis/TimelineSimulator.h"
 
 #include "llvm/ADT/STLExtras.h"
 

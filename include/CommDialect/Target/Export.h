@@ -8,7 +8,7 @@
 #ifndef COMMDIALECT_TARGET_EXPORT_H
 #define COMMDIALECT_TARGET_EXPORT_H
 
-#include "CommDialect/Analysis/StepModel.h"
+#include "CommOpt/Analysis/StepModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

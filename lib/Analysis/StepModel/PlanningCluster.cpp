@@ -1,6 +1,6 @@
 //===- PlanningCluster.cpp - The cluster a plan is made for ---------------===//
 
-#include "CommDialect/Analysis/PlanningCluster.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"

@@ -1,6 +1,6 @@
 //===- StepModel.cpp - A function's training step, for the simulator ------===//
 
-#include "CommDialect/Analysis/StepModel.h"
+#include "CommOpt/Analysis/StepModel.h"
 
 #include "CommDialect/CommDialect.h"
 

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/CommDialect.h"
-#include "CommDialect/OptionChecks.h"
 #include "CommDialect/Passes.h"
+#include "CommOpt/Support/OptionChecks.h"
 
 #include "commrt/commrt.h"
 

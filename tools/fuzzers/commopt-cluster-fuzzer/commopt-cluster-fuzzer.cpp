@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/ClusterModel.h"
-#include "CommDialect/Analysis/CollectiveCost.h"
-#include "CommDialect/Analysis/TimelineSimulator.h"
+#include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/TimelineSimulator.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/JSON.h"

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CommDialect/Analysis/DeviceModel.h"
+#include "CommOpt/Analysis/DeviceModel.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/JSON.h"

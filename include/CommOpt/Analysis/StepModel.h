@@ -9,13 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_ANALYSIS_STEPMODEL_H
-#define COMMDIALECT_ANALYSIS_STEPMODEL_H
+#ifndef COMMOPT_ANALYSIS_STEPMODEL_H
+#define COMMOPT_ANALYSIS_STEPMODEL_H
 
-#include "CommDialect/Analysis/ClusterModel.h"
-#include "CommDialect/Analysis/CollectiveCost.h"
-#include "CommDialect/Analysis/DeviceModel.h"
-#include "CommDialect/Analysis/TimelineSimulator.h"
+#include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/DeviceModel.h"
+#include "CommOpt/Analysis/TimelineSimulator.h"
 
 #include "CommDialect/CommDialect.h"
 
@@ -144,4 +144,4 @@ simulateStepModel(const StepModel &model, const ClusterModel &cluster,
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_ANALYSIS_STEPMODEL_H
+#endif // COMMOPT_ANALYSIS_STEPMODEL_H

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_ANALYSIS_COLLECTIVECOST_H
-#define COMMDIALECT_ANALYSIS_COLLECTIVECOST_H
+#ifndef COMMOPT_ANALYSIS_COLLECTIVECOST_H
+#define COMMOPT_ANALYSIS_COLLECTIVECOST_H
 
-#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/ClusterModel.h"
 
 #include <cstdint>
 #include <optional>
@@ -110,4 +110,4 @@ CollectiveCost sparseAllreduceCost(const ClusterModel &cluster,
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_ANALYSIS_COLLECTIVECOST_H
+#endif // COMMOPT_ANALYSIS_COLLECTIVECOST_H

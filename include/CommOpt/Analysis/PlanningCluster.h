@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_ANALYSIS_PLANNINGCLUSTER_H
-#define COMMDIALECT_ANALYSIS_PLANNINGCLUSTER_H
+#ifndef COMMOPT_ANALYSIS_PLANNINGCLUSTER_H
+#define COMMOPT_ANALYSIS_PLANNINGCLUSTER_H
 
-#include "CommDialect/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/ClusterModel.h"
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringMap.h"
@@ -71,4 +71,4 @@ private:
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_ANALYSIS_PLANNINGCLUSTER_H
+#endif // COMMOPT_ANALYSIS_PLANNINGCLUSTER_H

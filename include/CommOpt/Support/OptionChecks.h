@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_OPTIONCHECKS_H
-#define COMMDIALECT_OPTIONCHECKS_H
+#ifndef COMMOPT_SUPPORT_OPTIONCHECKS_H
+#define COMMOPT_SUPPORT_OPTIONCHECKS_H
 
 #include "mlir/Pass/Pass.h"
 #include "mlir/Support/LLVM.h"
@@ -65,4 +65,4 @@ public:
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_OPTIONCHECKS_H
+#endif // COMMOPT_SUPPORT_OPTIONCHECKS_H

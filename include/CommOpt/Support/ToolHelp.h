@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_TOOLHELP_H
-#define COMMDIALECT_TOOLHELP_H
+#ifndef COMMOPT_SUPPORT_TOOLHELP_H
+#define COMMOPT_SUPPORT_TOOLHELP_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -40,4 +40,4 @@ void printOptionHelp(llvm::raw_ostream &os,
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_TOOLHELP_H
+#endif // COMMOPT_SUPPORT_TOOLHELP_H

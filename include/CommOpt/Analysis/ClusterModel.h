@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_ANALYSIS_CLUSTERMODEL_H
-#define COMMDIALECT_ANALYSIS_CLUSTERMODEL_H
+#ifndef COMMOPT_ANALYSIS_CLUSTERMODEL_H
+#define COMMOPT_ANALYSIS_CLUSTERMODEL_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -154,4 +154,4 @@ bool fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_ANALYSIS_CLUSTERMODEL_H
+#endif // COMMOPT_ANALYSIS_CLUSTERMODEL_H

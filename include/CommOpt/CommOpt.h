@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_COMMOPT_H
-#define COMMDIALECT_COMMOPT_H
+#ifndef COMMOPT_COMMOPT_H
+#define COMMOPT_COMMOPT_H
 
 #include "CommDialect/Passes.h"
 #include "CommDialect/Target/Translations.h"
@@ -37,4 +37,4 @@ LogicalResult addOptimizePipeline(OpPassManager &pm, StringRef options);
 } // namespace comm
 } // namespace mlir
 
-#endif // COMMDIALECT_COMMOPT_H
+#endif // COMMOPT_COMMOPT_H

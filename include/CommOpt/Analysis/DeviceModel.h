@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_ANALYSIS_DEVICEMODEL_H
-#define COMMDIALECT_ANALYSIS_DEVICEMODEL_H
+#ifndef COMMOPT_ANALYSIS_DEVICEMODEL_H
+#define COMMOPT_ANALYSIS_DEVICEMODEL_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -72,4 +72,4 @@ bool fromJSON(const llvm::json::Value &value, DeviceModel &device,
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_ANALYSIS_DEVICEMODEL_H
+#endif // COMMOPT_ANALYSIS_DEVICEMODEL_H

@@ -9,11 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_ANALYSIS_TIMELINESIMULATOR_H
-#define COMMDIALECT_ANALYSIS_TIMELINESIMULATOR_H
+#ifndef COMMOPT_ANALYSIS_TIMELINESIMULATOR_H
+#define COMMOPT_ANALYSIS_TIMELINESIMULATOR_H
 
-#include "CommDialect/Analysis/ClusterModel.h"
-#include "CommDialect/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
@@ -175,4 +175,4 @@ simulateSteadyState(const StepDescription &step,
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_ANALYSIS_TIMELINESIMULATOR_H
+#endif // COMMOPT_ANALYSIS_TIMELINESIMULATOR_H

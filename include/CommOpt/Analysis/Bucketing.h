@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef COMMDIALECT_ANALYSIS_BUCKETING_H
-#define COMMDIALECT_ANALYSIS_BUCKETING_H
+#ifndef COMMOPT_ANALYSIS_BUCKETING_H
+#define COMMOPT_ANALYSIS_BUCKETING_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -67,4 +67,4 @@ double bucketsEndUs(llvm::ArrayRef<BucketItem> items,
 
 } // namespace mlir::comm
 
-#endif // COMMDIALECT_ANALYSIS_BUCKETING_H
+#endif // COMMOPT_ANALYSIS_BUCKETING_H
