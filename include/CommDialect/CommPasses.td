@@ -5,6 +5,23 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The cluster option of every pass that plans or prices with the cost
+// model. Without it a pass uses the cluster recorded on the module, else
+// the default preset (kDefaultClusterName in ClusterModel.h).
+def CommClusterOption
+    : Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+             "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
+             "ethernet10-16, ib56-16) or cluster description file (default: "
+             "the cluster recorded on the module, else gradientflow-64)">;
+
+// A choice-valued option: an enum of PassOptionTypes.h whose valid values
+// `values` lists (a macro of that header), parsed by its ChoiceParser.
+class CommChoiceOption<string varName, string arg, string enumName,
+                       string default, string desc, string values>
+    : Option<varName, arg, "::mlir::comm::" # enumName,
+             "::mlir::comm::" # enumName # "::" # default, desc,
+             "::llvm::cl::values(" # values # ")">;
+
 def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower bufferized comm ops to calls into the commrt runtime";
   let description = [{
@@ -177,9 +194,9 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     all of the cluster's ranks, those over a process group included.
   }];
   let options = [
-    Option<"policy", "policy", "std::string", /*default=*/"\"threshold\"",
-           "How bucket boundaries are chosen: threshold, cost or mgwfbp "
-           "(default: threshold)">,
+    CommChoiceOption<"policy", "policy", "FusionPolicy", "Threshold",
+                     "How bucket boundaries are chosen (default: threshold)",
+                     "COMMOPT_FUSION_POLICY_VALUES">,
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
            "Bucket size cap in MiB (threshold policy) (default: 25)">,
     Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
@@ -188,10 +205,7 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     Option<"overflow", "overflow", "bool", /*default=*/"true",
            "Close a bucket once it reaches the cap (true, DDP) rather than "
            "before it would exceed it (false, Horovod/XLA) (default: true)">,
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
-           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file (default: "
-           "the cluster recorded on the module, else gradientflow-64)">,
+    CommClusterOption,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset or JSON file for unprofiled compute (cost and "
            "mgwfbp policies) (default: v100)">
@@ -368,9 +382,9 @@ def CommLowerPrecision : Pass<"comm-lower-precision", "::mlir::func::FuncOp"> {
     ```
   }];
   let options = [
-    Option<"wire", "wire", "std::string", /*default=*/"\"f16\"",
-           "Wire type of the collectives it changes: f16 or bf16 (default: "
-           "f16)">,
+    CommChoiceOption<"wire", "wire", "WirePrecision", "F16",
+                     "Wire type of the collectives it changes (default: f16)",
+                     "COMMOPT_WIRE_PRECISION_VALUES">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
            "Collectives whose gradients total fewer bytes than this stay in "
            "full precision (default: 65536)">,
@@ -379,10 +393,7 @@ def CommLowerPrecision : Pass<"comm-lower-precision", "::mlir::func::FuncOp"> {
            "Regular expression: collectives with a parameter name matching "
            "it stay in full precision (empty: none) (default: "
            "bias|bn|[Nn]orm|ln)">,
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
-           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file (default: "
-           "the cluster recorded on the module, else gradientflow-64)">
+    CommClusterOption
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }
@@ -430,18 +441,16 @@ def CommEstimate : Pass<"comm-estimate", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
-           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file (default: "
-           "the cluster recorded on the module, else gradientflow-64)">,
+    CommClusterOption,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset (v100, p40, h100) or path of a device description "
            "JSON, for ops without a measured cost (default: v100)">,
-    Option<"mode", "mode", "std::string", /*default=*/"\"step\"",
-           "What to simulate: step (one step) or steady (steady state of "
-           "repeated steps) (default: step)">,
-    Option<"report", "report", "std::string", /*default=*/"\"text\"",
-           "Report format: text, json or none (default: text)">,
+    CommChoiceOption<"mode", "mode", "EstimateMode", "Step",
+                     "What to simulate (default: step)",
+                     "COMMOPT_ESTIMATE_MODE_VALUES">,
+    CommChoiceOption<"report", "report", "ReportFormat", "Text",
+                     "Report format (default: text)",
+                     "COMMOPT_REPORT_FORMAT_VALUES">,
     Option<"reportFile", "report-file", "std::string", /*default=*/"\"-\"",
            "Where the report goes: - for stderr, or a file path (default: -)">,
     Option<"top", "top", "unsigned", /*default=*/"10",
@@ -513,10 +522,7 @@ def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
-           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file (default: "
-           "the cluster recorded on the module, else gradientflow-64)">
+    CommClusterOption
   ];
 }
 
@@ -582,17 +588,15 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     Option<"density", "density", "double", /*default=*/"0.001",
            "Fraction of each gradient's entries sent (of its chunks with the "
            "chunk exchange), in (0, 1]; RedSync's 0.1% (default: 0.001)">,
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
-           "Cluster preset (gradientflow-64, ib100-512, nvlink-8, "
-           "ethernet10-16, ib56-16) or cluster description file (default: "
-           "the cluster recorded on the module, else gradientflow-64)">,
-    Option<"exchange", "exchange", "std::string", /*default=*/"\"auto\"",
-           "Sparse exchange: allgather, hash, chunk, or auto (the cheapest "
-           "by the cost model) (default: auto)">,
-    Option<"select", "select", "std::string", /*default=*/"\"threshold\"",
-           "Selection for the allgather and hash exchanges: threshold or "
-           "topk (the chunk exchange always selects chunks) (default: "
-           "threshold)">,
+    CommClusterOption,
+    CommChoiceOption<"exchange", "exchange", "SparseExchangeChoice", "Auto",
+                     "Sparse exchange (default: auto)",
+                     "COMMOPT_SPARSE_EXCHANGE_VALUES">,
+    CommChoiceOption<"select", "select", "SparseSelectChoice", "Threshold",
+                     "Selection for the allgather and hash exchanges (the "
+                     "chunk exchange always selects chunks) (default: "
+                     "threshold)",
+                     "COMMOPT_SPARSE_SELECT_VALUES">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
            "Gradients smaller than this many bytes stay dense (default: "
            "1048576)">,

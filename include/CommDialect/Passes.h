@@ -8,6 +8,7 @@
 #ifndef COMMDIALECT_PASSES_H
 #define COMMDIALECT_PASSES_H
 
+#include "CommDialect/PassOptionTypes.h"
 #include "CommOpt/Analysis/ClusterModel.h"
 
 #include "mlir/Pass/Pass.h"
@@ -48,13 +49,6 @@ namespace comm {
 /// of a cluster description's.
 inline constexpr int kMaxChannels = kMaxClusterChannels;
 
-/// The values of the choice-valued options that comm-optimize forwards to
-/// its passes, for the checks of both.
-inline constexpr StringRef kSparseExchangeChoices[] = {"auto", "allgather",
-                                                       "hash", "chunk"};
-inline constexpr StringRef kSparseSelectChoices[] = {"threshold", "topk"};
-inline constexpr StringRef kReportChoices[] = {"text", "json", "none"};
-
 #define GEN_PASS_DECL
 #include "CommDialect/CommPasses.h.inc"
 
@@ -89,11 +83,12 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Device preset or JSON file for compute without a "
                      "profiled cost (default: v100)"),
       llvm::cl::init("v100")};
-  Option<std::string> fusion{
+  Option<FusionPolicy> fusion{
       *this, "fusion",
-      llvm::cl::desc("Bucketing policy: cost, threshold, mgwfbp or none "
-                     "(default: cost)"),
-      llvm::cl::init("cost")};
+      llvm::cl::desc("Bucketing policy of comm-fuse-buckets (default: cost)"),
+      llvm::cl::init(FusionPolicy::Cost),
+      llvm::cl::values(COMMOPT_FUSION_POLICY_VALUES,
+                       clEnumValN(FusionPolicy::None, "none", "no fusion"))};
   Option<double> bucketCapMb{
       *this, "bucket-cap-mb",
       llvm::cl::desc("Bucket cap in MiB for fusion=threshold (default: 25)"),
@@ -112,11 +107,13 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Split single gradients larger than this many MiB "
                      "(0: never) (default: 0)"),
       llvm::cl::init(0.0)};
-  Option<std::string> wire{
+  Option<WirePrecision> wire{
       *this, "wire",
-      llvm::cl::desc("Wire precision of dense collectives: none, f16 or bf16 "
-                     "(default: none)"),
-      llvm::cl::init("none")};
+      llvm::cl::desc("Wire precision of dense collectives (default: none)"),
+      llvm::cl::init(WirePrecision::None),
+      llvm::cl::values(
+          clEnumValN(WirePrecision::None, "none", "full precision"),
+          COMMOPT_WIRE_PRECISION_VALUES)};
   Option<int64_t> wireMinBytes{
       *this, "wire-min-bytes",
       llvm::cl::desc("Gradients smaller than this many bytes stay in full "
@@ -132,18 +129,18 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Density of sparse gradients, in (0, 1] "
                      "(default: 0.001)"),
       llvm::cl::init(0.001)};
-  Option<std::string> sparseSelect{
+  Option<SparseSelectChoice> sparseSelect{
       *this, "sparse-select",
       llvm::cl::desc("How sparse gradients select their entries for the "
-                     "allgather and hash exchanges: threshold or topk "
-                     "(default: threshold)"),
-      llvm::cl::init(CommSparsifyOptions().select)};
-  Option<std::string> sparseExchange{
+                     "allgather and hash exchanges (default: threshold)"),
+      llvm::cl::init(CommSparsifyOptions().select),
+      llvm::cl::values(COMMOPT_SPARSE_SELECT_VALUES)};
+  Option<SparseExchangeChoice> sparseExchange{
       *this, "sparse-exchange",
-      llvm::cl::desc(
-          "How sparse gradients are exchanged: auto, allgather, "
-          "hash or chunk (comm-sparsify's exchange) (default: auto)"),
-      llvm::cl::init(CommSparsifyOptions().exchange)};
+      llvm::cl::desc("How sparse gradients are exchanged (comm-sparsify's "
+                     "exchange) (default: auto)"),
+      llvm::cl::init(CommSparsifyOptions().exchange),
+      llvm::cl::values(COMMOPT_SPARSE_EXCHANGE_VALUES)};
   Option<int64_t> sparseMinBytes{
       *this, "sparse-min-bytes",
       llvm::cl::desc("Gradients smaller than this stay dense "
@@ -154,16 +151,16 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Elements per chunk of the chunk exchange "
                      "(comm-sparsify's chunk-elements) (default: 32768)"),
       llvm::cl::init(CommSparsifyOptions().chunkElements)};
-  Option<std::string> estimate{
+  Option<EstimateMode> estimate{
       *this, "estimate",
-      llvm::cl::desc("Estimate the plan at the end: none, step or steady "
-                     "(default: none)"),
-      llvm::cl::init("none")};
-  Option<std::string> report{
-      *this, "report",
-      llvm::cl::desc("The estimate's report: text, json or none "
-                     "(default: text)"),
-      llvm::cl::init("text")};
+      llvm::cl::desc("Estimate the plan at the end (default: none)"),
+      llvm::cl::init(EstimateMode::None),
+      llvm::cl::values(clEnumValN(EstimateMode::None, "none", "no estimate"),
+                       COMMOPT_ESTIMATE_MODE_VALUES)};
+  Option<ReportFormat> report{
+      *this, "report", llvm::cl::desc("The estimate's report (default: text)"),
+      llvm::cl::init(CommEstimateOptions().report),
+      llvm::cl::values(COMMOPT_REPORT_FORMAT_VALUES)};
   Option<std::string> reportFile{
       *this, "report-file",
       llvm::cl::desc("Where the estimate's report goes (-: stderr) "

@@ -8,6 +8,7 @@
 #include "CommDialect/Passes.h"
 
 #include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
 #include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -66,26 +67,6 @@ LogicalResult comm::verifyOptimizeOptions(
   auto fail = [&](StringRef option, const Twine &message) {
     return errorHandler("comm-optimize: option '" + option + "': " + message);
   };
-  struct Choice {
-    StringRef option;
-    StringRef value;
-    SmallVector<StringRef> choices;
-  };
-  Choice choices[] = {
-      {"fusion", options.fusion, {"cost", "threshold", "mgwfbp", "none"}},
-      {"wire", options.wire, {"none", "f16", "bf16"}},
-      {"sparse-select", options.sparseSelect,
-       llvm::to_vector(kSparseSelectChoices)},
-      {"sparse-exchange", options.sparseExchange,
-       llvm::to_vector(kSparseExchangeChoices)},
-      {"estimate", options.estimate, {"none", "step", "steady"}},
-      {"report", options.report, llvm::to_vector(kReportChoices)},
-  };
-  for (const Choice &choice : choices)
-    if (std::optional<std::string> error =
-            checkChoice(choice.value, choice.choices))
-      return fail(choice.option, *error);
-
   auto positive = [](double value) {
     return value > 0.0 && std::isfinite(value);
   };
@@ -116,7 +97,8 @@ LogicalResult comm::verifyOptimizeOptions(
                 "expected a positive element count, got " +
                     Twine(options.sparseChunkElements));
   if (!options.cluster.empty()) {
-    llvm::Expected<ClusterModel> cluster = ClusterModel::parse(options.cluster);
+    llvm::Expected<std::shared_ptr<const ClusterModel>> cluster =
+        loadSharedCluster(options.cluster);
     if (!cluster)
       return fail("cluster", llvm::toString(cluster.takeError()));
   }
@@ -139,14 +121,14 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  if (options.wire != "none") {
+  if (options.wire != WirePrecision::None) {
     CommLowerPrecisionOptions precision;
     precision.wire = options.wire;
     precision.minBytes = options.wireMinBytes;
     precision.cluster = options.cluster;
     funcPm.addPass(createCommLowerPrecision(precision));
   }
-  if (options.fusion != "none") {
+  if (options.fusion != FusionPolicy::None) {
     CommFuseBucketsOptions fuse;
     fuse.policy = options.fusion;
     fuse.bucketCapMb = options.bucketCapMb;
@@ -160,7 +142,7 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
   overlap.priorities = options.priorities;
   overlap.partitionMb = options.partitionMb;
   funcPm.addPass(createCommScheduleOverlap(overlap));
-  if (options.estimate != "none") {
+  if (options.estimate != EstimateMode::None) {
     CommEstimateOptions estimate;
     estimate.cluster = options.cluster;
     estimate.device = options.device;
@@ -192,13 +174,13 @@ static void registerCheckedPipeline(
         SmallVector<StringRef> known(names.begin(), names.end());
         if (failed(comm::checkOptionNames(name, text, known, errorHandler)))
           return failure();
-        std::string parseErrors;
-        llvm::raw_string_ostream errorStream(parseErrors);
-        // llvm::cl prints what is wrong with a value itself.
-        if (failed(options.parseFromString(text, errorStream)))
-          return errorHandler(name + ": cannot parse options '" + text + "'" +
-                              (parseErrors.empty() ? "" : ": ") +
-                              StringRef(parseErrors).trim());
+        if (failed(comm::parseCheckedOptions(
+                name, text,
+                [&](llvm::raw_ostream &errors) {
+                  return options.parseFromString(text, errors);
+                },
+                errorHandler)))
+          return failure();
         if (failed(verify(options, errorHandler)))
           return failure();
         build(pm, options);

@@ -1,6 +1,7 @@
 //===- OptionChecks.cpp - Errors for pass options a user mistyped ---------===//
 
 #include "CommOpt/Support/OptionChecks.h"
+#include "CommOpt/Support/ChoiceParser.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -99,6 +100,23 @@ LogicalResult mlir::comm::checkOptionNames(
   return success();
 }
 
+LogicalResult mlir::comm::parseCheckedOptions(
+    StringRef name, StringRef options,
+    function_ref<LogicalResult(llvm::raw_ostream &)> parse,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  ChoiceErrorScope choiceErrors;
+  std::string parseErrors;
+  llvm::raw_string_ostream errorStream(parseErrors);
+  if (succeeded(parse(errorStream)))
+    return success();
+  if (!choiceErrors.getError().empty())
+    return errorHandler(name + ": " + choiceErrors.getError());
+  // llvm::cl has printed what is wrong with a value that is not a choice.
+  return errorHandler(name + ": cannot parse options '" + options + "'" +
+                      (parseErrors.empty() ? "" : ": ") +
+                      StringRef(parseErrors).trim());
+}
+
 LogicalResult mlir::comm::initializeCheckedOptions(
     Pass &pass, StringRef options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
@@ -111,5 +129,13 @@ LogicalResult mlir::comm::initializeCheckedOptions(
   if (failed(
           checkOptionNames(pass.getArgument(), options, known, errorHandler)))
     return failure();
-  return pass.Pass::initializeOptions(options, errorHandler);
+  return parseCheckedOptions(
+      pass.getArgument(), options,
+      [&](llvm::raw_ostream &errors) {
+        return pass.Pass::initializeOptions(options, [&](const Twine &message) {
+          errors << message;
+          return failure();
+        });
+      },
+      errorHandler);
 }

@@ -34,9 +34,6 @@ using namespace mlir::comm;
 
 namespace {
 
-/// How the report is written.
-enum class ReportFormat { Text, Json, None };
-
 /// One collective as the report shows it, times from the start of the
 /// (first measured) step.
 struct CollectiveRow {
@@ -195,24 +192,21 @@ struct CommEstimatePass : public WithCheckedOptions<
       return optionError("device") << llvm::toString(loadedDevice.takeError());
     deviceModel = std::move(*loadedDevice);
 
-    if (std::optional<std::string> error =
-            checkChoice(mode, {"step", "steady"}))
-      return optionError("mode") << *error;
-    simulationMode = *symbolizeSimulationMode(mode);
-
-    if (std::optional<std::string> error = checkChoice(report, kReportChoices))
-      return optionError("report") << *error;
-    reportFormat = report == "text"   ? ReportFormat::Text
-                   : report == "json" ? ReportFormat::Json
-                                      : ReportFormat::None;
+    // The option's parser rejects none; it comes only from C++.
+    if (mode == EstimateMode::None)
+      return optionError("mode") << "none is not a simulation; leave the "
+                                    "pass out";
+    simulationMode = mode == EstimateMode::Step ? SimulationMode::Step
+                                                : SimulationMode::SteadyState;
+    reportFormat = report;
     return success();
   }
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
     planningCluster = resolvePlanningCluster(module, cluster, "comm-estimate");
-    llvm::Expected<ClusterModel> loadedCluster =
-        ClusterModel::parse(planningCluster.spec);
+    llvm::Expected<std::shared_ptr<const ClusterModel>> loadedCluster =
+        loadSharedCluster(planningCluster.spec);
     if (!loadedCluster) {
       module.emitError() << "comm-estimate: option 'cluster': "
                          << llvm::toString(loadedCluster.takeError());
@@ -411,7 +405,7 @@ private:
 
   /// The cluster simulated on, and where its name came from.
   PlanningCluster planningCluster;
-  std::optional<ClusterModel> clusterModel;
+  std::shared_ptr<const ClusterModel> clusterModel;
   std::optional<DeviceModel> deviceModel;
   SimulationMode simulationMode = SimulationMode::Step;
   /// Iterations of a steady-state simulation: the simulator's defaults.

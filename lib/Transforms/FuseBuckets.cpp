@@ -209,9 +209,10 @@ struct CommFuseBucketsPass
 
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);
-    if (std::optional<std::string> error =
-            checkChoice(policy, {"threshold", "cost", "mgwfbp"}))
-      return emitError(loc) << "comm-fuse-buckets: option 'policy': " << *error;
+    // The option's parser rejects none; it comes only from C++.
+    if (policy == FusionPolicy::None)
+      return emitError(loc) << "comm-fuse-buckets: option 'policy': none is "
+                               "not a policy; leave the pass out";
     if (!(bucketCapMb > 0.0) || std::isinf(bucketCapMb))
       return emitError(loc) << "comm-fuse-buckets: bucket-cap-mb must be "
                                "positive and finite, got "
@@ -220,7 +221,7 @@ struct CommFuseBucketsPass
       return emitError(loc)
              << "comm-fuse-buckets: first-bucket-mb must be non-negative, got "
              << firstBucketMb;
-    if (policy != "threshold") {
+    if (policy != FusionPolicy::Threshold) {
       llvm::Expected<DeviceModel> deviceModel = DeviceModel::parse(device);
       if (!deviceModel)
         return emitError(loc)
@@ -238,7 +239,8 @@ struct CommFuseBucketsPass
     func->walk([&](Block *block) {
       SmallVector<Candidate> candidates = collectCandidates(*block);
       SmallVector<Bucket> buckets;
-      if (policy != "threshold" && block == &func.getBody().front()) {
+      if (policy != FusionPolicy::Threshold &&
+          block == &func.getBody().front()) {
         FailureOr<SmallVector<Bucket>> planned = planFunction(func, candidates);
         if (failed(planned))
           return signalPassFailure();
@@ -309,7 +311,7 @@ private:
                          candidate.deadline});
       }
       SmallVector<Bucket> best;
-      bool mergedWFBP = policy == "mgwfbp";
+      bool mergedWFBP = policy == FusionPolicy::Mgwfbp;
       for (BucketRange range : mergedWFBP ? planMergedWFBP(items, cost)
                                           : planOptimalBuckets(items, cost))
         best.push_back(llvm::to_vector(llvm::seq(range.first, range.last)));

@@ -35,11 +35,13 @@ struct CommLowerPrecisionPass
 
   LogicalResult initialize(MLIRContext *context) final {
     Location loc = UnknownLoc::get(context);
-    if (std::optional<std::string> error = checkChoice(wire, {"f16", "bf16"}))
-      return emitError(loc)
-             << "comm-lower-precision: option 'wire': " << *error;
-    wireType = wire == "f16" ? FloatType(Float16Type::get(context))
-                             : FloatType(BFloat16Type::get(context));
+    // The option's parser accepts f16 and bf16; None comes only from C++.
+    if (wire == WirePrecision::None)
+      return emitError(loc) << "comm-lower-precision: option 'wire': none "
+                               "is not a wire type; leave the pass out";
+    wireType = wire == WirePrecision::F16
+                   ? FloatType(Float16Type::get(context))
+                   : FloatType(BFloat16Type::get(context));
 
     if (minBytes < 0)
       return emitError(loc)

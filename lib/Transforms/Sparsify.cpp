@@ -61,21 +61,23 @@ struct CommSparsifyPass : public WithCheckedOptions<
       return emitError(loc)
              << "comm-sparsify: density must be in (0, 1], got " << density;
 
-    if (std::optional<std::string> error =
-            checkChoice(exchange, kSparseExchangeChoices))
-      return emitError(loc) << "comm-sparsify: option 'exchange': " << *error;
     exchanges.clear();
-    if (exchange == "auto")
+    switch (exchange) {
+    case SparseExchangeChoice::Auto:
       exchanges.append(std::begin(kAllExchanges), std::end(kAllExchanges));
-    else
-      exchanges.push_back(*symbolizeExchangeKind(exchange));
-
-    if (std::optional<std::string> error =
-            checkChoice(select, kSparseSelectChoices))
-      return emitError(loc) << "comm-sparsify: option 'select': " << *error
-                            << " (chunk selection comes with exchange=chunk)";
-    selectKind =
-        select == "threshold" ? SelectKind::threshold : SelectKind::topk;
+      break;
+    case SparseExchangeChoice::Allgather:
+      exchanges.push_back(ExchangeKind::allgather);
+      break;
+    case SparseExchangeChoice::Hash:
+      exchanges.push_back(ExchangeKind::hash);
+      break;
+    case SparseExchangeChoice::Chunk:
+      exchanges.push_back(ExchangeKind::chunk);
+      break;
+    }
+    selectKind = select == SparseSelectChoice::Threshold ? SelectKind::threshold
+                                                         : SelectKind::topk;
 
     if (minBytes < 0)
       return emitError(loc)
@@ -90,8 +92,9 @@ struct CommSparsifyPass : public WithCheckedOptions<
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    llvm::Expected<ClusterModel> parsed = ClusterModel::parse(
-        resolvePlanningCluster(module, cluster, "comm-sparsify").spec);
+    llvm::Expected<std::shared_ptr<const ClusterModel>> parsed =
+        loadSharedCluster(
+            resolvePlanningCluster(module, cluster, "comm-sparsify").spec);
     if (!parsed) {
       module.emitError() << "comm-sparsify: option 'cluster': "
                          << llvm::toString(parsed.takeError());
@@ -186,7 +189,7 @@ private:
 
   /// The cluster the costs are computed on: the `cluster` option, else the
   /// module's.
-  std::optional<ClusterModel> clusterModel;
+  std::shared_ptr<const ClusterModel> clusterModel;
   /// The exchanges to choose from: one, or all with `exchange=auto`.
   SmallVector<ExchangeKind, 3> exchanges;
   /// Selection of the allgather and hash exchanges.

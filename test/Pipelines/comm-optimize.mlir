@@ -30,7 +30,7 @@
 // NOFUSE-COUNT-3: comm.wait
 // NOFUSE-NEXT: return
 
-// BADFUSION: error: comm-optimize: option 'fusion': unknown value 'greedy'; expected one of cost, threshold, mgwfbp, none
+// BADFUSION: error: comm-optimize: option 'fusion': unknown value 'greedy'; expected one of threshold, cost, mgwfbp, none
 // BADCLUSTER: error: comm-optimize: option 'cluster': 'nowhere-42' is neither a cluster preset
 
 func.func @train_step() -> (tensor<1000xf32>, tensor<1000xf32>, tensor<10000xf32>) {

@@ -9,9 +9,13 @@
 // RUN: not commopt-opt %s --comm-optimize="wire=fp16" 2>&1 | FileCheck %s --check-prefix=WIRE
 // WIRE: comm-optimize: option 'wire': unknown value 'fp16'; expected one of none, f16, bf16 (did you mean 'f16'?)
 // RUN: not commopt-opt %s --comm-optimize="fusion=ddp" 2>&1 | FileCheck %s --check-prefix=FUSION
-// FUSION: comm-optimize: option 'fusion': unknown value 'ddp'; expected one of cost, threshold, mgwfbp, none{{$}}
+// FUSION: comm-optimize: option 'fusion': unknown value 'ddp'; expected one of threshold, cost, mgwfbp, none{{$}}
 // RUN: not commopt-opt %s --comm-optimize="estimate=stedy" 2>&1 | FileCheck %s --check-prefix=ESTIMATE
 // ESTIMATE: comm-optimize: option 'estimate': unknown value 'stedy'; expected one of none, step, steady (did you mean 'steady'?)
+// RUN: not commopt-opt %s --pass-pipeline="builtin.module(comm-optimize{report=xml})" 2>&1 | FileCheck %s --check-prefix=REPORT
+// REPORT: error: comm-optimize: option 'report': unknown value 'xml'; expected one of text, json, none{{$}}
+// RUN: not commopt-opt %s --comm-optimize="sparse-exchange=rnig" 2>&1 | FileCheck %s --check-prefix=EXCHANGE
+// EXCHANGE: error: comm-optimize: option 'sparse-exchange': unknown value 'rnig'; expected one of auto, allgather, hash, chunk{{$}}
 // RUN: not commopt-opt %s --comm-optimize="channels=100000" 2>&1 | FileCheck %s --check-prefix=CHANNELS
 // CHANNELS: comm-optimize: option 'channels': expected 0 (the cluster's) or a count up to 64, got 100000
 // RUN: not commopt-opt %s --comm-optimize="bucket-cap-mb=inf" 2>&1 | FileCheck %s --check-prefix=CAP

@@ -9,6 +9,7 @@
 // WIRE: error: comm-lower-precision: option 'wire': unknown value 'f8'; expected one of f16, bf16{{$}}
 // MIN: error: comm-lower-precision: min-bytes must be non-negative, got -1
 // PARSE: for the --min-bytes option: 'lots' value invalid for long argument
+// PARSE: error: comm-lower-precision: cannot parse options 'min-bytes=lots'{{$}}
 // REGEX: error: comm-lower-precision: keep-f32 '*bias' is not a valid regular expression: repetition-operator operand invalid
 // BRACKET: error: comm-lower-precision: keep-f32 'bn[12' is not a valid regular expression: brackets ([ ]) not balanced
 // PRESET: error: comm-lower-precision: cluster 'ib56-64': 'ib56-64' is neither a cluster preset (gradientflow-64, {{.*}}) nor a file

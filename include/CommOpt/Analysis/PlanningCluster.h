@@ -16,6 +16,7 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -58,15 +59,24 @@ void recordPlanningCluster(Operation *module, const PlanningCluster &cluster);
 PlanningCluster resolvePlanningCluster(Operation *op, llvm::StringRef option,
                                        llvm::StringRef passName);
 
-/// Parsed cluster descriptions by spec, so that a pass reads each one once
-/// per run however many functions it visits.
+/// The cluster description `spec` (a preset name or a file path), parsed
+/// once per process and contents: every pass of a pipeline, every function
+/// and thread asks this one cache, so one comm-optimize run parses its
+/// cluster once. A file is read again on each call and parsed again only when
+/// its contents changed. Errors are ClusterModel::parse's; they are not
+/// kept.
+llvm::Expected<std::shared_ptr<const ClusterModel>>
+loadSharedCluster(llvm::StringRef spec);
+
+/// The descriptions a pass uses, from loadSharedCluster, kept alive for the
+/// pass's run; errors name the cluster.
 class ClusterCache {
 public:
   /// The description of `cluster`, or an error naming it.
   llvm::Expected<const ClusterModel &> get(const PlanningCluster &cluster);
 
 private:
-  llvm::StringMap<ClusterModel> models;
+  llvm::StringMap<std::shared_ptr<const ClusterModel>> models;
 };
 
 } // namespace mlir::comm

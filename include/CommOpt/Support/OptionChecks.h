@@ -44,7 +44,17 @@ checkOptionNames(StringRef passName, StringRef options,
                  ArrayRef<StringRef> known,
                  function_ref<LogicalResult(const Twine &)> errorHandler);
 
-/// Pass::initializeOptions with the check above, the known names being the
+/// Parses the options `options` of the pass or pipeline `name` with
+/// `parse`, which writes what it reports to the stream it gets. A bad value
+/// of a choice-valued option (ChoiceParser.h) is reported as "<name>: option
+/// 'wire': unknown value 'f8'; expected one of f16, bf16", any other failure
+/// as "<name>: cannot parse options '<options>'".
+LogicalResult
+parseCheckedOptions(StringRef name, StringRef options,
+                    function_ref<LogicalResult(llvm::raw_ostream &)> parse,
+                    function_ref<LogicalResult(const Twine &)> errorHandler);
+
+/// Pass::initializeOptions with the checks above, the known names being the
 /// options `pass` prints in its textual pipeline form.
 LogicalResult initializeCheckedOptions(
     Pass &pass, StringRef options,

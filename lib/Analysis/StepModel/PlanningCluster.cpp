@@ -4,6 +4,9 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::comm;
@@ -74,15 +77,53 @@ PlanningCluster mlir::comm::resolvePlanningCluster(Operation *op,
   return {kDefaultClusterName.str(), ClusterSource::Default};
 }
 
+llvm::Expected<std::shared_ptr<const ClusterModel>>
+mlir::comm::loadSharedCluster(StringRef spec) {
+  struct Entry {
+    /// The file's contents when it was parsed; empty for a preset.
+    std::string contents;
+    std::shared_ptr<const ClusterModel> model;
+  };
+  static std::mutex mutex;
+  static llvm::StringMap<Entry> entries;
+
+  bool isPreset = llvm::is_contained(ClusterModel::presetNames(), spec);
+  std::string contents;
+  if (!isPreset) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        llvm::MemoryBuffer::getFile(spec, /*IsText=*/true);
+    // A file that cannot be read: ClusterModel::parse says why.
+    if (buffer)
+      contents = (*buffer)->getBuffer().str();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = entries.find(spec);
+    if (found != entries.end() && found->second.contents == contents &&
+        (isPreset || !contents.empty()))
+      return found->second.model;
+  }
+  // Parsed outside the lock: two threads may both parse a new description,
+  // and either result is the same.
+  llvm::Expected<ClusterModel> parsed = ClusterModel::parse(spec);
+  if (!parsed)
+    return parsed.takeError();
+  auto model = std::make_shared<const ClusterModel>(std::move(*parsed));
+  std::lock_guard<std::mutex> lock(mutex);
+  entries[spec] = Entry{std::move(contents), model};
+  return model;
+}
+
 llvm::Expected<const ClusterModel &>
 ClusterCache::get(const PlanningCluster &cluster) {
   auto found = models.find(cluster.spec);
   if (found != models.end())
-    return found->second;
-  llvm::Expected<ClusterModel> parsed = ClusterModel::parse(cluster.spec);
-  if (!parsed)
+    return *found->second;
+  llvm::Expected<std::shared_ptr<const ClusterModel>> loaded =
+      loadSharedCluster(cluster.spec);
+  if (!loaded)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cluster '%s': %s", cluster.spec.c_str(),
-                                   llvm::toString(parsed.takeError()).c_str());
-  return models.try_emplace(cluster.spec, std::move(*parsed)).first->second;
+                                   llvm::toString(loaded.takeError()).c_str());
+  return *models.try_emplace(cluster.spec, std::move(*loaded)).first->second;
 }

@@ -1,0 +1,102 @@
+//===- PassOptionTypes.h - Types of commopt's choice options ----*- C++ -*-===//
+//
+// The enums of the choice-valued options of commopt's passes and of
+// comm-optimize. A pass option lists the values it accepts with
+// `llvm::cl::values` (CommPasses.td); comm-optimize's options add `none`
+// where the pipeline can leave a pass out. Their parsers report a bad value
+// with the pass, the option, every valid value and the nearest spelling
+// (CommOpt/Support/ChoiceParser.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMDIALECT_PASSOPTIONTYPES_H
+#define COMMDIALECT_PASSOPTIONTYPES_H
+
+#include "CommOpt/Support/ChoiceParser.h"
+
+namespace mlir::comm {
+
+/// How comm-fuse-buckets chooses bucket boundaries (`policy`); comm-optimize
+/// `fusion=none` leaves the pass out.
+enum class FusionPolicy { None, Threshold, Cost, Mgwfbp };
+
+/// The wire type comm-lower-precision gives collectives (`wire`);
+/// comm-optimize `wire=none` leaves the pass out.
+enum class WirePrecision { None, F16, BF16 };
+
+/// What comm-estimate simulates (`mode`); comm-optimize `estimate=none`
+/// leaves the pass out.
+enum class EstimateMode { None, Step, Steady };
+
+/// The format of comm-estimate's report (`report`).
+enum class ReportFormat { Text, Json, None };
+
+/// comm-sparsify's exchange (`exchange`): one, or the cheapest by the cost
+/// model.
+enum class SparseExchangeChoice { Auto, Allgather, Hash, Chunk };
+
+/// comm-sparsify's selection for the allgather and hash exchanges
+/// (`select`).
+enum class SparseSelectChoice { Threshold, Topk };
+
+template <>
+inline llvm::StringRef
+getChoiceHint<SparseSelectChoice>(llvm::StringRef value) {
+  return value == "chunk" ? "chunk selection comes with exchange=chunk"
+                          : llvm::StringRef();
+}
+
+} // namespace mlir::comm
+
+// The values each option accepts, for `llvm::cl::values` in CommPasses.td
+// and in comm-optimize's options (Passes.h), which add `none`.
+#define COMMOPT_FUSION_POLICY_VALUES                                           \
+  clEnumValN(::mlir::comm::FusionPolicy::Threshold, "threshold",               \
+             "close buckets at a size cap (DDP, Horovod)"),                    \
+      clEnumValN(::mlir::comm::FusionPolicy::Cost, "cost",                     \
+                 "the buckets of least simulated step time"),                  \
+      clEnumValN(::mlir::comm::FusionPolicy::Mgwfbp, "mgwfbp",                 \
+                 "MG-WFBP's merge rule")
+#define COMMOPT_WIRE_PRECISION_VALUES                                          \
+  clEnumValN(::mlir::comm::WirePrecision::F16, "f16", "IEEE half precision"),  \
+      clEnumValN(::mlir::comm::WirePrecision::BF16, "bf16", "bfloat16")
+#define COMMOPT_ESTIMATE_MODE_VALUES                                           \
+  clEnumValN(::mlir::comm::EstimateMode::Step, "step", "one step"),            \
+      clEnumValN(::mlir::comm::EstimateMode::Steady, "steady",                 \
+                 "the steady state of repeated steps")
+#define COMMOPT_REPORT_FORMAT_VALUES                                           \
+  clEnumValN(::mlir::comm::ReportFormat::Text, "text", "a table"),             \
+      clEnumValN(::mlir::comm::ReportFormat::Json, "json", "a JSON object"),   \
+      clEnumValN(::mlir::comm::ReportFormat::None, "none", "no report")
+#define COMMOPT_SPARSE_EXCHANGE_VALUES                                         \
+  clEnumValN(::mlir::comm::SparseExchangeChoice::Auto, "auto",                 \
+             "the cheapest by the cost model"),                                \
+      clEnumValN(::mlir::comm::SparseExchangeChoice::Allgather, "allgather",   \
+                 "allgather of every rank's selection"),                       \
+      clEnumValN(::mlir::comm::SparseExchangeChoice::Hash, "hash",             \
+                 "hash-balanced exchange"),                                    \
+      clEnumValN(::mlir::comm::SparseExchangeChoice::Chunk, "chunk",           \
+                 "chunked exchange")
+#define COMMOPT_SPARSE_SELECT_VALUES                                           \
+  clEnumValN(::mlir::comm::SparseSelectChoice::Threshold, "threshold",         \
+             "entries above a sampled threshold"),                             \
+      clEnumValN(::mlir::comm::SparseSelectChoice::Topk, "topk",               \
+                 "the exact top k")
+
+// The parsers of the enums above, for llvm::cl and MLIR's pass options.
+#define COMMOPT_CHOICE_PARSER(Enum)                                            \
+  template <>                                                                  \
+  class llvm::cl::parser<mlir::comm::Enum>                                     \
+      : public mlir::comm::ChoiceParser<mlir::comm::Enum> {                    \
+  public:                                                                      \
+    using ChoiceParser::ChoiceParser;                                          \
+  };
+COMMOPT_CHOICE_PARSER(FusionPolicy)
+COMMOPT_CHOICE_PARSER(WirePrecision)
+COMMOPT_CHOICE_PARSER(EstimateMode)
+COMMOPT_CHOICE_PARSER(ReportFormat)
+COMMOPT_CHOICE_PARSER(SparseExchangeChoice)
+COMMOPT_CHOICE_PARSER(SparseSelectChoice)
+#undef COMMOPT_CHOICE_PARSER
+
+#endif // COMMDIALECT_PASSOPTIONTYPES_H
