@@ -69,7 +69,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm,
                               const LowerToLLVMOptions &options = {});
 
 /// The options of the `comm-optimize` pipeline, passed through to its
-/// passes.
+/// passes; a default that a pass states is taken from that pass's options.
 struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
   Option<std::string> cluster{
       *this, "cluster",
@@ -82,7 +82,7 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       *this, "device",
       llvm::cl::desc("Device preset or JSON file for compute without a "
                      "profiled cost (default: v100)"),
-      llvm::cl::init("v100")};
+      llvm::cl::init(CommFuseBucketsOptions().device)};
   Option<FusionPolicy> fusion{
       *this, "fusion",
       llvm::cl::desc("Bucketing policy of comm-fuse-buckets (default: cost)"),
@@ -92,7 +92,7 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
   Option<double> bucketCapMb{
       *this, "bucket-cap-mb",
       llvm::cl::desc("Bucket cap in MiB for fusion=threshold (default: 25)"),
-      llvm::cl::init(25.0)};
+      llvm::cl::init(CommFuseBucketsOptions().bucketCapMb)};
   Option<int> channels{
       *this, "channels",
       llvm::cl::desc("Communication channels (0: the cluster's) (default: 0)"),
@@ -101,12 +101,12 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       *this, "priorities",
       llvm::cl::desc("Give collectives priorities from their layers "
                      "(default: true)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(CommScheduleOverlapOptions().priorities)};
   Option<double> partitionMb{
       *this, "partition-mb",
       llvm::cl::desc("Split single gradients larger than this many MiB "
                      "(0: never) (default: 0)"),
-      llvm::cl::init(0.0)};
+      llvm::cl::init(CommScheduleOverlapOptions().partitionMb)};
   Option<WirePrecision> wire{
       *this, "wire",
       llvm::cl::desc("Wire precision of dense collectives (default: none)"),
@@ -118,7 +118,7 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       *this, "wire-min-bytes",
       llvm::cl::desc("Gradients smaller than this many bytes stay in full "
                      "precision (default: 65536)"),
-      llvm::cl::init(65536)};
+      llvm::cl::init(CommLowerPrecisionOptions().minBytes)};
   Option<bool> sparse{
       *this, "sparse",
       llvm::cl::desc("Let gradients go sparse where the cost model says it "
@@ -128,7 +128,7 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       *this, "density",
       llvm::cl::desc("Density of sparse gradients, in (0, 1] "
                      "(default: 0.001)"),
-      llvm::cl::init(0.001)};
+      llvm::cl::init(CommSparsifyOptions().density)};
   Option<SparseSelectChoice> sparseSelect{
       *this, "sparse-select",
       llvm::cl::desc("How sparse gradients select their entries for the "
@@ -165,7 +165,7 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       *this, "report-file",
       llvm::cl::desc("Where the estimate's report goes (-: stderr) "
                      "(default: -)"),
-      llvm::cl::init("-")};
+      llvm::cl::init(CommEstimateOptions().reportFile)};
 };
 
 /// Checks the options of `comm-optimize` as a user typed them: each error
