@@ -183,6 +183,19 @@ verifyOptimizeOptions(const OptimizeOptions &options,
 /// with `estimate`, `comm-estimate`.
 void buildOptimizePipeline(OpPassManager &pm, const OptimizeOptions &options);
 
+/// Adds the passes of comm-optimize that make the plan, without
+/// comm-record-cluster before them and comm-estimate after (on a module).
+void buildPlanningPasses(OpPassManager &pm, const OptimizeOptions &options);
+
+/// The module attribute where comm-optimize records the plans its search
+/// compared: an array of {options, step_us or failure, chosen}.
+inline constexpr llvm::StringLiteral kPlanSearchAttrName = "comm.plan_search";
+
+/// comm-optimize's search (lib/Pipelines/PlanSearch.cpp): plans the module
+/// with every subset of the plan-changing options that `options` turns on
+/// (wire, sparse, partition-mb), simulates each, and keeps the fastest.
+std::unique_ptr<Pass> createPlanSearchPass(const OptimizeOptions &options);
+
 /// Registers every commopt pass and pipeline with the global registry, so
 /// that they appear in an mlir-opt-style tool's command line.
 void registerCommOptPasses();

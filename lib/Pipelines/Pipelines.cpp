@@ -105,11 +105,8 @@ LogicalResult comm::verifyOptimizeOptions(
   return success();
 }
 
-void comm::buildOptimizePipeline(OpPassManager &pm,
-                                 const OptimizeOptions &options) {
-  CommRecordClusterOptions record;
-  record.cluster = options.cluster;
-  pm.addPass(createCommRecordCluster(record));
+void comm::buildPlanningPasses(OpPassManager &pm,
+                               const OptimizeOptions &options) {
   if (options.sparse) {
     CommSparsifyOptions sparsify;
     sparsify.cluster = options.cluster;
@@ -137,11 +134,19 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
     funcPm.addPass(createCommFuseBuckets(fuse));
   }
   CommScheduleOverlapOptions overlap;
-  // 0: the channels of the cluster recorded above.
+  // 0: the channels of the cluster recorded by comm-record-cluster.
   overlap.channels = options.channels;
   overlap.priorities = options.priorities;
   overlap.partitionMb = options.partitionMb;
   funcPm.addPass(createCommScheduleOverlap(overlap));
+}
+
+void comm::buildOptimizePipeline(OpPassManager &pm,
+                                 const OptimizeOptions &options) {
+  CommRecordClusterOptions record;
+  record.cluster = options.cluster;
+  pm.addPass(createCommRecordCluster(record));
+  pm.addPass(createPlanSearchPass(options));
   if (options.estimate != EstimateMode::None) {
     CommEstimateOptions estimate;
     estimate.cluster = options.cluster;

@@ -261,11 +261,53 @@ private:
 
   /// Writes the report of every function to `os`.
   void printReport(ArrayRef<FunctionEstimate> estimates, raw_ostream &os) {
-    if (reportFormat == ReportFormat::Json)
+    if (reportFormat == ReportFormat::Json) {
       printJsonReport(estimates, os);
-    else
-      for (const FunctionEstimate &estimate : estimates)
-        printTextReport(estimate, os);
+      return;
+    }
+    for (const FunctionEstimate &estimate : estimates)
+      printTextReport(estimate, os);
+    printTextPlanSearch(os);
+  }
+
+  /// The plans comm-optimize compared (kPlanSearchAttrName), if it did.
+  ArrayRef<DictionaryAttr> getPlanSearch() {
+    auto entries =
+        getOperation()->getAttrOfType<ArrayAttr>(kPlanSearchAttrName);
+    if (!entries)
+      return {};
+    planSearch.clear();
+    for (Attribute entry : entries)
+      if (auto fields = dyn_cast<DictionaryAttr>(entry))
+        planSearch.push_back(fields);
+    return planSearch;
+  }
+
+  /// Writes what comm-optimize compared: each option set's simulated time
+  /// (all functions together) and which plan it kept.
+  void printTextPlanSearch(raw_ostream &os) {
+    ArrayRef<DictionaryAttr> entries = getPlanSearch();
+    if (entries.empty())
+      return;
+    os << "comm-optimize: " << entries.size()
+       << " plans compared, each option turned on and off (simulated "
+       << (simulationMode == SimulationMode::SteadyState ? "iteration" : "step")
+       << " of every function):\n";
+    size_t width = 0;
+    for (DictionaryAttr entry : entries)
+      if (auto label = entry.getAs<StringAttr>("options"))
+        width = std::max<size_t>(width, label.size());
+    for (DictionaryAttr entry : entries) {
+      auto label = entry.getAs<StringAttr>("options");
+      os << "  " << llvm::left_justify(label ? label.getValue() : "", width);
+      if (auto stepUs = entry.getAs<FloatAttr>("step_us"))
+        os << llvm::format(" %14.3f us", stepUs.getValueAsDouble());
+      else if (auto failure = entry.getAs<StringAttr>("failure"))
+        os << "  failed: " << failure.getValue();
+      if (entry.get("chosen"))
+        os << "  <- chosen";
+      os << "\n";
+    }
   }
 
   /// The cluster's preset or file name: the name the description gives
@@ -363,6 +405,19 @@ private:
         for (const FunctionEstimate &estimate : estimates)
           printJsonFunction(estimate, json);
       });
+      if (ArrayRef<DictionaryAttr> entries = getPlanSearch(); !entries.empty())
+        json.attributeArray("plan_search", [&] {
+          for (DictionaryAttr entry : entries)
+            json.object([&] {
+              if (auto label = entry.getAs<StringAttr>("options"))
+                json.attribute("options", label.getValue());
+              if (auto stepUs = entry.getAs<FloatAttr>("step_us"))
+                json.attribute("step_us", stepUs.getValueAsDouble());
+              if (auto failure = entry.getAs<StringAttr>("failure"))
+                json.attribute("failure", failure.getValue());
+              json.attribute("chosen", static_cast<bool>(entry.get("chosen")));
+            });
+        });
     });
     os << "\n";
   }
@@ -406,6 +461,8 @@ private:
   /// The cluster simulated on, and where its name came from.
   PlanningCluster planningCluster;
   std::shared_ptr<const ClusterModel> clusterModel;
+  /// The entries of kPlanSearchAttrName, for the report.
+  SmallVector<DictionaryAttr> planSearch;
   std::optional<DeviceModel> deviceModel;
   SimulationMode simulationMode = SimulationMode::Step;
   /// Iterations of a steady-state simulation: the simulator's defaults.

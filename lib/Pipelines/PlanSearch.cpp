@@ -1,0 +1,241 @@
+//===- PlanSearch.cpp - comm-optimize's search over its own options -------===//
+//
+// The options of comm-optimize that change the plan (wire precision, sparse
+// gradients, partitioning) are freedoms, not orders: each can make a plan
+// slower on some cluster (f32 gradients below wire-min-bytes split f16
+// buckets; a sparse exchange can cost more than the dense allreduce it
+// replaces). The search plans the module with every subset of the freedoms
+// the user turned on, simulates each plan with the cost model, and keeps
+// the fastest, so turning an option on never gives a slower plan in the
+// model. What it compared is recorded on the module (comm.plan_search) for
+// comm-estimate's report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommDialect/Passes.h"
+
+#include "CommOpt/Analysis/DeviceModel.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Analysis/StepModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace mlir::comm;
+
+namespace {
+
+/// One plan of the search: the options it was made with, and its simulated
+/// time (the sum over the module's functions), or why it failed.
+struct Candidate {
+  std::unique_ptr<OptimizeOptions> options;
+  std::string label;
+  std::optional<double> stepUs;
+  std::string failure;
+};
+
+/// A plan-changing option of comm-optimize that the search may turn off.
+struct Freedom {
+  /// Whether the user turned it on.
+  bool (*isOn)(const OptimizeOptions &);
+  /// Turns it off.
+  void (*turnOff)(OptimizeOptions &);
+  /// "name=value", as comm-optimize spells it.
+  std::string (*describe)(const OptimizeOptions &);
+};
+
+constexpr Freedom kFreedoms[] = {
+    {[](const OptimizeOptions &o) { return o.wire != WirePrecision::None; },
+     [](OptimizeOptions &o) { o.wire = WirePrecision::None; },
+     [](const OptimizeOptions &o) {
+       return std::string(o.wire == WirePrecision::None  ? "wire=none"
+                          : o.wire == WirePrecision::F16 ? "wire=f16"
+                                                         : "wire=bf16");
+     }},
+    {[](const OptimizeOptions &o) { return o.sparse.getValue(); },
+     [](OptimizeOptions &o) { o.sparse = false; },
+     [](const OptimizeOptions &o) {
+       return std::string(o.sparse ? "sparse=true" : "sparse=false");
+     }},
+    {[](const OptimizeOptions &o) { return o.partitionMb > 0.0; },
+     [](OptimizeOptions &o) { o.partitionMb = 0.0; },
+     [](const OptimizeOptions &o) {
+       std::string text;
+       llvm::raw_string_ostream(text)
+           << llvm::format("partition-mb=%g", o.partitionMb.getValue());
+       return text;
+     }},
+};
+
+/// The option sets to compare: every subset of the freedoms `options` turns
+/// on, the full set first (the plan kept on a tie).
+SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
+  SmallVector<const Freedom *> on;
+  for (const Freedom &freedom : kFreedoms)
+    if (freedom.isOn(options))
+      on.push_back(&freedom);
+  SmallVector<Candidate> candidates;
+  // Subset `kept` keeps freedom i when bit i is set; all bits first.
+  for (unsigned kept = 1u << on.size(); kept-- > 0;) {
+    Candidate candidate;
+    candidate.options = std::make_unique<OptimizeOptions>();
+    candidate.options->copyOptionValuesFrom(options);
+    for (auto [index, freedom] : llvm::enumerate(on))
+      if (!(kept & (1u << index)))
+        freedom->turnOff(*candidate.options);
+    SmallVector<std::string> parts;
+    for (const Freedom *freedom : on)
+      parts.push_back(freedom->describe(*candidate.options));
+    candidate.label = llvm::join(parts, " ");
+    candidates.push_back(std::move(candidate));
+  }
+  return candidates;
+}
+
+struct PlanSearchPass
+    : public PassWrapper<PlanSearchPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PlanSearchPass)
+
+  explicit PlanSearchPass(const OptimizeOptions &options) {
+    this->options.copyOptionValuesFrom(options);
+  }
+  PlanSearchPass(const PlanSearchPass &other)
+      : PassWrapper<PlanSearchPass, OperationPass<ModuleOp>>(other) {
+    options.copyOptionValuesFrom(other.options);
+  }
+
+  StringRef getArgument() const final { return "comm-plan-search"; }
+  StringRef getDescription() const final {
+    return "comm-optimize's search over its options (not registered)";
+  }
+
+  void getDependentDialects(DialectRegistry &registry) const final {
+    OpPassManager pm(ModuleOp::getOperationName());
+    buildPlanningPasses(pm, options);
+    pm.getDependentDialects(registry);
+  }
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    SmallVector<Candidate> candidates = enumerateCandidates(options);
+    const Candidate *best = &candidates.front();
+    if (candidates.size() > 1) {
+      if (failed(loadModels(module)))
+        return signalPassFailure();
+      for (Candidate &candidate : candidates)
+        evaluate(module, candidate);
+      for (const Candidate &candidate : candidates)
+        if (candidate.stepUs &&
+            (!best->stepUs || *candidate.stepUs < *best->stepUs))
+          best = &candidate;
+    }
+    // The chosen plan, made again on the module itself, so that its
+    // diagnostics reach the user once. The passes are deterministic: it is
+    // the plan the search simulated.
+    OpPassManager pm(ModuleOp::getOperationName());
+    buildPlanningPasses(pm, *best->options);
+    if (failed(runPipeline(pm, module)))
+      return signalPassFailure();
+    if (candidates.size() > 1)
+      record(module, candidates, *best);
+  }
+
+private:
+  /// The cluster and device the candidates are simulated on: comm-optimize's
+  /// own (the cluster recorded on the module by comm-record-cluster).
+  LogicalResult loadModels(ModuleOp module) {
+    PlanningCluster target =
+        resolvePlanningCluster(module, options.cluster, "comm-optimize");
+    llvm::Expected<std::shared_ptr<const ClusterModel>> loadedCluster =
+        loadSharedCluster(target.spec);
+    if (!loadedCluster)
+      return module.emitError() << "comm-optimize: option 'cluster': "
+                                << llvm::toString(loadedCluster.takeError());
+    cluster = std::move(*loadedCluster);
+    llvm::Expected<DeviceModel> loadedDevice =
+        DeviceModel::parse(options.device);
+    if (!loadedDevice)
+      return module.emitError() << "comm-optimize: option 'device': "
+                                << llvm::toString(loadedDevice.takeError());
+    device = std::move(*loadedDevice);
+    return success();
+  }
+
+  /// Plans a copy of `module` with `candidate`'s options and simulates it.
+  /// Its diagnostics are kept from the user: a failure is recorded instead.
+  void evaluate(ModuleOp module, Candidate &candidate) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    std::string failure;
+    {
+      ScopedDiagnosticHandler silence(&getContext(), [&](Diagnostic &diag) {
+        if (diag.getSeverity() == DiagnosticSeverity::Error && failure.empty())
+          failure = diag.str();
+        return success();
+      });
+      PassManager pm(&getContext(), ModuleOp::getOperationName());
+      buildPlanningPasses(pm, *candidate.options);
+      if (failed(pm.run(*copy))) {
+        candidate.failure = failure.empty() ? "planning failed" : failure;
+        return;
+      }
+      SimulationMode mode = options.estimate == EstimateMode::Steady
+                                ? SimulationMode::SteadyState
+                                : SimulationMode::Step;
+      double totalUs = 0;
+      for (func::FuncOp func : copy->getOps<func::FuncOp>()) {
+        if (func.isExternal())
+          continue;
+        FailureOr<StepModel> model = buildStepModel(func, *cluster, *device);
+        if (failed(model)) {
+          candidate.failure = failure.empty() ? "cannot model" : failure;
+          return;
+        }
+        llvm::Expected<StepTimeline> timeline =
+            simulateStepModel(*model, *cluster, mode);
+        if (!timeline) {
+          candidate.failure = llvm::toString(timeline.takeError());
+          return;
+        }
+        totalUs += timeline->result.stepUs;
+      }
+      candidate.stepUs = totalUs;
+    }
+  }
+
+  /// Records the candidates on `module` (kPlanSearchAttrName).
+  static void record(ModuleOp module, ArrayRef<Candidate> candidates,
+                     const Candidate &best) {
+    Builder builder(module.getContext());
+    SmallVector<Attribute> entries;
+    for (const Candidate &candidate : candidates) {
+      SmallVector<NamedAttribute> fields;
+      fields.push_back(builder.getNamedAttr(
+          "options", builder.getStringAttr(candidate.label)));
+      if (candidate.stepUs)
+        fields.push_back(builder.getNamedAttr(
+            "step_us", builder.getF64FloatAttr(*candidate.stepUs)));
+      else
+        fields.push_back(builder.getNamedAttr(
+            "failure", builder.getStringAttr(candidate.failure)));
+      if (&candidate == &best)
+        fields.push_back(builder.getNamedAttr("chosen", builder.getUnitAttr()));
+      entries.push_back(builder.getDictionaryAttr(fields));
+    }
+    module->setAttr(kPlanSearchAttrName, builder.getArrayAttr(entries));
+  }
+
+  OptimizeOptions options;
+  std::shared_ptr<const ClusterModel> cluster;
+  std::optional<DeviceModel> device;
+};
+
+} // namespace
+
+std::unique_ptr<Pass>
+mlir::comm::createPlanSearchPass(const OptimizeOptions &options) {
+  return std::make_unique<PlanSearchPass>(options);
+}

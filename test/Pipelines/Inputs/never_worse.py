@@ -1,0 +1,132 @@
+"""comm-optimize never gives a slower plan when an option is turned on.
+
+Plans each module with every subset of the plan-changing options (wire,
+sparse, partition-mb) on several clusters, reads the simulated step time of
+each plan from comm-estimate's JSON report, and checks that a set of options
+is never slower than any of its subsets (in the model), and that the plan
+comm-optimize keeps is the one its search reported fastest.
+
+usage: never_worse.py BIN_DIR PIPEDREAM_DIR WORK_DIR
+"""
+
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+
+FREEDOMS = ["wire=f16", "sparse=true", "partition-mb=4"]
+# Relative slack for float sums of the same simulated events.
+TOLERANCE = 1e-9
+
+
+def random_profile(seed):
+    """A gradient profile with layers of mixed sizes, small norm gradients
+    among them (what splits f16 buckets) and a few large embeddings (where
+    sparse pays)."""
+    rng = random.Random(seed)
+    layers = []
+    for index in range(rng.randint(20, 120)):
+        kind = rng.choice(["conv", "norm", "linear", "embedding"])
+        if kind == "norm":
+            params = [{"name": f"l{index}.norm.weight",
+                       "shape": [rng.choice([64, 256, 1024])], "dtype": "f32"}]
+        elif kind == "embedding":
+            params = [{"name": f"l{index}.embedding.weight",
+                       "shape": [rng.randint(5000, 40000), 512],
+                       "dtype": "f32"}]
+        else:
+            params = [{"name": f"l{index}.{kind}.weight",
+                       "shape": [rng.randint(16, 1024), rng.randint(16, 2048)],
+                       "dtype": "f32"},
+                      {"name": f"l{index}.{kind}.bias",
+                       "shape": [rng.randint(16, 1024)], "dtype": "f32"}]
+        layers.append({"name": f"l{index}",
+                       "forward_us": rng.uniform(5, 2000),
+                       "backward_us": rng.uniform(10, 4000),
+                       "params": params})
+    return {"format": "commopt-grad-profile", "version": 1,
+            "model": f"random-{seed}", "forward_us": 100.0,
+            "update_us": 50.0, "layers": layers}
+
+
+def run(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"failed ({result.returncode}): {' '.join(command)}\n"
+                 f"{result.stderr}")
+
+
+def plan(opt, module, cluster, options, report):
+    run([opt, module, "-o", os.devnull,
+         f"--comm-optimize=cluster={cluster} {' '.join(options)} "
+         f"estimate=step report=json report-file={report}"])
+    with open(report) as f:
+        estimate = json.load(f)
+    step_us = sum(function["step_us"] for function in estimate["functions"])
+    search = estimate.get("plan_search", [])
+    if options:
+        chosen = [entry for entry in search if entry["chosen"]]
+        if len(chosen) != 1:
+            sys.exit(f"{module} {cluster} {options}: expected one chosen "
+                     f"plan in {search}")
+        fastest = min(entry["step_us"] for entry in search
+                      if "step_us" in entry)
+        if abs(chosen[0]["step_us"] - fastest) > TOLERANCE * fastest:
+            sys.exit(f"{module} {cluster} {options}: kept {chosen[0]}, "
+                     f"not the fastest ({fastest} us)")
+        if abs(chosen[0]["step_us"] - step_us) > TOLERANCE * step_us:
+            sys.exit(f"{module} {cluster} {options}: the search simulated "
+                     f"{chosen[0]['step_us']} us for the plan it kept, the "
+                     f"estimate of that plan says {step_us} us")
+    elif search:
+        sys.exit(f"{module}: a search without options: {search}")
+    return step_us
+
+
+def main():
+    bin_dir, pipedream, work = sys.argv[1:4]
+    opt = os.path.join(bin_dir, "commopt-opt")
+    translate = os.path.join(bin_dir, "commopt-translate")
+    os.makedirs(work, exist_ok=True)
+
+    modules = []
+    for model in ["alexnet", "gnmt", "resnet18", "resnet50"]:
+        module = os.path.join(work, f"{model}.mlir")
+        run([translate, "--import-pipedream",
+             os.path.join(pipedream, f"{model}.graph.txt"), "-o", module])
+        modules.append((module, ["ethernet10-16", "gradientflow-64",
+                                 "ib56-16", "nvlink-8", "ib100-512"]))
+    for seed in range(3):
+        profile = os.path.join(work, f"random-{seed}.json")
+        with open(profile, "w") as f:
+            json.dump(random_profile(seed), f)
+        module = os.path.join(work, f"random-{seed}.mlir")
+        run([translate, "--import-grad-profile", profile, "-o", module])
+        modules.append((module, ["ethernet10-16", "gradientflow-64"]))
+
+    report = os.path.join(work, "estimate.json")
+    checked = 0
+    for module, clusters in modules:
+        for cluster in clusters:
+            subsets = [tuple(s) for size in range(len(FREEDOMS) + 1)
+                       for s in itertools.combinations(FREEDOMS, size)]
+            times = {s: plan(opt, module, cluster, s, report)
+                     for s in subsets}
+            for larger in subsets:
+                for smaller in subsets:
+                    if set(smaller) <= set(larger) and \
+                            times[larger] > times[smaller] * (1 + TOLERANCE):
+                        sys.exit(f"{os.path.basename(module)} on {cluster}: "
+                                 f"{' '.join(larger)} plans "
+                                 f"{times[larger]:.3f} us, slower than "
+                                 f"{' '.join(smaller) or 'no option'} "
+                                 f"({times[smaller]:.3f} us)")
+                    checked += 1
+    print(f"never worse: {checked} option-set pairs on {len(modules)} "
+          f"modules: OK")
+
+
+if __name__ == "__main__":
+    main()
