@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/Passes.h"
+#include "CommDialect/RuntimeFunctions.h"
 #include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -111,22 +112,16 @@ private:
   }
 
   FailureOr<DriverFunctions> declareRuntime(ModuleOp module) {
-    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    OpBuilder builder(module.getContext());
     Type i32 = builder.getI32Type(), i64 = builder.getI64Type(),
          f64 = builder.getF64Type();
-    auto declare = [&](StringRef name,
-                       FunctionType type) -> FailureOr<func::FuncOp> {
-      if (Operation *existing = module.lookupSymbol(name)) {
-        auto func = dyn_cast<func::FuncOp>(existing);
-        if (func && func.getFunctionType() == type)
-          return func;
-        return existing->emitError()
-               << "comm-add-step-driver: @" << name
-               << " is taken by something else than the runtime's " << type;
-      }
-      auto func = func::FuncOp::create(builder, module.getLoc(), name, type);
-      func.setPrivate();
-      return func;
+    auto declare = [&](StringRef name, FunctionType type) {
+      return getOrDeclareRuntimeFunction(
+          builder, module, name, type, [&](Operation *existing) {
+            existing->emitError()
+                << "comm-add-step-driver: @" << name
+                << " is taken by something else than the runtime's " << type;
+          });
     };
     FailureOr<func::FuncOp> barrier =
         declare("commrt_barrier", builder.getFunctionType({}, {i32}));

@@ -1,12 +1,14 @@
 //===- CommToRuntime.cpp - Lower comm ops to commrt runtime calls ---------===//
 //
 // Implements `convert-comm-to-runtime`: comm ops in buffer form become calls
-// of the runtime's C ABI (lib/Runtime/include/commrt/commrt.h).
+// of the runtime's C ABI (lib/Runtime/include/commrt/commrt.h), one dialect
+// conversion pattern per op.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/CommDialect.h"
 #include "CommDialect/Passes.h"
+#include "CommDialect/RuntimeFunctions.h"
 #include "CommOpt/Support/OptionChecks.h"
 
 #include "commrt/commrt.h"
@@ -18,9 +20,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
 
@@ -34,31 +36,29 @@ using namespace mlir::comm;
 
 namespace {
 
-/// Builds runtime calls for one module: declares the `commrt_*` functions it
-/// needs and turns memrefs into (pointer, element count) pairs.
+/// Builds runtime calls in one module: declares the `commrt_*` functions it
+/// needs.
 class RuntimeCallBuilder {
 public:
-  explicit RuntimeCallBuilder(ModuleOp module) : module(module) {}
+  explicit RuntimeCallBuilder(Operation *op)
+      : module(op->getParentOfType<ModuleOp>()) {}
 
   /// Returns the runtime function `name`, declaring it on first use. Fails
-  /// if the module already defines the symbol with another type.
-  FailureOr<func::FuncOp> getFunction(Location loc, StringRef name,
-                                      FunctionType type) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
-      if (existing.getFunctionType() != type)
-        return emitError(loc)
-               << "cannot declare runtime function @" << name << " with type "
-               << type << ": the module already has it with type "
-               << existing.getFunctionType();
-      return existing;
-    }
-    if (module.lookupSymbol(name))
-      return emitError(loc) << "cannot declare runtime function @" << name
-                            << ": the symbol is already taken";
-    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    auto func = func::FuncOp::create(builder, module.getLoc(), name, type);
-    func.setPrivate();
-    return func;
+  /// with a diagnostic at `loc` if the module has the symbol as something
+  /// else.
+  FailureOr<func::FuncOp> getFunction(OpBuilder &b, Location loc,
+                                      StringRef name, FunctionType type) {
+    return getOrDeclareRuntimeFunction(
+        b, module, name, type, [&](Operation *existing) {
+          InFlightDiagnostic diag = emitError(loc)
+                                    << "cannot declare runtime function @"
+                                    << name << " with type " << type;
+          if (auto func = dyn_cast<func::FuncOp>(existing))
+            diag << ": the module already has it with type "
+                 << func.getFunctionType();
+          else
+            diag << ": the symbol is already taken";
+        });
   }
 
   /// Emits a call of `name` returning a commrt_status and aborts the program
@@ -67,9 +67,9 @@ public:
                                 ValueRange args) {
     auto i32 = b.getI32Type();
     FailureOr<func::FuncOp> callee = getFunction(
-        loc, name, b.getFunctionType(ValueRange(args).getTypes(), {i32}));
-    FailureOr<func::FuncOp> check =
-        getFunction(loc, "commrt_abort_on_error", b.getFunctionType({i32}, {}));
+        b, loc, name, b.getFunctionType(ValueRange(args).getTypes(), {i32}));
+    FailureOr<func::FuncOp> check = getFunction(b, loc, "commrt_abort_on_error",
+                                                b.getFunctionType({i32}, {}));
     if (failed(callee) || failed(check))
       return failure();
     auto call = func::CallOp::create(b, loc, *callee, args);
@@ -80,7 +80,7 @@ public:
   /// Emits a call of a runtime query `name` returning an i32, as an index.
   FailureOr<Value> emitIndexQuery(OpBuilder &b, Location loc, StringRef name) {
     FailureOr<func::FuncOp> callee =
-        getFunction(loc, name, b.getFunctionType({}, {b.getI32Type()}));
+        getFunction(b, loc, name, b.getFunctionType({}, {b.getI32Type()}));
     if (failed(callee))
       return failure();
     auto call = func::CallOp::create(b, loc, *callee, ValueRange());
@@ -188,6 +188,12 @@ static bool isContiguous(MemRefType type) {
   return type.areTrailingDimsContiguous(type.getRank());
 }
 
+/// The type of the contiguous copy through which a gradient of
+/// non-contiguous `type` is staged.
+static MemRefType getStagingType(MemRefType type) {
+  return MemRefType::get(type.getShape(), type.getElementType());
+}
+
 /// The arguments every runtime collective takes besides its buffers.
 struct CollectiveArguments {
   commrt_dtype dtype;
@@ -229,8 +235,8 @@ getCollectiveArguments(Operation *op, ValueRange buffers, ReduceKind reduce,
 /// back once the collective is complete.
 struct StagedBuffers {
   SmallVector<Value> contiguous;
-  /// (copy, gradient) pairs.
-  SmallVector<std::pair<Value, Value>> copies;
+  /// The copies, each followed by the gradient it goes back to.
+  SmallVector<Value> copies;
 
   static StagedBuffers stage(OpBuilder &b, Location loc, ValueRange buffers) {
     StagedBuffers staged;
@@ -244,29 +250,31 @@ struct StagedBuffers {
       for (int64_t dim = 0; dim < type.getRank(); ++dim)
         if (type.isDynamicDim(dim))
           dynamicSizes.push_back(memref::DimOp::create(b, loc, buffer, dim));
-      auto copyType = MemRefType::get(type.getShape(), type.getElementType());
-      Value copy = memref::AllocOp::create(b, loc, copyType, dynamicSizes);
+      Value copy =
+          memref::AllocOp::create(b, loc, getStagingType(type), dynamicSizes);
       memref::CopyOp::create(b, loc, buffer, copy);
       staged.contiguous.push_back(copy);
-      staged.copies.push_back({copy, buffer});
+      staged.copies.append({copy, buffer});
     }
     return staged;
   }
 
-  /// Copies the reduced values back into the gradients.
-  void writeBack(OpBuilder &b, Location loc) const {
-    for (auto [copy, buffer] : copies) {
-      memref::CopyOp::create(b, loc, copy, buffer);
-      memref::DeallocOp::create(b, loc, copy);
+  /// Copies the reduced values back into the gradients and frees the
+  /// copies; `copies` holds (copy, gradient) pairs as `stage` makes them.
+  static void writeBack(OpBuilder &b, Location loc, ValueRange copies) {
+    for (size_t index = 0; index + 1 < copies.size(); index += 2) {
+      memref::CopyOp::create(b, loc, copies[index], copies[index + 1]);
+      memref::DeallocOp::create(b, loc, copies[index]);
     }
   }
 };
 
 /// Allocates `n` i64 on the stack of the function around `op`, at its entry,
 /// so that a collective in a loop does not grow the stack.
-static Value allocateI64Array(Operation *op, int64_t n) {
+static Value allocateI64Array(OpBuilder &b, Operation *op, int64_t n) {
+  OpBuilder::InsertionGuard guard(b);
   auto function = op->getParentOfType<FunctionOpInterface>();
-  OpBuilder b = OpBuilder::atBlockBegin(&function.getFunctionBody().front());
+  b.setInsertionPointToStart(&function.getFunctionBody().front());
   auto type = MemRefType::get({n}, b.getI64Type());
   return memref::AllocaOp::create(b, op->getLoc(), type);
 }
@@ -277,8 +285,8 @@ static SmallVector<Value> getBufferArrays(OpBuilder &b, Operation *op,
                                           ValueRange buffers) {
   Location loc = op->getLoc();
   auto n = static_cast<int64_t>(buffers.size());
-  Value addresses = allocateI64Array(op, n);
-  Value counts = allocateI64Array(op, n);
+  Value addresses = allocateI64Array(b, op, n);
+  Value counts = allocateI64Array(b, op, n);
   for (auto [index, buffer] : llvm::enumerate(buffers)) {
     Value position = arith::ConstantIndexOp::create(b, loc, index);
     Value address = getDataAddress(b, loc, buffer);
@@ -301,35 +309,360 @@ static SmallVector<Value> getScalarArguments(OpBuilder &b, Location loc,
                                          APFloat(args.prescale))};
 }
 
-/// Lowers a blocking allreduce of `buffers` to one runtime call:
+//===----------------------------------------------------------------------===//
+// What the runtime cannot do
+//===----------------------------------------------------------------------===//
+
+/// Fails with a diagnostic if the comm op `op` cannot be lowered: tensors,
+/// process groups, element types and prescales the runtime does not take.
+/// The patterns run on ops that passed.
+static LogicalResult checkLowerable(Operation *op) {
+  auto isTensor = [](Type t) { return isa<TensorType>(t); };
+  if (llvm::any_of(op->getOperandTypes(), isTensor) ||
+      llvm::any_of(op->getResultTypes(), isTensor))
+    return op->emitOpError("operates on tensors: run one-shot-bufferize "
+                           "before convert-comm-to-runtime");
+  if (isa<RankOp, WorldSizeOp, WaitOp>(op))
+    return success();
+  if (op->hasAttr("group"))
+    return op->emitOpError("collectives over a process group are not "
+                           "lowered yet: the runtime has one communicator");
+  if (auto allreduce = dyn_cast<AllReduceOp>(op))
+    return getCollectiveArguments(
+        op, allreduce.getInput(), allreduce.getReduce(),
+        allreduce.getWireAttr(), allreduce.getPrescale());
+  if (auto fused = dyn_cast<FusedAllReduceOp>(op))
+    return getCollectiveArguments(op, fused.getInputs(), fused.getReduce(),
+                                  fused.getWireAttr(), fused.getPrescale());
+  if (auto start = dyn_cast<StartOp>(op))
+    return getCollectiveArguments(op, start.getInputs(), start.getReduce(),
+                                  start.getWireAttr(), start.getPrescale());
+  if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
+    Type elementType = getElementTypeOrSelf(sparse.getGrad().getType());
+    if (!elementType.isF32())
+      return sparse.emitOpError("cannot be lowered: the runtime's sparse "
+                                "allreduce takes f32 gradients, not ")
+             << elementType;
+    return success();
+  }
+  if (auto compute = dyn_cast<ComputeOp>(op)) {
+    if (compute->getNumResults() != 0)
+      return compute.emitOpError("cannot be lowered: its results were not "
+                                 "bufferized");
+    return success();
+  }
+  return op->emitOpError("cannot be lowered yet by convert-comm-to-runtime");
+}
+
+/// Checks what planning leaves of upstream's shard dialect once its
+/// collectives are imported: grids of one static size, and of the other ops
+/// only process indices. Returns the grids' process count, if any grid.
+static FailureOr<std::optional<int64_t>> checkShardLowerable(ModuleOp module) {
+  std::optional<int64_t> expected;
+  for (shard::GridOp grid : module.getOps<shard::GridOp>()) {
+    if (ShapedType::isDynamicShape(grid.getShape()))
+      return grid.emitOpError("cannot be lowered: the runtime needs a grid "
+                              "of static shape to check the rank count");
+    int64_t size = ShapedType::getNumElements(grid.getShape());
+    if (expected && *expected != size)
+      return grid.emitOpError("has ")
+             << size << " processes where another grid of the module has "
+             << *expected << ": the runtime runs one communicator of all ranks";
+    expected = size;
+  }
+  WalkResult result = module.walk([](Operation *op) {
+    if (!isa<shard::ShardDialect>(op->getDialect()) ||
+        isa<shard::GridOp, shard::ProcessLinearIndexOp,
+            shard::ProcessMultiIndexOp>(op))
+      return WalkResult::advance();
+    op->emitOpError("cannot be lowered to the runtime: import the module's "
+                    "shard collectives with comm-import-shard first");
+    return WalkResult::interrupt();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  return expected;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+/// Keeps every type but `!comm.token`, which becomes what its comm.wait
+/// needs: the runtime's handle (`commrt_wait` takes an i64) followed by the
+/// start's staged copies, each with the gradient it goes back to. The copies
+/// depend on the start's operands, so the conversion looks at the token's
+/// comm.start.
+class RuntimeTypeConverter : public TypeConverter {
+public:
+  RuntimeTypeConverter() {
+    addConversion(
+        [](Value token,
+           SmallVectorImpl<Type> &types) -> std::optional<LogicalResult> {
+          if (!isa<TokenType>(token.getType()))
+            return std::nullopt;
+          auto start = token.getDefiningOp<StartOp>();
+          if (!start)
+            return failure();
+          types.push_back(IntegerType::get(token.getContext(), 64));
+          for (Type type : start.getInputs().getTypes()) {
+            auto memref = cast<MemRefType>(type);
+            if (!isContiguous(memref))
+              types.append({getStagingType(memref), memref});
+          }
+          return success();
+        });
+    addConversion([](Type type) -> std::optional<Type> {
+      if (isa<TokenType>(type))
+        return std::nullopt;
+      return type;
+    });
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// A blocking allreduce of its buffers as one runtime call:
 /// `commrt_allreduce` for a single contiguous gradient in full precision,
 /// `commrt_fused_allreduce` (which packs, casts to the wire type, reduces
 /// and unpacks) otherwise.
-static LogicalResult lowerBlocking(Operation *op, ValueRange buffers,
-                                   const CollectiveArguments &args,
-                                   RuntimeCallBuilder &runtime) {
-  Location loc = op->getLoc();
-  OpBuilder b(op);
-  Value single = buffers.front();
-  if (buffers.size() == 1 && args.wire == COMMRT_WIRE_NONE &&
-      args.prescale == 1.0f &&
-      isContiguous(cast<MemRefType>(single.getType()))) {
-    Value count = b.createOrFold<arith::IndexCastOp>(
-        loc, b.getI64Type(), getElementCount(b, loc, single));
-    SmallVector<Value> scalars = getScalarArguments(b, loc, args);
-    return runtime.emitCheckedCall(
-        b, loc, "commrt_allreduce",
-        {getDataPointer(b, loc, single), count, scalars[0], scalars[1]});
+template <typename OpT>
+struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpT>::OpAdaptor;
+
+  LogicalResult
+  matchAndRewrite(OpT op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    SmallVector<Value> buffers;
+    if constexpr (std::is_same_v<OpT, AllReduceOp>)
+      buffers.push_back(adaptor.getInput());
+    else
+      llvm::append_range(buffers, adaptor.getInputs());
+    FailureOr<CollectiveArguments> args = getCollectiveArguments(
+        op, buffers, op.getReduce(), op.getWireAttr(), op.getPrescale());
+    if (failed(args))
+      return failure();
+    RuntimeCallBuilder runtime(op);
+    Location loc = op.getLoc();
+    Value single = buffers.front();
+    if (buffers.size() == 1 && args->wire == COMMRT_WIRE_NONE &&
+        args->prescale == 1.0f &&
+        isContiguous(cast<MemRefType>(single.getType()))) {
+      Value count = rewriter.createOrFold<arith::IndexCastOp>(
+          loc, rewriter.getI64Type(), getElementCount(rewriter, loc, single));
+      SmallVector<Value> scalars = getScalarArguments(rewriter, loc, *args);
+      if (failed(runtime.emitCheckedCall(rewriter, loc, "commrt_allreduce",
+                                         {getDataPointer(rewriter, loc, single),
+                                          count, scalars[0], scalars[1]})))
+        return failure();
+      rewriter.eraseOp(op);
+      return success();
+    }
+    StagedBuffers staged = StagedBuffers::stage(rewriter, loc, buffers);
+    SmallVector<Value> callArgs =
+        getBufferArrays(rewriter, op, staged.contiguous);
+    llvm::append_range(callArgs, getScalarArguments(rewriter, loc, *args));
+    if (failed(runtime.emitCheckedCall(rewriter, loc, "commrt_fused_allreduce",
+                                       callArgs)))
+      return failure();
+    StagedBuffers::writeBack(rewriter, loc, staged.copies);
+    rewriter.eraseOp(op);
+    return success();
   }
-  StagedBuffers staged = StagedBuffers::stage(b, loc, buffers);
-  SmallVector<Value> callArgs = getBufferArrays(b, op, staged.contiguous);
-  llvm::append_range(callArgs, getScalarArguments(b, loc, args));
-  if (failed(
-          runtime.emitCheckedCall(b, loc, "commrt_fused_allreduce", callArgs)))
-    return failure();
-  staged.writeBack(b, loc);
-  return success();
-}
+};
+
+/// `commrt_fused_allreduce_start` on the start's channel. The handle goes
+/// through a stack slot; the token becomes the handle and the staged copies
+/// (see RuntimeTypeConverter).
+struct StartLowering : public OpConversionPattern<StartOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(StartOp start, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    FailureOr<CollectiveArguments> args =
+        getCollectiveArguments(start, adaptor.getInputs(), start.getReduce(),
+                               start.getWireAttr(), start.getPrescale());
+    if (failed(args))
+      return failure();
+    RuntimeCallBuilder runtime(start);
+    Location loc = start.getLoc();
+    Value slot = allocateI64Array(rewriter, start, 1);
+    StagedBuffers staged =
+        StagedBuffers::stage(rewriter, loc, adaptor.getInputs());
+    SmallVector<Value> callArgs =
+        getBufferArrays(rewriter, start, staged.contiguous);
+    llvm::append_range(callArgs, getScalarArguments(rewriter, loc, *args));
+    callArgs.push_back(
+        arith::ConstantIntOp::create(rewriter, loc, start.getChannel(), 32));
+    callArgs.push_back(getDataPointer(rewriter, loc, slot));
+    if (failed(runtime.emitCheckedCall(
+            rewriter, loc, "commrt_fused_allreduce_start", callArgs)))
+      return failure();
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    SmallVector<Value> token = {
+        memref::LoadOp::create(rewriter, loc, slot, zero)};
+    llvm::append_range(token, staged.copies);
+    rewriter.replaceOpWithMultiple(start, {token});
+    return success();
+  }
+};
+
+/// `commrt_wait` on the handle of the converted token, then the staged
+/// copies go back.
+struct WaitLowering : public OpConversionPattern<WaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(WaitOp wait, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    ValueRange token = adaptor.getToken();
+    Location loc = wait.getLoc();
+    RuntimeCallBuilder runtime(wait);
+    if (failed(runtime.emitCheckedCall(rewriter, loc, "commrt_wait",
+                                       token.front())))
+      return failure();
+    StagedBuffers::writeBack(rewriter, loc, token.drop_front());
+    rewriter.eraseOp(wait);
+    return success();
+  }
+};
+
+/// `commrt_sparse_allreduce` on the gradient and residual buffers (staged
+/// where they are not contiguous): the gradient receives the reduced
+/// gradient and the residual the new residual. Without `chunk_elements`,
+/// chunk selection gets the runtime's COMMRT_DEFAULT_CHUNK_ELEMENTS, the
+/// attribute's documented default.
+struct SparseAllReduceLowering : public OpConversionPattern<SparseAllReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SparseAllReduceOp sparse, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    Location loc = sparse.getLoc();
+    StagedBuffers staged = StagedBuffers::stage(
+        rewriter, loc, ValueRange{adaptor.getGrad(), adaptor.getResidualIn()});
+    Value grad = staged.contiguous[0], residual = staged.contiguous[1];
+    auto i32 = [&](int64_t value) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, value, 32);
+    };
+    SmallVector<Value> callArgs = {
+        getDataPointer(rewriter, loc, grad),
+        getDataPointer(rewriter, loc, residual),
+        rewriter.createOrFold<arith::IndexCastOp>(
+            loc, rewriter.getI64Type(), getElementCount(rewriter, loc, grad)),
+        arith::ConstantOp::create(rewriter, loc, sparse.getDensityAttr()),
+        i32(static_cast<int64_t>(sparse.getSelect())),
+        i32(static_cast<int64_t>(sparse.getExchange())),
+        i32(getRuntimeReduce(sparse.getReduce())),
+        arith::ConstantIntOp::create(
+            rewriter, loc,
+            sparse.getChunkElements().value_or(COMMRT_DEFAULT_CHUNK_ELEMENTS),
+            64)};
+    RuntimeCallBuilder runtime(sparse);
+    if (failed(runtime.emitCheckedCall(rewriter, loc, "commrt_sparse_allreduce",
+                                       callArgs)))
+      return failure();
+    StagedBuffers::writeBack(rewriter, loc, staged.copies);
+    rewriter.eraseOp(sparse);
+    return success();
+  }
+};
+
+/// Nothing, or a sleep of the step's cost with compute-delay.
+struct ComputeLowering : public OpConversionPattern<ComputeOp> {
+  ComputeLowering(const TypeConverter &converter, MLIRContext *context,
+                  bool computeDelay)
+      : OpConversionPattern(converter, context), computeDelay(computeDelay) {}
+
+  LogicalResult
+  matchAndRewrite(ComputeOp compute, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    if (computeDelay) {
+      Location loc = compute.getLoc();
+      FailureOr<func::FuncOp> sleep = RuntimeCallBuilder(compute).getFunction(
+          rewriter, loc, "commrt_sleep_us",
+          rewriter.getFunctionType({rewriter.getF64Type()}, {}));
+      if (failed(sleep))
+        return failure();
+      Value cost =
+          arith::ConstantOp::create(rewriter, loc, compute.getCostUsAttr());
+      func::CallOp::create(rewriter, loc, *sleep, cost);
+    }
+    rewriter.eraseOp(compute);
+    return success();
+  }
+
+private:
+  bool computeDelay;
+};
+
+/// An op whose one index result is a runtime query: comm.rank and
+/// shard.process_linear_index to `commrt_rank`, comm.world_size to
+/// `commrt_size`.
+template <typename OpT>
+struct IndexQueryLowering : public OpConversionPattern<OpT> {
+  IndexQueryLowering(const TypeConverter &converter, MLIRContext *context,
+                     StringRef query)
+      : OpConversionPattern<OpT>(converter, context), query(query) {}
+
+  LogicalResult
+  matchAndRewrite(OpT op, typename OpConversionPattern<OpT>::OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    return RuntimeCallBuilder(op).replaceWithIndexQuery(rewriter, op, query);
+  }
+
+private:
+  StringRef query;
+};
+
+/// The process's index along grid axes from the runtime's rank, row-major
+/// over the grid (the last axis varies fastest), as the shard dialect
+/// documents.
+struct ProcessMultiIndexLowering
+    : public OpConversionPattern<shard::ProcessMultiIndexOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(shard::ProcessMultiIndexOp multi, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+        multi, multi.getGridAttr());
+    if (!grid)
+      return rewriter.notifyMatchFailure(multi, "no grid");
+    Location loc = multi.getLoc();
+    FailureOr<Value> rank =
+        RuntimeCallBuilder(multi).emitIndexQuery(rewriter, loc, "commrt_rank");
+    if (failed(rank))
+      return failure();
+    ArrayRef<int64_t> shape = grid.getShape();
+    SmallVector<int64_t> strides(shape.size(), 1);
+    for (int64_t axis = static_cast<int64_t>(shape.size()) - 2; axis >= 0;
+         --axis)
+      strides[axis] = strides[axis + 1] * shape[axis + 1];
+    SmallVector<int64_t> axes(multi.getAxes().begin(), multi.getAxes().end());
+    if (axes.empty())
+      axes = llvm::to_vector(llvm::seq<int64_t>(0, shape.size()));
+    SmallVector<Value> indices;
+    for (int64_t axis : axes) {
+      Value stride =
+          arith::ConstantIndexOp::create(rewriter, loc, strides[axis]);
+      Value extent = arith::ConstantIndexOp::create(rewriter, loc, shape[axis]);
+      Value quotient = arith::DivUIOp::create(rewriter, loc, *rank, stride);
+      indices.push_back(
+          arith::RemUIOp::create(rewriter, loc, quotient, extent));
+    }
+    rewriter.replaceOp(multi, indices);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
 
 struct ConvertCommToRuntimePass
     : public WithCheckedOptions<
@@ -338,83 +671,65 @@ struct ConvertCommToRuntimePass
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    RuntimeCallBuilder runtime(module);
+    MLIRContext *context = &getContext();
 
-    // Ops in tensor form have not been bufferized: say so instead of leaving
-    // them behind for a later pass to choke on.
-    WalkResult precheck = module.walk([](Operation *op) {
-      if (!isa<CommDialect>(op->getDialect()))
-        return WalkResult::advance();
-      auto isTensor = [](Type t) { return isa<TensorType>(t); };
-      if (llvm::any_of(op->getOperandTypes(), isTensor) ||
-          llvm::any_of(op->getResultTypes(), isTensor)) {
-        op->emitOpError("operates on tensors: run one-shot-bufferize before "
-                        "convert-comm-to-runtime");
+    // Say what the runtime cannot do before anything changes, rather than
+    // leave ops behind for a later pass to choke on.
+    WalkResult checked = module.walk([](Operation *op) {
+      if (isa<CommDialect>(op->getDialect()) && failed(checkLowerable(op)))
         return WalkResult::interrupt();
-      }
       return WalkResult::advance();
     });
-    if (precheck.wasInterrupted())
+    if (checked.wasInterrupted())
+      return signalPassFailure();
+    FailureOr<std::optional<int64_t>> gridSize = checkShardLowerable(module);
+    if (failed(gridSize))
       return signalPassFailure();
 
-    SmallVector<Operation *> commOps;
-    module.walk([&](Operation *op) {
-      if (isa<CommDialect>(op->getDialect()))
-        commOps.push_back(op);
-    });
+    RuntimeTypeConverter converter;
+    RewritePatternSet patterns(context);
+    patterns
+        .add<BlockingAllReduceLowering<AllReduceOp>,
+             BlockingAllReduceLowering<FusedAllReduceOp>, StartLowering,
+             WaitLowering, SparseAllReduceLowering, ProcessMultiIndexLowering>(
+            converter, context);
+    patterns.add<ComputeLowering>(converter, context, computeDelay);
+    patterns.add<IndexQueryLowering<RankOp>,
+                 IndexQueryLowering<shard::ProcessLinearIndexOp>>(
+        converter, context, "commrt_rank");
+    patterns.add<IndexQueryLowering<WorldSizeOp>>(converter, context,
+                                                  "commrt_size");
 
-    for (Operation *op : commOps) {
-      if (failed(lowerOp(op, runtime)))
-        return signalPassFailure();
-    }
-    if (failed(lowerShardGrids(module, runtime)))
+    ConversionTarget target(*context);
+    target.addIllegalDialect<CommDialect>();
+    target.addIllegalOp<shard::ProcessLinearIndexOp,
+                        shard::ProcessMultiIndexOp>();
+    target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
+                           LLVM::LLVMDialect, memref::MemRefDialect>();
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    if (*gridSize && failed(lowerShardGrids(module, **gridSize)))
       return signalPassFailure();
   }
 
 private:
-  /// Lowers what planning leaves of upstream's shard dialect once its
-  /// collectives are imported: process indices become the runtime's rank
-  /// (row-major over the grid, as the dialect documents), every public
-  /// function first checks that the job has as many ranks as the grid, and
-  /// the grids, symbols for planning only, are erased.
-  LogicalResult lowerShardGrids(ModuleOp module, RuntimeCallBuilder &runtime) {
-    SmallVector<shard::GridOp> grids(module.getOps<shard::GridOp>());
-    if (grids.empty())
-      return success();
-    std::optional<int64_t> expected;
-    for (shard::GridOp grid : grids) {
-      if (ShapedType::isDynamicShape(grid.getShape()))
-        return grid.emitOpError("cannot be lowered: the runtime needs a grid "
-                                "of static shape to check the rank count");
-      int64_t size = ShapedType::getNumElements(grid.getShape());
-      if (expected && *expected != size)
-        return grid.emitOpError("has ")
-               << size << " processes where another grid of the module has "
-               << *expected
-               << ": the runtime runs one communicator of all ranks";
-      expected = size;
-    }
-
-    SmallVector<Operation *> shardOps;
-    module.walk([&](Operation *op) {
-      if (isa<shard::ShardDialect>(op->getDialect()) && !isa<shard::GridOp>(op))
-        shardOps.push_back(op);
-    });
-    for (Operation *op : shardOps)
-      if (failed(lowerShardOp(op, runtime)))
-        return failure();
-
+  /// Every public function first checks that the job has as many ranks as
+  /// the grids have processes; the grids, symbols for planning only, are
+  /// erased.
+  LogicalResult lowerShardGrids(ModuleOp module, int64_t size) {
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.isPublic())
         continue;
       OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
-      Value size = arith::ConstantIntOp::create(
-          builder, func.getLoc(), builder.getI64Type(), *expected);
-      if (failed(runtime.emitCheckedCall(builder, func.getLoc(),
-                                         "commrt_expect_size", size)))
+      Value expected = arith::ConstantIntOp::create(builder, func.getLoc(),
+                                                    builder.getI64Type(), size);
+      if (failed(RuntimeCallBuilder(func).emitCheckedCall(
+              builder, func.getLoc(), "commrt_expect_size", expected)))
         return failure();
     }
-    for (shard::GridOp grid : grids) {
+    for (shard::GridOp grid :
+         llvm::make_early_inc_range(module.getOps<shard::GridOp>())) {
       if (!SymbolTable::symbolKnownUseEmpty(grid, module))
         return grid.emitOpError("is still used after the lowering: only "
                                 "process indices and imported collectives "
@@ -422,207 +737,6 @@ private:
       grid.erase();
     }
     return success();
-  }
-
-  /// Lowers one shard op left in the module: process indices to the
-  /// runtime's rank; anything else is an error.
-  LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
-    IRRewriter rewriter(op->getContext());
-    rewriter.setInsertionPoint(op);
-    Location loc = op->getLoc();
-    if (isa<shard::ProcessLinearIndexOp>(op))
-      return runtime.replaceWithIndexQuery(rewriter, op, "commrt_rank");
-    if (auto multi = dyn_cast<shard::ProcessMultiIndexOp>(op)) {
-      auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-          op, multi.getGridAttr());
-      FailureOr<Value> rank =
-          runtime.emitIndexQuery(rewriter, loc, "commrt_rank");
-      if (!grid || failed(rank))
-        return failure();
-      // Row-major: the last axis varies fastest.
-      ArrayRef<int64_t> shape = grid.getShape();
-      SmallVector<int64_t> strides(shape.size(), 1);
-      for (int64_t axis = static_cast<int64_t>(shape.size()) - 2; axis >= 0;
-           --axis)
-        strides[axis] = strides[axis + 1] * shape[axis + 1];
-      SmallVector<int64_t> axes(multi.getAxes().begin(), multi.getAxes().end());
-      if (axes.empty())
-        axes = llvm::to_vector(llvm::seq<int64_t>(0, shape.size()));
-      SmallVector<Value> indices;
-      for (int64_t axis : axes) {
-        Value stride =
-            arith::ConstantIndexOp::create(rewriter, loc, strides[axis]);
-        Value extent =
-            arith::ConstantIndexOp::create(rewriter, loc, shape[axis]);
-        Value quotient = arith::DivUIOp::create(rewriter, loc, *rank, stride);
-        indices.push_back(
-            arith::RemUIOp::create(rewriter, loc, quotient, extent));
-      }
-      rewriter.replaceOp(op, indices);
-      return success();
-    }
-    return op->emitOpError("cannot be lowered to the runtime: import the "
-                           "module's shard collectives with comm-import-shard "
-                           "first");
-  }
-
-  /// A started collective: the stack slot holding its handle and its staged
-  /// buffers, for its wait.
-  struct Started {
-    Value handle;
-    StagedBuffers staged;
-  };
-
-  LogicalResult lowerCollective(Operation *op, ValueRange buffers,
-                                ReduceKind reduce, TypeAttr wire,
-                                std::optional<APFloat> prescale,
-                                RuntimeCallBuilder &runtime) {
-    FailureOr<CollectiveArguments> args =
-        getCollectiveArguments(op, buffers, reduce, wire, prescale);
-    if (failed(args) || failed(lowerBlocking(op, buffers, *args, runtime)))
-      return failure();
-    op->erase();
-    return success();
-  }
-
-  /// `commrt_fused_allreduce_start` on the start's channel; the handle goes
-  /// to a stack slot that the wait reads.
-  LogicalResult lowerStart(StartOp start, RuntimeCallBuilder &runtime) {
-    FailureOr<CollectiveArguments> args =
-        getCollectiveArguments(start, start.getInputs(), start.getReduce(),
-                               start.getWireAttr(), start.getPrescale());
-    if (failed(args))
-      return failure();
-    Location loc = start.getLoc();
-    OpBuilder b(start);
-    Started started{allocateI64Array(start, 1),
-                    StagedBuffers::stage(b, loc, start.getInputs())};
-    SmallVector<Value> callArgs =
-        getBufferArrays(b, start, started.staged.contiguous);
-    llvm::append_range(callArgs, getScalarArguments(b, loc, *args));
-    callArgs.push_back(
-        arith::ConstantIntOp::create(b, loc, start.getChannel(), 32));
-    callArgs.push_back(getDataPointer(b, loc, started.handle));
-    if (failed(runtime.emitCheckedCall(b, loc, "commrt_fused_allreduce_start",
-                                       callArgs)))
-      return failure();
-    inFlight[start] = std::move(started);
-    return success();
-  }
-
-  /// `commrt_wait` on the start's handle, then the staged copies go back.
-  LogicalResult lowerWait(WaitOp wait, RuntimeCallBuilder &runtime) {
-    StartOp start = wait.getStart();
-    auto it = inFlight.find(start);
-    if (it == inFlight.end())
-      return wait.emitOpError(
-          "cannot be lowered: its comm.start was not lowered first");
-    Location loc = wait.getLoc();
-    OpBuilder b(wait);
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value handle = memref::LoadOp::create(b, loc, it->second.handle, zero);
-    if (failed(runtime.emitCheckedCall(b, loc, "commrt_wait", {handle})))
-      return failure();
-    it->second.staged.writeBack(b, loc);
-    inFlight.erase(it);
-    wait.erase();
-    start.erase();
-    return success();
-  }
-
-  /// `commrt_sparse_allreduce` on the gradient and residual buffers (staged
-  /// where they are not contiguous): the gradient receives the reduced
-  /// gradient and the residual the new residual. Without `chunk_elements`,
-  /// chunk selection gets the runtime's COMMRT_DEFAULT_CHUNK_ELEMENTS, the
-  /// attribute's documented default.
-  LogicalResult lowerSparse(SparseAllReduceOp sparse,
-                            RuntimeCallBuilder &runtime) {
-    Type elementType = getElementTypeOrSelf(sparse.getGrad().getType());
-    if (!elementType.isF32())
-      return sparse.emitOpError("cannot be lowered: the runtime's sparse "
-                                "allreduce takes f32 gradients, not ")
-             << elementType;
-    Location loc = sparse.getLoc();
-    OpBuilder b(sparse);
-    StagedBuffers staged = StagedBuffers::stage(
-        b, loc, ValueRange{sparse.getGrad(), sparse.getResidualIn()});
-    Value grad = staged.contiguous[0], residual = staged.contiguous[1];
-    auto i32 = [&](int64_t value) -> Value {
-      return arith::ConstantIntOp::create(b, loc, value, 32);
-    };
-    SmallVector<Value> callArgs = {
-        getDataPointer(b, loc, grad),
-        getDataPointer(b, loc, residual),
-        b.createOrFold<arith::IndexCastOp>(loc, b.getI64Type(),
-                                           getElementCount(b, loc, grad)),
-        arith::ConstantOp::create(b, loc, sparse.getDensityAttr()),
-        i32(static_cast<int64_t>(sparse.getSelect())),
-        i32(static_cast<int64_t>(sparse.getExchange())),
-        i32(getRuntimeReduce(sparse.getReduce())),
-        arith::ConstantIntOp::create(
-            b, loc,
-            sparse.getChunkElements().value_or(COMMRT_DEFAULT_CHUNK_ELEMENTS),
-            64)};
-    if (failed(runtime.emitCheckedCall(b, loc, "commrt_sparse_allreduce",
-                                       callArgs)))
-      return failure();
-    staged.writeBack(b, loc);
-    sparse.erase();
-    return success();
-  }
-
-  /// Nothing, or a sleep of the step's cost with compute-delay.
-  LogicalResult lowerCompute(ComputeOp compute, RuntimeCallBuilder &runtime) {
-    if (compute->getNumResults() != 0)
-      return compute.emitOpError("cannot be lowered: its results were not "
-                                 "bufferized");
-    if (computeDelay) {
-      OpBuilder b(compute);
-      FailureOr<func::FuncOp> sleep =
-          runtime.getFunction(compute.getLoc(), "commrt_sleep_us",
-                              b.getFunctionType({b.getF64Type()}, {}));
-      if (failed(sleep))
-        return failure();
-      Value cost = arith::ConstantOp::create(b, compute.getLoc(),
-                                             compute.getCostUsAttr());
-      func::CallOp::create(b, compute.getLoc(), *sleep, cost);
-    }
-    compute.erase();
-    return success();
-  }
-
-  /// Starts lowered, until their waits are.
-  llvm::DenseMap<Operation *, Started> inFlight;
-
-  LogicalResult lowerOp(Operation *op, RuntimeCallBuilder &runtime) {
-    IRRewriter rewriter(op->getContext());
-    rewriter.setInsertionPoint(op);
-
-    if (isa<RankOp>(op))
-      return runtime.replaceWithIndexQuery(rewriter, op, "commrt_rank");
-    if (isa<WorldSizeOp>(op))
-      return runtime.replaceWithIndexQuery(rewriter, op, "commrt_size");
-
-    if (op->hasAttr("group"))
-      return op->emitOpError("collectives over a process group are not "
-                             "lowered yet: the runtime has one communicator");
-    if (auto allreduce = dyn_cast<AllReduceOp>(op))
-      return lowerCollective(op, allreduce.getInput(), allreduce.getReduce(),
-                             allreduce.getWireAttr(), allreduce.getPrescale(),
-                             runtime);
-    if (auto fused = dyn_cast<FusedAllReduceOp>(op))
-      return lowerCollective(op, fused.getInputs(), fused.getReduce(),
-                             fused.getWireAttr(), fused.getPrescale(), runtime);
-    if (auto sparse = dyn_cast<SparseAllReduceOp>(op))
-      return lowerSparse(sparse, runtime);
-    if (auto start = dyn_cast<StartOp>(op))
-      return lowerStart(start, runtime);
-    if (auto compute = dyn_cast<ComputeOp>(op))
-      return lowerCompute(compute, runtime);
-    if (auto wait = dyn_cast<WaitOp>(op))
-      return lowerWait(wait, runtime);
-    return op->emitOpError("cannot be lowered yet by "
-                           "convert-comm-to-runtime");
   }
 };
 

@@ -16,7 +16,10 @@ func.func @integer_gradient(%m: memref<4xi32>) {
 
 // -----
 
+// The runtime function a collective needs is taken: the collective stays
+// as it is, and the conversion fails.
 func.func @symbol_taken(%m: memref<4xf32>) {
+  // expected-error @+2 {{failed to legalize operation 'comm.allreduce' that was explicitly marked illegal}}
   // expected-error @+1 {{cannot declare runtime function @commrt_allreduce with type '(!llvm.ptr, i64, i32, i32) -> i32': the module already has it with type '(i32) -> ()'}}
   comm.allreduce %m : memref<4xf32>
   return
