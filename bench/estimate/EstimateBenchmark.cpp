@@ -304,8 +304,9 @@ measure(ProfileFormat format, const std::string &profile, SimulationMode mode,
   CommEstimateOptions options;
   options.cluster = clusterName;
   options.device = deviceName;
-  options.mode = stringifySimulationMode(mode).str();
-  options.report = "none";
+  options.mode =
+      mode == SimulationMode::Step ? EstimateMode::Step : EstimateMode::Steady;
+  options.report = ReportFormat::None;
   PassManager pm(&context);
   pm.enableVerifier(false);
   pm.addPass(createCommEstimate(options));

@@ -37,6 +37,12 @@
 #include "cuda/SparseKernels.h"
 #include "cuda/WireKernels.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
@@ -53,76 +59,69 @@
 
 using namespace commrt;
 
+/// The parts, in the order they run.
+enum class Part { Convert, FusedPack, Select, Sparse };
+
+/// The options of commrt-gpu-bench; --help shows only these, not those of
+/// libLLVM.
+static llvm::cl::OptionCategory benchCategory("commrt-gpu-bench options");
+
+static llvm::cl::opt<std::string> runLabel(
+    "label", llvm::cl::cat(benchCategory), llvm::cl::init("gpu"),
+    llvm::cl::desc("Names the run in the RESULT lines (default: gpu)"));
+static llvm::cl::list<Part> partList(
+    "parts", llvm::cl::cat(benchCategory), llvm::cl::CommaSeparated,
+    llvm::cl::desc("Parts to run (default: all)"),
+    llvm::cl::values(
+        clEnumValN(Part::Convert, "convert", "wire type conversion"),
+        clEnumValN(Part::FusedPack, "fused-pack",
+                   "ResNet-50's fusion buffer pack and unpack"),
+        clEnumValN(Part::Select, "select", "threshold and top-k selection"),
+        clEnumValN(Part::Sparse, "sparse",
+                   "commrt_sparse_allreduce on one rank")));
+static llvm::cl::opt<unsigned>
+    repetitions("repetitions", llvm::cl::cat(benchCategory), llvm::cl::init(20),
+                llvm::cl::desc("Timed runs, median taken (default: 20)"));
+static llvm::cl::opt<unsigned>
+    warmup("warmup", llvm::cl::cat(benchCategory), llvm::cl::init(3),
+           llvm::cl::desc("Untimed runs first (default: 3)"));
+static llvm::cl::opt<int64_t>
+    convertMegabytes("convert-mb", llvm::cl::cat(benchCategory),
+                     llvm::cl::init(256),
+                     llvm::cl::desc("F32 megabytes converted (default: 256)"));
+static llvm::cl::opt<int64_t> selectElements(
+    "select-elements", llvm::cl::cat(benchCategory), llvm::cl::init(100000000),
+    llvm::cl::desc("Elements selected from (default: 100000000)"));
+static llvm::cl::opt<double>
+    density("density", llvm::cl::cat(benchCategory), llvm::cl::init(0.001),
+            llvm::cl::desc("Selection density, in (0, 1] (default: 0.001)"));
+
 namespace {
 
-struct Options {
-  std::string label = "gpu";
-  std::string parts = "convert,fused-pack,select,sparse";
-  int repetitions = 20;
-  int warmup = 3;
-  int64_t convertMegabytes = 256;
-  int64_t selectElements = 100000000;
-  double density = 0.001;
-};
-
-const char *const usageText =
-    "usage: commrt-gpu-bench [options]\n"
-    "  --label=TEXT             names the run in the RESULT lines (gpu)\n"
-    "  --parts=P,P,...          convert, fused-pack, select, sparse (all)\n"
-    "  --repetitions=N          timed runs, median taken (20)\n"
-    "  --warmup=N               untimed runs first (3)\n"
-    "  --convert-mb=N           f32 megabytes converted (256)\n"
-    "  --select-elements=N      elements selected from (100000000)\n"
-    "  --density=D              selection density in (0, 1] (0.001)\n";
-
-[[noreturn]] void usage(const char *message) {
-  if (message)
-    std::fprintf(stderr, "commrt-gpu-bench: %s\n", message);
-  std::fputs(usageText, stderr);
+/// Exits with `message`, an error in the options' values.
+[[noreturn]] void optionError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "commrt-gpu-bench") << message << "\n";
   std::exit(2);
 }
 
-/// Parses the command line into `options`; exits on a bad option.
-void parseOptions(int argc, char **argv, Options &options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    char *end = nullptr;
-    if (name == "--help" || name == "-h")
-      usage(nullptr);
-    if (eq == std::string::npos)
-      usage(("option '" + arg + "' expects a value").c_str());
-    if (name == "--label") {
-      options.label = value;
-    } else if (name == "--parts") {
-      options.parts = value;
-    } else if (name == "--repetitions" || name == "--warmup") {
-      long n = std::strtol(value.c_str(), &end, 10);
-      if (*end || n < (name == "--warmup" ? 0 : 1))
-        usage((name + " expects a non-negative integer").c_str());
-      (name == "--warmup" ? options.warmup : options.repetitions) = int(n);
-    } else if (name == "--convert-mb" || name == "--select-elements") {
-      long long n = std::strtoll(value.c_str(), &end, 10);
-      if (*end || n < 1)
-        usage((name + " expects an integer >= 1").c_str());
-      (name == "--convert-mb" ? options.convertMegabytes
-                              : options.selectElements) = n;
-    } else if (name == "--density") {
-      options.density = std::strtod(value.c_str(), &end);
-      if (*end || !(options.density > 0 && options.density <= 1))
-        usage("--density expects a number in (0, 1]");
-    } else {
-      usage(("unknown option '" + name + "'").c_str());
-    }
-  }
+/// Whether `part` is to run.
+bool wanted(Part part) {
+  return partList.empty() || llvm::is_contained(partList, part);
 }
 
-/// Whether `part` is one of the comma-separated `parts`.
-bool wanted(const Options &options, const char *part) {
-  std::string list = "," + options.parts + ",";
-  return list.find("," + std::string(part) + ",") != std::string::npos;
+/// Checks what llvm::cl does not: the ranges of the numbers.
+void checkOptions() {
+  if (repetitions < 1)
+    optionError("--repetitions must be at least 1");
+  if (convertMegabytes < 1)
+    optionError("--convert-mb expects an integer >= 1");
+  if (selectElements < 1)
+    optionError("--select-elements expects an integer >= 1");
+  if (wanted(Part::Select) && selectElements > INT32_MAX)
+    optionError("--select-elements above 2^31 - 1: the sort baseline indexes "
+                "with 32 bits");
+  if (!(density > 0 && density <= 1))
+    optionError("--density expects a number in (0, 1]");
 }
 
 /// Exits with a message naming `what` unless `error` is cudaSuccess.
@@ -219,17 +218,16 @@ Summary summarise(std::vector<double> seconds) {
 }
 
 /// Times `run` (which enqueues work on `stream`) with CUDA events, after
-/// `options.warmup` untimed runs.
-Summary timeRuns(const Options &options, cudaStream_t stream,
-                 const std::function<void()> &run) {
+/// `warmup` untimed runs.
+Summary timeRuns(cudaStream_t stream, const std::function<void()> &run) {
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
-  for (int i = 0; i < options.warmup; ++i)
+  for (unsigned i = 0; i < warmup; ++i)
     run();
   check(cudaStreamSynchronize(stream), "warm-up");
   std::vector<double> seconds;
-  for (int i = 0; i < options.repetitions; ++i) {
+  for (unsigned i = 0; i < repetitions; ++i) {
     check(cudaEventRecord(start, stream), "cudaEventRecord");
     run();
     check(cudaEventRecord(stop, stream), "cudaEventRecord");
@@ -245,15 +243,15 @@ Summary timeRuns(const Options &options, cudaStream_t stream,
 }
 
 /// Times `run`, a blocking call, by the host's clock, after
-/// `options.warmup` untimed runs; `prepare` runs untimed before each.
-Summary timeCalls(const Options &options, const std::function<void()> &prepare,
+/// `warmup` untimed runs; `prepare` runs untimed before each.
+Summary timeCalls(const std::function<void()> &prepare,
                   const std::function<void()> &run) {
-  for (int i = 0; i < options.warmup; ++i) {
+  for (unsigned i = 0; i < warmup; ++i) {
     prepare();
     run();
   }
   std::vector<double> seconds;
-  for (int i = 0; i < options.repetitions; ++i) {
+  for (unsigned i = 0; i < repetitions; ++i) {
     prepare();
     auto start = std::chrono::steady_clock::now();
     run();
@@ -265,19 +263,19 @@ Summary timeCalls(const Options &options, const std::function<void()> &prepare,
 }
 
 /// Prints the common head of a RESULT line, without its newline.
-void printResult(const Options &options, const char *part,
-                 const std::string &plan, const Summary &time) {
+void printResult(const char *part, const std::string &plan,
+                 const Summary &time) {
   std::printf("RESULT label=%s part=%s plan=%s median_s=%.6f min_s=%.6f "
-              "max_s=%.6f reps=%d",
-              options.label.c_str(), part, plan.c_str(), time.median, time.min,
-              time.max, options.repetitions);
+              "max_s=%.6f reps=%u",
+              runLabel.c_str(), part, plan.c_str(), time.median, time.min,
+              time.max, unsigned(repetitions));
 }
 
 /// The time of a device-to-device cudaMemcpyAsync moving `bytesMoved`
 /// bytes (half read, half written), the reference of a conversion.
-Summary timeMemcpy(const Options &options, cudaStream_t stream,
-                   const void *from, void *to, size_t bytesMoved) {
-  return timeRuns(options, stream, [&] {
+Summary timeMemcpy(cudaStream_t stream, const void *from, void *to,
+                   size_t bytesMoved) {
+  return timeRuns(stream, [&] {
     check(cudaMemcpyAsync(to, from, bytesMoved / 2, cudaMemcpyDeviceToDevice,
                           stream),
           "cudaMemcpyAsync");
@@ -286,12 +284,11 @@ Summary timeMemcpy(const Options &options, cudaStream_t stream,
 
 /// Prints a conversion's RESULT line: its rate and its ratio to a memcpy
 /// moving as many bytes.
-void reportRate(const Options &options, const char *part,
-                const std::string &plan, const Summary &time,
+void reportRate(const char *part, const std::string &plan, const Summary &time,
                 const Summary &memcpyTime, size_t bytesMoved, int64_t buffers) {
   double rate = bytesMoved / time.median * 1e-9;
   double memcpyRate = bytesMoved / memcpyTime.median * 1e-9;
-  printResult(options, part, plan, time);
+  printResult(part, plan, time);
   std::printf(" buffers=%lld bytes_moved=%zu gbps=%.1f memcpy_gbps=%.1f "
               "ratio=%.3f\n",
               (long long)buffers, bytesMoved, rate, memcpyRate,
@@ -300,8 +297,8 @@ void reportRate(const Options &options, const char *part,
 }
 
 /// Part `convert`: every conversion over one large buffer.
-void benchConvert(const Options &options, cudaStream_t stream) {
-  const int64_t count = options.convertMegabytes * (1 << 20) / 4;
+void benchConvert(cudaStream_t stream) {
+  const int64_t count = convertMegabytes * (1 << 20) / 4;
   DeviceArray<float> f32(count), f32Out(count);
   DeviceArray<uint16_t> f16(count), bf16(count), narrowOut(count);
   fillGaussian(f32.get(), count, 1, 1.0f, stream);
@@ -333,14 +330,14 @@ void benchConvert(const Options &options, cudaStream_t stream) {
                                       : static_cast<void *>(narrowOut.get());
     size_t bytesMoved = size_t(count) * (c.from == COMMRT_F32 ? 4 : 2) +
                         size_t(count) * (c.to == COMMRT_F32 ? 4 : 2);
-    Summary time = timeRuns(options, stream, [&] {
+    Summary time = timeRuns(stream, [&] {
       check(commrt::cuda::convert(input, c.from, output, c.to, count, c.scale,
                                   stream),
             "convert");
     });
     Summary memcpyTime =
-        timeMemcpy(options, stream, f32.get(), f32Out.get(), bytesMoved);
-    reportRate(options, "convert", c.name, time, memcpyTime, bytesMoved, 1);
+        timeMemcpy(stream, f32.get(), f32Out.get(), bytesMoved);
+    reportRate("convert", c.name, time, memcpyTime, bytesMoved, 1);
   }
 }
 
@@ -381,7 +378,7 @@ std::vector<int64_t> resnet50Sizes() {
 }
 
 /// Part `fused-pack`: the NCCL backend's pack and unpack of ResNet-50.
-void benchFusedPack(const Options &options, cudaStream_t stream) {
+void benchFusedPack(cudaStream_t stream) {
   const std::vector<int64_t> sizes = resnet50Sizes();
   int64_t total = 0;
   for (int64_t n : sizes)
@@ -427,22 +424,18 @@ void benchFusedPack(const Options &options, cudaStream_t stream) {
   for (const Case &c : cases) {
     size_t bytesMoved = size_t(total) * (c.from == COMMRT_F32 ? 4 : 2) +
                         size_t(total) * (c.to == COMMRT_F32 ? 4 : 2);
-    Summary time = timeRuns(options, stream,
-                            [&] { runAll(c.from, c.to, c.scale, c.pack); });
+    Summary time =
+        timeRuns(stream, [&] { runAll(c.from, c.to, c.scale, c.pack); });
     Summary memcpyTime =
-        timeMemcpy(options, stream, gradients.get(), fusion.get(), bytesMoved);
-    reportRate(options, "fused-pack", c.name, time, memcpyTime, bytesMoved,
-               tensors);
+        timeMemcpy(stream, gradients.get(), fusion.get(), bytesMoved);
+    reportRate("fused-pack", c.name, time, memcpyTime, bytesMoved, tensors);
   }
 }
 
 /// Part `select`: threshold and top-k selection, and the sort baseline.
-void benchSelect(const Options &options, cudaStream_t stream) {
-  const int64_t count = options.selectElements;
-  const int64_t k = selectionSize(options.density, count);
-  if (count > INT32_MAX)
-    usage("--select-elements above 2^31 - 1: the sort baseline indexes with "
-          "32 bits");
+void benchSelect(cudaStream_t stream) {
+  const int64_t count = selectElements;
+  const int64_t k = selectionSize(density, count);
   DeviceArray<float> acc(count);
   fillGaussian(acc.get(), count, 3, 1e-3f, stream);
 
@@ -466,7 +459,7 @@ void benchSelect(const Options &options, cudaStream_t stream) {
   DeviceArray<char> temp(tempBytes);
 
   int64_t thresholdSelected = 0;
-  Summary threshold = timeRuns(options, stream, [&] {
+  Summary threshold = timeRuns(stream, [&] {
     uint32_t t = 0;
     check(commrt::cuda::findThreshold(acc.get(), count, k, search, stream, t),
           "findThreshold");
@@ -493,14 +486,14 @@ void benchSelect(const Options &options, cudaStream_t stream) {
                                bytes, stream),
           "select");
   });
-  printResult(options, "select", "threshold", threshold);
+  printResult("select", "threshold", threshold);
   std::printf(" elements=%lld k=%lld selected=%lld check=%s\n",
               (long long)count, (long long)k, (long long)thresholdSelected,
               thresholdSelected >= k && thresholdSelected <= k + k / 8
                   ? "ok"
                   : "FAILED");
 
-  Summary topk = timeRuns(options, stream, [&] {
+  Summary topk = timeRuns(stream, [&] {
     Cut cut{};
     check(commrt::cuda::findTopkCut(acc.get(), count, k, search, stream, cut),
           "findTopkCut");
@@ -530,7 +523,7 @@ void benchSelect(const Options &options, cudaStream_t stream) {
                                        0, 32, stream),
         "SortKeys");
   DeviceArray<char> sortTemp(std::max(sortBytes, indexSortBytes));
-  Summary sorted = timeRuns(options, stream, [&] {
+  Summary sorted = timeRuns(stream, [&] {
     keysKernel<<<4096, 256, 0, stream>>>(acc.get(), count, keys.get(),
                                          order.get());
     check(cudaGetLastError(), "keysKernel");
@@ -551,11 +544,11 @@ void benchSelect(const Options &options, cudaStream_t stream) {
         "cudaMemcpy");
   bool same = std::equal(radixTopk.begin(), radixTopk.end(), sortTopk.begin(),
                          [](int64_t a, uint32_t b) { return a == int64_t(b); });
-  printResult(options, "select", "topk-radix", topk);
+  printResult("select", "topk-radix", topk);
   std::printf(" elements=%lld k=%lld selected=%lld check=%s\n",
               (long long)count, (long long)k, (long long)k,
               same ? "ok" : "FAILED");
-  printResult(options, "select", "topk-sort", sorted);
+  printResult("select", "topk-sort", sorted);
   std::printf(" elements=%lld k=%lld selected=%lld check=ok\n",
               (long long)count, (long long)k, (long long)k);
   std::fflush(stdout);
@@ -568,14 +561,14 @@ void benchSelect(const Options &options, cudaStream_t stream) {
 }
 
 /// Part `sparse`: commrt_sparse_allreduce on device buffers, one rank.
-void benchSparse(const Options &options, cudaStream_t stream) {
+void benchSparse(cudaStream_t stream) {
   int32_t status = commrt_init_backend(COMMRT_BACKEND_NCCL);
   if (status != COMMRT_SUCCESS) {
     std::printf("commrt-gpu-bench: sparse: skipped, no NCCL backend: %s\n",
                 commrt_last_error());
     return;
   }
-  const int64_t count = options.selectElements;
+  const int64_t count = selectElements;
   DeviceArray<float> grad(count), residual(count);
   struct Case {
     const char *name;
@@ -594,21 +587,20 @@ void benchSparse(const Options &options, cudaStream_t stream) {
     // host's clock times it. The gradient is refilled, untimed, before
     // every call; the residual carries over, as in training.
     Summary time = timeCalls(
-        options,
         [&] {
           fillGaussian(grad.get(), count, 4, 1e-3f, stream);
           check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
         },
         [&] {
           checkCommrt(commrt_sparse_allreduce(grad.get(), residual.get(), count,
-                                              options.density, c.select,
-                                              c.exchange, COMMRT_SUM,
+                                              density, c.select, c.exchange,
+                                              COMMRT_SUM,
                                               COMMRT_DEFAULT_CHUNK_ELEMENTS),
                       "commrt_sparse_allreduce");
         });
-    printResult(options, "sparse", c.name, time);
+    printResult("sparse", c.name, time);
     std::printf(" elements=%lld density=%g ranks=1\n", (long long)count,
-                options.density);
+                double(density));
     std::fflush(stdout);
   }
   checkCommrt(commrt_finalize(), "commrt_finalize");
@@ -617,30 +609,34 @@ void benchSparse(const Options &options, cudaStream_t stream) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Options options;
-  parseOptions(argc, argv, options);
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(benchCategory);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "Times commrt's CUDA kernels and sparse allreduce on one GPU\n");
+  checkOptions();
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   cudaDeviceProp properties;
   check(cudaGetDeviceProperties(&properties, device),
         "cudaGetDeviceProperties");
-  std::printf("commrt-gpu-bench: %s: %s, %d SMs, %.1f GB; %d warm-up + %d "
+  std::printf("commrt-gpu-bench: %s: %s, %d SMs, %.1f GB; %u warm-up + %u "
               "timed runs\n",
-              options.label.c_str(), properties.name,
-              properties.multiProcessorCount, properties.totalGlobalMem * 1e-9,
-              options.warmup, options.repetitions);
+              runLabel.c_str(), properties.name, properties.multiProcessorCount,
+              properties.totalGlobalMem * 1e-9, unsigned(warmup),
+              unsigned(repetitions));
   std::fflush(stdout);
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
         "cudaStreamCreateWithFlags");
-  if (wanted(options, "convert"))
-    benchConvert(options, stream);
-  if (wanted(options, "fused-pack"))
-    benchFusedPack(options, stream);
-  if (wanted(options, "select"))
-    benchSelect(options, stream);
-  if (wanted(options, "sparse"))
-    benchSparse(options, stream);
+  if (wanted(Part::Convert))
+    benchConvert(stream);
+  if (wanted(Part::FusedPack))
+    benchFusedPack(stream);
+  if (wanted(Part::Select))
+    benchSelect(stream);
+  if (wanted(Part::Sparse))
+    benchSparse(stream);
   cudaStreamDestroy(stream);
   return 0;
 }

@@ -29,6 +29,12 @@
 
 #include "commrt/commrt.h"
 
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -40,86 +46,83 @@
 #include <string>
 #include <vector>
 
-namespace {
-
-struct Options {
-  std::string sizes;
-  std::string label;
-  std::string plans =
-      "per-tensor,per-tensor-mpi,fused-f32,fused-f16,sparse-allgather,"
-      "sparse-hash,"
-      "sparse-chunk";
-  int repetitions = 3;
-  int warmup = 1;
-  double density = 0.001;
-  int64_t sparseMinElements = 65536;
-  int64_t chunkElements = 4096;
+/// The plans, in the order they run by default.
+enum class Plan {
+  PerTensor,
+  PerTensorMpi,
+  FusedF32,
+  FusedF16,
+  SparseAllgather,
+  SparseHash,
+  SparseChunk
 };
 
-const char *const usageText =
-    "usage: mpirun ... commrt-bench --sizes=FILE [options]\n"
-    "  --sizes=FILE               gradient sizes, one '<elements> [shape]' a "
-    "line\n"
-    "  --label=TEXT               names the run in the RESULT lines\n"
-    "  --plans=P,P,...            per-tensor, per-tensor-mpi, fused-f32,\n"
-    "                             fused-f16,\n"
-    "                             sparse-allgather, sparse-hash, sparse-chunk\n"
-    "                             (default: all)\n"
-    "  --repetitions=N            timed runs per plan, median taken (default "
-    "3)\n"
-    "  --warmup=N                 untimed runs first (default 1)\n"
-    "  --density=D                sparse density in (0, 1] (default 0.001)\n"
-    "  --sparse-min-elements=N    smaller gradients go dense (default 65536)\n"
-    "  --chunk-elements=N         chunk size of sparse-chunk (default 4096)\n";
+/// The options of commrt-bench; --help shows only these, not those of libLLVM.
+static llvm::cl::OptionCategory benchCategory("commrt-bench options");
 
-[[noreturn]] void usage(const char *message) {
-  if (message)
-    std::fprintf(stderr, "commrt-bench: %s\n", message);
-  std::fputs(usageText, stderr);
+static llvm::cl::opt<std::string>
+    sizesPath("sizes", llvm::cl::cat(benchCategory), llvm::cl::Required,
+              llvm::cl::value_desc("file"),
+              llvm::cl::desc("Gradient sizes, one '<elements> [shape]' a "
+                             "line"));
+static llvm::cl::opt<std::string>
+    runLabel("label", llvm::cl::cat(benchCategory),
+             llvm::cl::desc("Names the run in the RESULT lines "
+                            "(default: the sizes file)"));
+static llvm::cl::list<Plan> planList(
+    "plans", llvm::cl::cat(benchCategory), llvm::cl::CommaSeparated,
+    llvm::cl::desc("Plans to time (default: all)"),
+    llvm::cl::values(clEnumValN(Plan::PerTensor, "per-tensor",
+                                "one commrt_allreduce per gradient"),
+                     clEnumValN(Plan::PerTensorMpi, "per-tensor-mpi",
+                                "one plain MPI_Allreduce per gradient"),
+                     clEnumValN(Plan::FusedF32, "fused-f32",
+                                "one commrt_fused_allreduce of all gradients"),
+                     clEnumValN(Plan::FusedF16, "fused-f16",
+                                "the same with f16 on the wire"),
+                     clEnumValN(Plan::SparseAllgather, "sparse-allgather",
+                                "threshold selection, allgather exchange"),
+                     clEnumValN(Plan::SparseHash, "sparse-hash",
+                                "threshold selection, hash exchange"),
+                     clEnumValN(Plan::SparseChunk, "sparse-chunk",
+                                "chunk selection, chunk exchange")));
+static llvm::cl::opt<unsigned> repetitions(
+    "repetitions", llvm::cl::cat(benchCategory), llvm::cl::init(3),
+    llvm::cl::desc("Timed runs per plan, median taken (default: 3)"));
+static llvm::cl::opt<unsigned>
+    warmup("warmup", llvm::cl::cat(benchCategory), llvm::cl::init(1),
+           llvm::cl::desc("Untimed runs per plan first (default: 1)"));
+static llvm::cl::opt<double>
+    density("density", llvm::cl::cat(benchCategory), llvm::cl::init(0.001),
+            llvm::cl::desc("Sparse density, in (0, 1] (default: 0.001)"));
+static llvm::cl::opt<int64_t>
+    sparseMinElements("sparse-min-elements", llvm::cl::cat(benchCategory),
+                      llvm::cl::init(65536),
+                      llvm::cl::desc("Smaller gradients go dense, in one fused "
+                                     "allreduce (default: 65536)"));
+static llvm::cl::opt<int64_t>
+    chunkElements("chunk-elements", llvm::cl::cat(benchCategory),
+                  llvm::cl::init(4096),
+                  llvm::cl::desc("Chunk size of sparse-chunk (default: 4096)"));
+
+namespace {
+
+/// Exits with `message`, an error in the options' values.
+[[noreturn]] void optionError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "commrt-bench") << message << "\n";
   std::exit(2);
 }
 
-bool parseOptions(int argc, char **argv, Options &options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    char *end = nullptr;
-    if (name == "--help" || name == "-h")
-      usage(nullptr);
-    if (eq == std::string::npos)
-      usage(("option '" + arg + "' expects a value").c_str());
-    if (name == "--sizes") {
-      options.sizes = value;
-    } else if (name == "--label") {
-      options.label = value;
-    } else if (name == "--plans") {
-      options.plans = value;
-    } else if (name == "--repetitions" || name == "--warmup") {
-      long n = std::strtol(value.c_str(), &end, 10);
-      if (*end || n < (name == "--warmup" ? 0 : 1))
-        usage((name + " expects a non-negative integer").c_str());
-      (name == "--warmup" ? options.warmup : options.repetitions) = int(n);
-    } else if (name == "--density") {
-      options.density = std::strtod(value.c_str(), &end);
-      if (*end || !(options.density > 0 && options.density <= 1))
-        usage("--density expects a number in (0, 1]");
-    } else if (name == "--sparse-min-elements" || name == "--chunk-elements") {
-      long long n = std::strtoll(value.c_str(), &end, 10);
-      if (*end || n < 1)
-        usage((name + " expects an integer >= 1").c_str());
-      (name == "--chunk-elements" ? options.chunkElements
-                                  : options.sparseMinElements) = n;
-    } else {
-      usage(("unknown option '" + name + "'").c_str());
-    }
-  }
-  if (options.sizes.empty())
-    usage("--sizes is required");
-  if (options.label.empty())
-    options.label = options.sizes;
-  return true;
+/// Checks what llvm::cl does not: the ranges of the numbers.
+void checkOptions() {
+  if (repetitions < 1)
+    optionError("--repetitions must be at least 1");
+  if (!(density > 0 && density <= 1))
+    optionError("--density expects a number in (0, 1]");
+  if (sparseMinElements < 1)
+    optionError("--sparse-min-elements expects an integer >= 1");
+  if (chunkElements < 1)
+    optionError("--chunk-elements expects an integer >= 1");
 }
 
 std::vector<int64_t> readSizes(const std::string &path) {
@@ -189,42 +192,34 @@ struct Gradients {
   }
 };
 
-enum class Plan {
-  PerTensor,
-  PerTensorMpi,
-  FusedF32,
-  FusedF16,
-  SparseAllgather,
-  SparseHash,
-  SparseChunk
-};
-
 bool isSparse(Plan plan) {
   return plan == Plan::SparseAllgather || plan == Plan::SparseHash ||
          plan == Plan::SparseChunk;
 }
 
-bool parsePlan(const std::string &name, Plan &plan) {
-  static const struct {
-    const char *name;
-    Plan plan;
-  } table[] = {{"per-tensor", Plan::PerTensor},
-               {"per-tensor-mpi", Plan::PerTensorMpi},
-               {"fused-f32", Plan::FusedF32},
-               {"fused-f16", Plan::FusedF16},
-               {"sparse-allgather", Plan::SparseAllgather},
-               {"sparse-hash", Plan::SparseHash},
-               {"sparse-chunk", Plan::SparseChunk}};
-  for (const auto &entry : table)
-    if (name == entry.name) {
-      plan = entry.plan;
-      return true;
-    }
-  return false;
+/// The spelling of `plan` in --plans and in the RESULT lines.
+llvm::StringRef planName(Plan plan) {
+  switch (plan) {
+  case Plan::PerTensor:
+    return "per-tensor";
+  case Plan::PerTensorMpi:
+    return "per-tensor-mpi";
+  case Plan::FusedF32:
+    return "fused-f32";
+  case Plan::FusedF16:
+    return "fused-f16";
+  case Plan::SparseAllgather:
+    return "sparse-allgather";
+  case Plan::SparseHash:
+    return "sparse-hash";
+  case Plan::SparseChunk:
+    return "sparse-chunk";
+  }
+  llvm_unreachable("unknown plan");
 }
 
 /// Runs one plan over all gradients.
-void runPlan(Plan plan, Gradients &g, const Options &options, int size) {
+void runPlan(Plan plan, Gradients &g, int size) {
   int32_t n = int32_t(g.counts.size());
   switch (plan) {
   case Plan::PerTensor:
@@ -264,14 +259,14 @@ void runPlan(Plan plan, Gradients &g, const Options &options, int size) {
   std::vector<void *> densePointers;
   std::vector<int64_t> denseCounts;
   for (int32_t t = 0; t < n; ++t) {
-    if (g.counts[t] < options.sparseMinElements) {
+    if (g.counts[t] < sparseMinElements) {
       densePointers.push_back(g.pointers[t]);
       denseCounts.push_back(g.counts[t]);
       continue;
     }
     check(commrt_sparse_allreduce(g.grads[t].data(), g.residuals[t].data(),
-                                  g.counts[t], options.density, select,
-                                  exchange, COMMRT_SUM, options.chunkElements),
+                                  g.counts[t], density, select, exchange,
+                                  COMMRT_SUM, chunkElements),
           "commrt_sparse_allreduce");
   }
   if (!densePointers.empty())
@@ -288,8 +283,7 @@ struct CheckResult {
 };
 
 /// Checks the results of the first run of `plan` (see the file comment).
-CheckResult checkPlan(Plan plan, const Gradients &g, const Options &options,
-                      int rank, int size) {
+CheckResult checkPlan(Plan plan, const Gradients &g, int rank, int size) {
   CheckResult result;
   // Sparse part: weighted checksums of what was sent and what came back.
   // sum(sent * w), entries sent, sparse elements: summed over the ranks.
@@ -299,7 +293,7 @@ CheckResult checkPlan(Plan plan, const Gradients &g, const Options &options,
   for (size_t t = 0; t < g.counts.size(); ++t) {
     const float *out = g.grads[t].data();
     uint64_t base = g.offsets[t];
-    bool sparse = isSparse(plan) && g.counts[t] >= options.sparseMinElements;
+    bool sparse = isSparse(plan) && g.counts[t] >= sparseMinElements;
     if (sparse) {
       const float *residual = g.residuals[t].data();
       for (int64_t i = 0; i < g.counts[t]; ++i) {
@@ -358,25 +352,20 @@ double median(std::vector<double> values) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Options options;
-  parseOptions(argc, argv, options);
-  std::vector<int64_t> counts = readSizes(options.sizes);
-
-  std::vector<std::pair<std::string, Plan>> plans;
-  {
-    std::string list = options.plans + ",";
-    size_t start = 0, comma;
-    while ((comma = list.find(',', start)) != std::string::npos) {
-      std::string name = list.substr(start, comma - start);
-      start = comma + 1;
-      if (name.empty())
-        continue;
-      Plan plan;
-      if (!parsePlan(name, plan))
-        usage(("unknown plan '" + name + "'").c_str());
-      plans.emplace_back(name, plan);
-    }
-  }
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(benchCategory);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "Times commrt's allreduce plans on a model's gradients; run it under "
+      "mpirun\n");
+  checkOptions();
+  std::string label = runLabel.empty() ? sizesPath : runLabel;
+  std::vector<int64_t> counts = readSizes(sizesPath);
+  std::vector<Plan> plans(planList.begin(), planList.end());
+  if (plans.empty())
+    plans = {Plan::PerTensor,  Plan::PerTensorMpi,    Plan::FusedF32,
+             Plan::FusedF16,   Plan::SparseAllgather, Plan::SparseHash,
+             Plan::SparseChunk};
 
   check(commrt_init_backend(COMMRT_BACKEND_MPI), "commrt_init_backend");
   int rank = commrt_rank(), size = commrt_size();
@@ -390,8 +379,8 @@ int main(int argc, char **argv) {
     g.grads.emplace_back(size_t(n));
   }
   bool anySparse = false;
-  for (auto &entry : plans)
-    anySparse |= isSparse(entry.second);
+  for (Plan plan : plans)
+    anySparse |= isSparse(plan);
   if (anySparse)
     for (int64_t n : counts)
       g.residuals.emplace_back(size_t(n));
@@ -400,43 +389,43 @@ int main(int argc, char **argv) {
 
   if (rank == 0)
     std::printf("commrt-bench: %s: %zu gradients, %lld elements (%.1f MB "
-                "f32), %d ranks, %d warm-up + %d timed runs per plan\n",
-                options.label.c_str(), counts.size(), (long long)total,
-                total * 4e-6, size, options.warmup, options.repetitions);
+                "f32), %d ranks, %u warm-up + %u timed runs per plan\n",
+                label.c_str(), counts.size(), (long long)total, total * 4e-6,
+                size, unsigned(warmup), unsigned(repetitions));
 
   struct Row {
-    std::string name;
+    Plan plan;
     double median, min, max;
     CheckResult check;
   };
   std::vector<Row> rows;
   bool allOk = true;
-  for (auto &[name, plan] : plans) {
+  for (Plan plan : plans) {
     std::vector<double> times;
     CheckResult checked;
-    for (int run = 0; run < options.warmup + options.repetitions; ++run) {
+    for (unsigned run = 0; run < warmup + repetitions; ++run) {
       g.fill(rank);
       MPI_Barrier(MPI_COMM_WORLD);
       double start = MPI_Wtime();
-      runPlan(plan, g, options, size);
+      runPlan(plan, g, size);
       double elapsed = MPI_Wtime() - start, slowest = 0;
       MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (run == 0)
-        checked = checkPlan(plan, g, options, rank, size);
-      if (run >= options.warmup)
+        checked = checkPlan(plan, g, rank, size);
+      if (run >= warmup)
         times.push_back(slowest);
     }
-    Row row{name, median(times), *std::min_element(times.begin(), times.end()),
+    Row row{plan, median(times), *std::min_element(times.begin(), times.end()),
             *std::max_element(times.begin(), times.end()), checked};
     allOk &= checked.ok;
     if (rank == 0) {
       std::printf("RESULT label=%s plan=%s median_s=%.6f min_s=%.6f "
-                  "max_s=%.6f reps=%d tensors=%zu elements=%lld ranks=%d "
+                  "max_s=%.6f reps=%u tensors=%zu elements=%lld ranks=%d "
                   "check=%s max_error=%g sent_density=%.6f\n",
-                  options.label.c_str(), name.c_str(), row.median, row.min,
-                  row.max, options.repetitions, counts.size(), (long long)total,
-                  size, checked.ok ? "ok" : "FAILED", checked.maxError,
-                  checked.sentDensity);
+                  label.c_str(), planName(plan).str().c_str(), row.median,
+                  row.min, row.max, unsigned(repetitions), counts.size(),
+                  (long long)total, size, checked.ok ? "ok" : "FAILED",
+                  checked.maxError, checked.sentDensity);
       std::fflush(stdout);
     }
     rows.push_back(row);
@@ -445,7 +434,7 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     double fused = 0;
     for (auto &row : rows)
-      if (row.name == "fused-f32")
+      if (row.plan == Plan::FusedF32)
         fused = row.median;
     std::printf("\n%-18s %12s %12s %12s %12s  %s\n", "plan", "median (s)",
                 "min (s)", "max (s)", "vs fused-f32", "check");
@@ -454,12 +443,12 @@ int main(int argc, char **argv) {
       if (fused > 0)
         std::snprintf(ratio, sizeof(ratio), "%.2fx", row.median / fused);
       char note[64] = "";
-      if (isSparse(plans[&row - rows.data()].second))
+      if (isSparse(row.plan))
         std::snprintf(note, sizeof(note), " (sent density %.5f)",
                       row.check.sentDensity);
-      std::printf("%-18s %12.4f %12.4f %12.4f %12s  %s%s\n", row.name.c_str(),
-                  row.median, row.min, row.max, ratio,
-                  row.check.ok ? "ok" : "FAILED", note);
+      std::printf("%-18s %12.4f %12.4f %12.4f %12s  %s%s\n",
+                  planName(row.plan).str().c_str(), row.median, row.min,
+                  row.max, ratio, row.check.ok ? "ok" : "FAILED", note);
     }
   }
   check(commrt_finalize(), "commrt_finalize");

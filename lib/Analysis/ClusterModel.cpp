@@ -9,12 +9,8 @@
 
 #include "Description.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 
-#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -37,44 +33,36 @@ constexpr llvm::StringLiteral kTooManyChannels =
 // Enums and link levels
 //===----------------------------------------------------------------------===//
 
+namespace {
+constexpr detail::EnumSpelling<AllreduceAlgorithm> kAlgorithmSpellings[] = {
+    {AllreduceAlgorithm::Ring, "ring"},
+    {AllreduceAlgorithm::Tree, "tree"},
+    {AllreduceAlgorithm::Hierarchical, "hierarchical"},
+};
+
+constexpr detail::EnumSpelling<ChannelSharing> kSharingSpellings[] = {
+    {ChannelSharing::Shared, "shared"},
+    {ChannelSharing::Independent, "independent"},
+};
+} // namespace
+
 llvm::StringRef
 comm::stringifyAllreduceAlgorithm(AllreduceAlgorithm algorithm) {
-  switch (algorithm) {
-  case AllreduceAlgorithm::Ring:
-    return "ring";
-  case AllreduceAlgorithm::Tree:
-    return "tree";
-  case AllreduceAlgorithm::Hierarchical:
-    return "hierarchical";
-  }
-  llvm_unreachable("unknown allreduce algorithm");
+  return detail::stringifyEnum(kAlgorithmSpellings, algorithm);
 }
 
 std::optional<AllreduceAlgorithm>
 comm::symbolizeAllreduceAlgorithm(llvm::StringRef text) {
-  return llvm::StringSwitch<std::optional<AllreduceAlgorithm>>(text)
-      .Case("ring", AllreduceAlgorithm::Ring)
-      .Case("tree", AllreduceAlgorithm::Tree)
-      .Case("hierarchical", AllreduceAlgorithm::Hierarchical)
-      .Default(std::nullopt);
+  return detail::symbolizeEnum(kAlgorithmSpellings, text);
 }
 
 llvm::StringRef comm::stringifyChannelSharing(ChannelSharing sharing) {
-  switch (sharing) {
-  case ChannelSharing::Shared:
-    return "shared";
-  case ChannelSharing::Independent:
-    return "independent";
-  }
-  llvm_unreachable("unknown channel sharing");
+  return detail::stringifyEnum(kSharingSpellings, sharing);
 }
 
 std::optional<ChannelSharing>
 comm::symbolizeChannelSharing(llvm::StringRef text) {
-  return llvm::StringSwitch<std::optional<ChannelSharing>>(text)
-      .Case("shared", ChannelSharing::Shared)
-      .Case("independent", ChannelSharing::Independent)
-      .Default(std::nullopt);
+  return detail::symbolizeEnum(kSharingSpellings, text);
 }
 
 LinkLevel LinkLevel::fromBandwidth(double alphaUs, double gigabitsPerSecond) {
@@ -92,44 +80,32 @@ double LinkLevel::bandwidthGbps() const {
 
 /// Reports the first broken invariant of `level` below `path`.
 static bool verifyLevel(const LinkLevel &level, Path path) {
-  if (!std::isfinite(level.alphaUs) || level.alphaUs < 0) {
-    path.field("alpha_us").report("expected a non-negative number");
-    return false;
-  }
-  if (!std::isfinite(level.betaUsPerByte) || level.betaUsPerByte <= 0) {
-    path.field("beta_s_per_byte").report("expected a positive number");
-    return false;
-  }
-  return true;
+  return detail::checkNonNegative(level.alphaUs, path, "alpha_us") &&
+         detail::checkPositive(level.betaUsPerByte, path, "beta_s_per_byte");
+}
+
+/// Reports a channel count out of [1, kMaxClusterChannels] below `path`.
+static bool verifyChannels(int64_t channels, Path path) {
+  return detail::checkField(channels >= 1, path, "channels",
+                            "expected a positive integer") &&
+         detail::checkField(channels <= kMaxClusterChannels, path, "channels",
+                            kTooManyChannels);
 }
 
 /// Reports the first broken invariant among the rank and channel counts of
 /// `cluster` below `path`. Field names are those of the JSON form.
 static bool verifyCounts(const ClusterModel &cluster, Path path) {
   // MPI and NCCL count ranks in an int.
-  if (cluster.ranks < 1 ||
-      cluster.ranks > std::numeric_limits<int32_t>::max()) {
-    path.field("ranks").report("expected a positive integer no larger than "
-                               "2147483647");
-    return false;
-  }
-  if (cluster.ranksPerNode < 1) {
-    path.field("ranks_per_node").report("expected a positive integer");
-    return false;
-  }
-  if (cluster.ranks % cluster.ranksPerNode != 0) {
-    path.field("ranks_per_node").report("must divide ranks");
-    return false;
-  }
-  if (cluster.channels < 1) {
-    path.field("channels").report("expected a positive integer");
-    return false;
-  }
-  if (cluster.channels > kMaxClusterChannels) {
-    path.field("channels").report(kTooManyChannels);
-    return false;
-  }
-  return true;
+  return detail::checkField(
+             cluster.ranks >= 1 &&
+                 cluster.ranks <= std::numeric_limits<int32_t>::max(),
+             path, "ranks",
+             "expected a positive integer no larger than 2147483647") &&
+         detail::checkField(cluster.ranksPerNode >= 1, path, "ranks_per_node",
+                            "expected a positive integer") &&
+         detail::checkField(cluster.ranks % cluster.ranksPerNode == 0, path,
+                            "ranks_per_node", "must divide ranks") &&
+         verifyChannels(cluster.channels, path);
 }
 
 llvm::Error ClusterModel::verify() const {
@@ -151,28 +127,14 @@ namespace mlir::comm {
 
 static bool fromJSON(const llvm::json::Value &value,
                      AllreduceAlgorithm &algorithm, Path path) {
-  std::optional<llvm::StringRef> text = value.getAsString();
-  std::optional<AllreduceAlgorithm> parsed =
-      text ? symbolizeAllreduceAlgorithm(*text) : std::nullopt;
-  if (!parsed) {
-    path.report("expected \"ring\", \"tree\" or \"hierarchical\"");
-    return false;
-  }
-  algorithm = *parsed;
-  return true;
+  return detail::readEnum(value, algorithm, path, kAlgorithmSpellings,
+                          "expected \"ring\", \"tree\" or \"hierarchical\"");
 }
 
 static bool fromJSON(const llvm::json::Value &value, ChannelSharing &sharing,
                      Path path) {
-  std::optional<llvm::StringRef> text = value.getAsString();
-  std::optional<ChannelSharing> parsed =
-      text ? symbolizeChannelSharing(*text) : std::nullopt;
-  if (!parsed) {
-    path.report("expected \"shared\" or \"independent\"");
-    return false;
-  }
-  sharing = *parsed;
-  return true;
+  return detail::readEnum(value, sharing, path, kSharingSpellings,
+                          "expected \"shared\" or \"independent\"");
 }
 } // namespace mlir::comm
 
@@ -191,10 +153,8 @@ static bool readLevel(const llvm::json::Value &value, LinkLevel &level,
     path.report("expected exactly one of beta_s_per_byte and bandwidth_gbps");
     return false;
   }
-  if (gbps && (!std::isfinite(*gbps) || *gbps <= 0)) {
-    path.field("bandwidth_gbps").report("expected a positive number");
+  if (gbps && !detail::checkPositive(*gbps, path, "bandwidth_gbps"))
     return false;
-  }
   level = gbps ? LinkLevel::fromBandwidth(alphaUs, *gbps)
                : LinkLevel{alphaUs, *betaSeconds * kUsPerSecond};
   return verifyLevel(level, path);
@@ -218,14 +178,8 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
       !mapper.mapOptional("channels", channels) ||
       !mapper.mapOptional("channel_sharing", result.sharing))
     return false;
-  if (channels < 1) {
-    path.field("channels").report("expected a positive integer");
+  if (!verifyChannels(channels, path))
     return false;
-  }
-  if (channels > kMaxClusterChannels) {
-    path.field("channels").report(kTooManyChannels);
-    return false;
-  }
   result.channels = static_cast<unsigned>(channels);
   if (!verifyCounts(result, path))
     return false;
@@ -341,112 +295,84 @@ LinkLevel nvlinkV100Estimated() {
   return LinkLevel::fromBandwidth(2.0, 1200.0);
 }
 
-ClusterModel makeGradientFlow64() {
-  ClusterModel c;
-  c.name = "gradientflow-64";
-  c.source = "GradientFlow's 64-GPU baseline (8 nodes x 8 GPUs, 56 Gb/s "
-             "InfiniBand); inter-node figures from MG-WFBP's 56 Gb IB fit, "
-             "intra-node PCIe 3.0 x16 estimated from nominal bandwidth";
-  c.ranks = 64;
-  c.ranksPerNode = 8;
-  c.intra = pcie3Estimated();
-  c.inter = ib56Measured();
-  c.algorithm = AllreduceAlgorithm::Ring;
-  c.channels = 2;
-  return c;
+/// 100 Gb/s InfiniBand: nominal bandwidth, the per-step latency of MG-WFBP's
+/// 56 Gb fit.
+LinkLevel ib100Estimated() {
+  return LinkLevel::fromBandwidth(ib56Measured().alphaUs, 100.0);
 }
 
-ClusterModel makeIb100x512() {
-  ClusterModel c;
-  c.name = "ib100-512";
-  c.source = "512 GPUs (64 nodes x 8) on 100 Gb/s InfiniBand: inter-node "
-             "bandwidth nominal 100 Gbit/s, per-step latency from MG-WFBP's "
-             "56 Gb IB fit, intra-node NVLink 2.0 estimated from nominal "
-             "bandwidth";
-  c.ranks = 512;
-  c.ranksPerNode = 8;
-  c.intra = nvlinkV100Estimated();
-  c.inter = LinkLevel::fromBandwidth(ib56Measured().alphaUs, 100.0);
-  c.algorithm = AllreduceAlgorithm::Hierarchical;
-  c.channels = 2;
-  return c;
+/// A flat 16-rank ring that reproduces MG-WFBP's 10 GbE fit.
+LinkLevel ethernet10Measured() {
+  return ringLevelFromFit(kMgwfbp10GbeAUs, kMgwfbp10GbeBSeconds, 16);
 }
 
-ClusterModel makeNvlink8() {
-  ClusterModel c;
-  c.name = "nvlink-8";
-  c.source = "one 8-GPU V100 NVLink server (DGX-1 class), NVLink 2.0 "
-             "estimated from nominal bandwidth";
-  c.ranks = 8;
-  c.ranksPerNode = 8;
-  c.intra = nvlinkV100Estimated();
-  c.inter = c.intra;
-  c.algorithm = AllreduceAlgorithm::Ring;
-  c.channels = 2;
-  return c;
-}
+/// One preset: its name and its figures. A level that the cluster never
+/// uses (intra with one rank per node, inter with one node) repeats the
+/// other, as a description that leaves it out reads.
+struct ClusterPreset {
+  llvm::StringLiteral name;
+  llvm::StringLiteral source;
+  int64_t ranks;
+  int64_t ranksPerNode;
+  LinkLevel (*intra)();
+  LinkLevel (*inter)();
+  AllreduceAlgorithm algorithm;
+  unsigned channels;
 
-ClusterModel makeEthernet10x16() {
-  ClusterModel c;
-  c.name = "ethernet10-16";
-  c.source = "MG-WFBP's 16-worker 10 GbE allreduce fit (a = 0.908 ms, "
-             "b = 7.40e-10 s/B), as a flat ring that reproduces it";
-  c.ranks = 16;
-  c.ranksPerNode = 1;
-  c.inter = ringLevelFromFit(kMgwfbp10GbeAUs, kMgwfbp10GbeBSeconds, 16);
-  c.intra = c.inter;
-  c.algorithm = AllreduceAlgorithm::Ring;
-  c.channels = 1;
-  return c;
-}
-
-ClusterModel makeIb56x16() {
-  ClusterModel c;
-  c.name = "ib56-16";
-  c.source = "MG-WFBP's 16-worker 56 Gb InfiniBand allreduce fit "
-             "(a = 0.236 ms, b = 4.06e-10 s/B), as a flat ring that "
-             "reproduces it";
-  c.ranks = 16;
-  c.ranksPerNode = 1;
-  c.inter = ib56Measured();
-  c.intra = c.inter;
-  c.algorithm = AllreduceAlgorithm::Ring;
-  c.channels = 1;
-  return c;
-}
-
-/// One preset: its name and how to build it.
-struct PresetEntry {
-  llvm::StringRef name;
-  ClusterModel (*make)();
+  /// The model this preset describes.
+  ClusterModel build() const {
+    ClusterModel cluster;
+    cluster.name = name.str();
+    cluster.source = source.str();
+    cluster.ranks = ranks;
+    cluster.ranksPerNode = ranksPerNode;
+    cluster.intra = intra();
+    cluster.inter = inter();
+    cluster.algorithm = algorithm;
+    cluster.channels = channels;
+    return cluster;
+  }
 };
 
-constexpr PresetEntry kPresets[] = {
-    {"gradientflow-64", makeGradientFlow64},
-    {"ib100-512", makeIb100x512},
-    {"nvlink-8", makeNvlink8},
-    {"ethernet10-16", makeEthernet10x16},
-    {"ib56-16", makeIb56x16},
+constexpr ClusterPreset kPresets[] = {
+    {"gradientflow-64",
+     "GradientFlow's 64-GPU baseline (8 nodes x 8 GPUs, 56 Gb/s "
+     "InfiniBand); inter-node figures from MG-WFBP's 56 Gb IB fit, "
+     "intra-node PCIe 3.0 x16 estimated from nominal bandwidth",
+     64, 8, pcie3Estimated, ib56Measured, AllreduceAlgorithm::Ring, 2},
+    {"ib100-512",
+     "512 GPUs (64 nodes x 8) on 100 Gb/s InfiniBand: inter-node "
+     "bandwidth nominal 100 Gbit/s, per-step latency from MG-WFBP's "
+     "56 Gb IB fit, intra-node NVLink 2.0 estimated from nominal "
+     "bandwidth",
+     512, 8, nvlinkV100Estimated, ib100Estimated,
+     AllreduceAlgorithm::Hierarchical, 2},
+    {"nvlink-8",
+     "one 8-GPU V100 NVLink server (DGX-1 class), NVLink 2.0 "
+     "estimated from nominal bandwidth",
+     8, 8, nvlinkV100Estimated, nvlinkV100Estimated, AllreduceAlgorithm::Ring,
+     2},
+    {"ethernet10-16",
+     "MG-WFBP's 16-worker 10 GbE allreduce fit (a = 0.908 ms, "
+     "b = 7.40e-10 s/B), as a flat ring that reproduces it",
+     16, 1, ethernet10Measured, ethernet10Measured, AllreduceAlgorithm::Ring,
+     1},
+    {"ib56-16",
+     "MG-WFBP's 16-worker 56 Gb InfiniBand allreduce fit "
+     "(a = 0.236 ms, b = 4.06e-10 s/B), as a flat ring that "
+     "reproduces it",
+     16, 1, ib56Measured, ib56Measured, AllreduceAlgorithm::Ring, 1},
 };
 } // namespace
 
 llvm::ArrayRef<llvm::StringRef> ClusterModel::presetNames() {
-  static const llvm::SmallVector<llvm::StringRef> names = [] {
-    llvm::SmallVector<llvm::StringRef> result;
-    for (const PresetEntry &entry : kPresets)
-      result.push_back(entry.name);
-    return result;
-  }();
+  static const llvm::SmallVector<llvm::StringRef> names =
+      detail::presetNamesOf(kPresets);
   return names;
 }
 
 llvm::Expected<ClusterModel> ClusterModel::preset(llvm::StringRef name) {
-  for (const PresetEntry &entry : kPresets)
-    if (entry.name == name)
-      return entry.make();
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(), "unknown cluster preset '%s' (known: %s)",
-      name.str().c_str(), llvm::join(presetNames(), ", ").c_str());
+  return detail::buildPreset<ClusterModel>(kPresets, name, "cluster");
 }
 
 llvm::Expected<ClusterModel> ClusterModel::parse(llvm::StringRef nameOrPath) {

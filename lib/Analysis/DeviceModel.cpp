@@ -9,12 +9,9 @@
 
 #include "Description.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::comm;
@@ -40,25 +37,12 @@ double DeviceModel::rooflineUs(double flops, double bytes,
 
 /// Reports the first broken invariant of `device` below `path`.
 static bool verifyDevice(const DeviceModel &device, Path path) {
-  auto positive = [](double x) { return std::isfinite(x) && x > 0; };
-  auto nonNegative = [](double x) { return std::isfinite(x) && x >= 0; };
-  if (!positive(device.peakTflops)) {
-    path.field("peak_tflops").report("expected a positive number");
-    return false;
-  }
-  if (!nonNegative(device.peakTensorTflops)) {
-    path.field("peak_tensor_tflops").report("expected a non-negative number");
-    return false;
-  }
-  if (!positive(device.memoryGBps)) {
-    path.field("memory_gbps").report("expected a positive number");
-    return false;
-  }
-  if (!nonNegative(device.launchOverheadUs)) {
-    path.field("launch_overhead_us").report("expected a non-negative number");
-    return false;
-  }
-  return true;
+  return detail::checkPositive(device.peakTflops, path, "peak_tflops") &&
+         detail::checkNonNegative(device.peakTensorTflops, path,
+                                  "peak_tensor_tflops") &&
+         detail::checkPositive(device.memoryGBps, path, "memory_gbps") &&
+         detail::checkNonNegative(device.launchOverheadUs, path,
+                                  "launch_overhead_us");
 }
 
 llvm::Error DeviceModel::verify() const {
@@ -124,6 +108,17 @@ struct DevicePreset {
   double peakTflops;
   double peakTensorTflops;
   double memoryGBps;
+
+  /// The model this preset describes.
+  DeviceModel build() const {
+    DeviceModel device;
+    device.name = name.str();
+    device.source = source.str();
+    device.peakTflops = peakTflops;
+    device.peakTensorTflops = peakTensorTflops;
+    device.memoryGBps = memoryGBps;
+    return device;
+  }
 };
 
 constexpr DevicePreset kPresets[] = {
@@ -143,30 +138,13 @@ constexpr DevicePreset kPresets[] = {
 } // namespace
 
 llvm::ArrayRef<llvm::StringRef> DeviceModel::presetNames() {
-  static const llvm::SmallVector<llvm::StringRef> names = [] {
-    llvm::SmallVector<llvm::StringRef> result;
-    for (const DevicePreset &entry : kPresets)
-      result.push_back(entry.name);
-    return result;
-  }();
+  static const llvm::SmallVector<llvm::StringRef> names =
+      detail::presetNamesOf(kPresets);
   return names;
 }
 
 llvm::Expected<DeviceModel> DeviceModel::preset(llvm::StringRef name) {
-  for (const DevicePreset &entry : kPresets) {
-    if (entry.name != name)
-      continue;
-    DeviceModel device;
-    device.name = entry.name.str();
-    device.source = entry.source.str();
-    device.peakTflops = entry.peakTflops;
-    device.peakTensorTflops = entry.peakTensorTflops;
-    device.memoryGBps = entry.memoryGBps;
-    return device;
-  }
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(), "unknown device preset '%s' (known: %s)",
-      name.str().c_str(), llvm::join(presetNames(), ", ").c_str());
+  return detail::buildPreset<DeviceModel>(kPresets, name, "device");
 }
 
 llvm::Expected<DeviceModel> DeviceModel::parse(llvm::StringRef nameOrPath) {
