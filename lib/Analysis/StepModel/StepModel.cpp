@@ -218,6 +218,21 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                          std::move(label));
   };
 
+  // The step is the function's top-level block: a collective inside a
+  // loop's body or a branch would be missing from its price.
+  Operation *unpriced = nullptr;
+  func.walk([&](CollectiveOpInterface collective) {
+    if (collective->getBlock() == &func.getBody().front())
+      return WalkResult::advance();
+    unpriced = collective;
+    return WalkResult::interrupt();
+  });
+  if (unpriced)
+    return unpriced->emitOpError(
+        "cannot be estimated: it is in a nested region (a loop's body or a "
+        "branch), and the step model prices the collectives of the "
+        "function's body only");
+
   // Collectives started but not yet waited on, by their start op.
   llvm::DenseMap<Operation *, size_t> inFlight;
   for (Operation &op : func.getBody().front()) {
