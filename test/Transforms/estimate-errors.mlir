@@ -45,3 +45,19 @@ func.func @wait_in_other_block(%g: tensor<4xf32>) -> tensor<4xf32> {
   %r = comm.wait %t : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A collective in a loop's body runs once per iteration; the step model
+// prices the function's body only, so it refuses rather than leave it out.
+func.func @allreduce_in_loop(%g: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  comm.compute () {cost_us = 1.0 : f64} : () -> ()
+  scf.for %i = %c0 to %c4 step %c1 {
+    // expected-error @+1 {{'comm.allreduce' op cannot be estimated: it is in a nested region (a loop's body or a branch), and the step model prices the collectives of the function's body only}}
+    comm.allreduce %g : memref<4xf32>
+  }
+  return
+}

@@ -3,8 +3,9 @@
 Plans each module with every subset of the plan-changing options (wire,
 sparse, partition-mb) on several clusters, reads the simulated step time of
 each plan from comm-estimate's JSON report, and checks that a set of options
-is never slower than any of its subsets (in the model), and that the plan
-comm-optimize keeps is the one its search reported fastest.
+is never slower than any of its subsets (in the model), that the plan
+comm-optimize keeps is the one its search reported fastest, and that the
+estimate priced every collective op of the plan.
 
 usage: never_worse.py BIN_DIR PIPEDREAM_DIR WORK_DIR
 """
@@ -13,6 +14,7 @@ import itertools
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -58,12 +60,25 @@ def run(command):
                  f"{result.stderr}")
 
 
+# A collective op of a plan, as commopt-opt prints it.
+COLLECTIVE = re.compile(r"^\s*(%\S+ = )?comm\.(allreduce|fused_allreduce|"
+                        r"start|sparse_allreduce) ", re.MULTILINE)
+
+
 def plan(opt, module, cluster, options, report):
-    run([opt, module, "-o", os.devnull,
+    planned = report + ".mlir"
+    run([opt, module, "-o", planned,
          f"--comm-optimize=cluster={cluster} {' '.join(options)} "
          f"estimate=step report=json report-file={report}"])
     with open(report) as f:
         estimate = json.load(f)
+    with open(planned) as f:
+        ops = len(COLLECTIVE.findall(f.read()))
+    priced = sum(len(function["collectives"])
+                 for function in estimate["functions"])
+    if ops == 0 or ops != priced:
+        sys.exit(f"{module} {cluster} {options}: the plan has {ops} "
+                 f"collective ops, the estimate priced {priced}")
     step_us = sum(function["step_us"] for function in estimate["functions"])
     search = estimate.get("plan_search", [])
     if options:
