@@ -19,13 +19,11 @@
 
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-BUILD=${BUILD:-build}
+# ROOT, BUILD, PYTHON and the MPI settings.
+source "$(dirname "$0")/../common.sh"
 OUT=${OUT:-$BUILD/checksbench}
 REPETITIONS=${REPETITIONS:-9}
 MODELS=${MODELS:-resnet50 vgg16}
-PYTHON=${PYTHON:-/usr/bin/python3}
 BENCH=$BUILD/bin/commrt-bench
 
 [[ -x $BENCH ]] || { echo "run.sh: build $BENCH first" >&2; exit 2; }

@@ -26,9 +26,8 @@
 
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-BUILD=${BUILD:-build}
+# ROOT, BUILD, PYTHON and the MPI settings.
+source "$(dirname "$0")/../common.sh"
 OUT=${OUT:-$BUILD/loop}
 STEPS=${STEPS:-5}
 ROUNDS=${ROUNDS:-4}
@@ -36,7 +35,6 @@ RATE=${RATE:-1gbit}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
 PROFILE=${PROFILE:-../shared/profiles/pipedream/resnet50.graph.txt}
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
-PYTHON=${PYTHON:-/usr/bin/python3}
 BUILD=$(cd "$BUILD" && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

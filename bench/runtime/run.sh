@@ -18,14 +18,12 @@
 
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-BUILD=${BUILD:-build}
+# ROOT, BUILD, PYTHON and the MPI settings.
+source "$(dirname "$0")/../common.sh"
 OUT=${OUT:-$BUILD/rtbench}
 REPETITIONS=${REPETITIONS:-3}
 SETTINGS=${SETTINGS:-shm 10gbit 1gbit}
 MODELS=${MODELS:-resnet50 vgg16}
-PYTHON=${PYTHON:-/usr/bin/python3}
 BENCH=$BUILD/bin/commrt-bench
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 

@@ -32,9 +32,8 @@
 
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-BUILD=${BUILD:-build}
+# ROOT, BUILD, PYTHON and the MPI settings.
+source "$(dirname "$0")/../common.sh"
 OUT=${OUT:-$BUILD/training}
 EPOCHS=${EPOCHS:-3}
 TRAIN_SAMPLES=${TRAIN_SAMPLES:-20000}
@@ -42,7 +41,6 @@ SPEED_STEPS=${SPEED_STEPS:-40}
 SPEED_BATCHES=${SPEED_BATCHES:-16 4}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
 RATE=${RATE:-1gbit}
-PYTHON=${PYTHON:-/usr/bin/python3}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 PHASES=${*:-fidelity speed}
 
@@ -51,9 +49,6 @@ for tool in commopt-opt commopt-translate; do
 done
 mkdir -p "$OUT/fidelity"
 export COMMOPT_COMMRT_LIB=$ROOT/$BUILD/lib/libcommrt.so
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # Ranks waiting in MPI leave the 2 cores to those computing.
 export OMPI_MCA_mpi_yield_when_idle=1
 TRAIN=examples/fashion_mnist/train.py
