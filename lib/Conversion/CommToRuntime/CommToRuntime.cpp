@@ -203,29 +203,27 @@ struct CollectiveArguments {
   float prescale;
 };
 
-/// Reads a collective's arguments, or fails with a diagnostic for what the
-/// runtime cannot do: element types other than f16, bf16, f32 and f64, or a
-/// prescale outside f32's range.
+/// Reads the arguments of the dense collective `op` (reducing `buffers`),
+/// or fails with a diagnostic for what the runtime cannot do: element types
+/// other than f16, bf16, f32 and f64, or a prescale outside f32's range.
 static FailureOr<CollectiveArguments>
-getCollectiveArguments(Operation *op, ValueRange buffers, ReduceKind reduce,
-                       TypeAttr wire, std::optional<APFloat> prescale) {
+getCollectiveArguments(CollectiveOpInterface op, ValueRange buffers) {
   Type elementType = getElementTypeOrSelf(buffers.front().getType());
   FailureOr<commrt_dtype> dtype = getRuntimeDType(elementType);
   if (failed(dtype))
     return op->emitOpError("cannot be lowered: the runtime communicates f16, "
                            "bf16, f32 and f64 gradients, not ")
            << elementType;
-  CollectiveArguments arguments{*dtype, getRuntimeReduce(reduce),
+  CollectiveArguments arguments{*dtype, getRuntimeReduce(op.getReduceKind()),
                                 COMMRT_WIRE_NONE, 1.0f};
   // The verifier allows f16 and bf16 wires only.
-  if (wire)
-    arguments.wire = wire.getValue().isF16() ? COMMRT_F16 : COMMRT_BF16;
-  if (prescale) {
-    double value = prescale->convertToDouble();
-    arguments.prescale = static_cast<float>(value);
+  if (Type wire = op.getWireType())
+    arguments.wire = wire.isF16() ? COMMRT_F16 : COMMRT_BF16;
+  if (std::optional<double> prescale = op.getPrescaleFactor()) {
+    arguments.prescale = static_cast<float>(*prescale);
     if (arguments.prescale == 0.0f || std::isinf(arguments.prescale))
       return op->emitOpError("cannot be lowered: prescale ")
-             << value << " is out of the range of f32";
+             << *prescale << " is out of the range of f32";
   }
   return arguments;
 }
@@ -309,6 +307,16 @@ static SmallVector<Value> getScalarArguments(OpBuilder &b, Location loc,
                                          APFloat(args.prescale))};
 }
 
+/// The arguments of `commrt_fused_allreduce` for `op` on its `staged`
+/// buffers; its `_start` form adds the channel and the handle's slot.
+static SmallVector<Value>
+getFusedCallArguments(OpBuilder &b, Operation *op, const StagedBuffers &staged,
+                      const CollectiveArguments &args) {
+  SmallVector<Value> callArgs = getBufferArrays(b, op, staged.contiguous);
+  llvm::append_range(callArgs, getScalarArguments(b, op->getLoc(), args));
+  return callArgs;
+}
+
 //===----------------------------------------------------------------------===//
 // What the runtime cannot do
 //===----------------------------------------------------------------------===//
@@ -327,16 +335,10 @@ static LogicalResult checkLowerable(Operation *op) {
   if (op->hasAttr("group"))
     return op->emitOpError("collectives over a process group are not "
                            "lowered yet: the runtime has one communicator");
-  if (auto allreduce = dyn_cast<AllReduceOp>(op))
-    return getCollectiveArguments(
-        op, allreduce.getInput(), allreduce.getReduce(),
-        allreduce.getWireAttr(), allreduce.getPrescale());
-  if (auto fused = dyn_cast<FusedAllReduceOp>(op))
-    return getCollectiveArguments(op, fused.getInputs(), fused.getReduce(),
-                                  fused.getWireAttr(), fused.getPrescale());
-  if (auto start = dyn_cast<StartOp>(op))
-    return getCollectiveArguments(op, start.getInputs(), start.getReduce(),
-                                  start.getWireAttr(), start.getPrescale());
+  if (isa<AllReduceOp, FusedAllReduceOp, StartOp>(op)) {
+    auto collective = cast<CollectiveOpInterface>(op);
+    return getCollectiveArguments(collective, collective.getGradients());
+  }
   if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
     Type elementType = getElementTypeOrSelf(sparse.getGrad().getType());
     if (!elementType.isF32())
@@ -441,8 +443,8 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
       buffers.push_back(adaptor.getInput());
     else
       llvm::append_range(buffers, adaptor.getInputs());
-    FailureOr<CollectiveArguments> args = getCollectiveArguments(
-        op, buffers, op.getReduce(), op.getWireAttr(), op.getPrescale());
+    FailureOr<CollectiveArguments> args =
+        getCollectiveArguments(cast<CollectiveOpInterface>(*op), buffers);
     if (failed(args))
       return failure();
     RuntimeCallBuilder runtime(op);
@@ -463,8 +465,7 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
     }
     StagedBuffers staged = StagedBuffers::stage(rewriter, loc, buffers);
     SmallVector<Value> callArgs =
-        getBufferArrays(rewriter, op, staged.contiguous);
-    llvm::append_range(callArgs, getScalarArguments(rewriter, loc, *args));
+        getFusedCallArguments(rewriter, op, staged, *args);
     if (failed(runtime.emitCheckedCall(rewriter, loc, "commrt_fused_allreduce",
                                        callArgs)))
       return failure();
@@ -483,9 +484,8 @@ struct StartLowering : public OpConversionPattern<StartOp> {
   LogicalResult
   matchAndRewrite(StartOp start, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
-    FailureOr<CollectiveArguments> args =
-        getCollectiveArguments(start, adaptor.getInputs(), start.getReduce(),
-                               start.getWireAttr(), start.getPrescale());
+    FailureOr<CollectiveArguments> args = getCollectiveArguments(
+        cast<CollectiveOpInterface>(*start), adaptor.getInputs());
     if (failed(args))
       return failure();
     RuntimeCallBuilder runtime(start);
@@ -494,8 +494,7 @@ struct StartLowering : public OpConversionPattern<StartOp> {
     StagedBuffers staged =
         StagedBuffers::stage(rewriter, loc, adaptor.getInputs());
     SmallVector<Value> callArgs =
-        getBufferArrays(rewriter, start, staged.contiguous);
-    llvm::append_range(callArgs, getScalarArguments(rewriter, loc, *args));
+        getFusedCallArguments(rewriter, start, staged, *args);
     callArgs.push_back(
         arith::ConstantIntOp::create(rewriter, loc, start.getChannel(), 32));
     callArgs.push_back(getDataPointer(rewriter, loc, slot));
