@@ -27,6 +27,14 @@ commrt_status fail(commrt_status status, const Parts &...parts) {
   return setLastError(status, os.str());
 }
 
+/// Returns the status of `expr` from the enclosing function when it is a
+/// failure; the error helpers above have set the last error.
+#define COMMRT_TRY(expr)                                                       \
+  do {                                                                         \
+    if (commrt_status commrtTryStatus = (expr))                                \
+      return commrtTryStatus;                                                  \
+  } while (false)
+
 /// Reports the MPI error code `error` returned by `call` as a backend error.
 commrt_status failMpi(const char *call, int error);
 

@@ -16,12 +16,14 @@
 // into one near-equal segment per rank; a reduce-scatter of p - 1 steps sends
 // a segment to the right neighbour and reduces the one received from the
 // left into the buffer, leaving each rank with one fully reduced segment,
-// then an allgather of p - 1 steps circulates those. Every rank sends and
-// receives 2 (p - 1) / p of the buffer, the least any allreduce can.
+// then an allgather of p - 1 steps circulates those (RingAllreduce.cpp).
+// Every rank sends and receives 2 (p - 1) / p of the buffer, the least any
+// allreduce can.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "RingAllreduce.h"
 #include "WireFormat.h"
 
 #include <algorithm>
@@ -153,9 +155,7 @@ public:
       for (size_t i = 0; i < plan.buffers.size(); ++i)
         spans.push_back(
             {static_cast<unsigned char *>(plan.buffers[i]), plan.counts[i]});
-      if (commrt_status status =
-              allreduceRing(spans, plan.dtype, plan.reduce, comm, scratch))
-        return status;
+      COMMRT_TRY(ring(spans, plan.dtype, plan.reduce, comm, scratch));
       if (plan.reduce == COMMRT_AVG)
         for (size_t i = 0; i < plan.buffers.size(); ++i)
           divideBySize(plan.buffers[i], plan.counts[i], plan.dtype);
@@ -171,10 +171,8 @@ public:
               plan.prescale);
       next += plan.counts[i] * elementSize(travel);
     }
-    if (commrt_status status =
-            allreduce(fusion.data(), plan.total, travel,
-                      travelReduce(plan.wire, plan.reduce), comm, scratch))
-      return status;
+    COMMRT_TRY(allreduce(fusion.data(), plan.total, travel,
+                         travelReduce(plan.wire, plan.reduce), comm, scratch));
     double scale =
         unpackScale(plan.dtype, plan.wire, plan.reduce, plan.prescale, size);
     next = fusion.data();
@@ -197,8 +195,8 @@ private:
                           std::vector<unsigned char> &scratch) const {
     commrt_status status =
         useRing(count, dtype)
-            ? allreduceRing({{static_cast<unsigned char *>(buffer), count}},
-                            dtype, reduce, comm, scratch)
+            ? ring({{static_cast<unsigned char *>(buffer), count}}, dtype,
+                   reduce, comm, scratch)
             : allreduceChunked(buffer, count, dtype, reduce, comm);
     if (status)
       return status;
@@ -253,204 +251,13 @@ private:
     return builtinOps[reduce];
   }
 
-  /// Contiguous elements of the ring's buffer, which is the concatenation of
-  /// its spans: one buffer reduced in place, or every buffer of a plan.
-  struct Span {
-    unsigned char *data;
-    int64_t count;
-  };
-
-  /// A message of the ring: the elements [begin, begin + count) of the
-  /// concatenated spans, as an MPI buffer, count and datatype. A range in one
-  /// span is sent as it is; one across spans through an hindexed datatype
-  /// over absolute addresses, which MPI frees once the message is done.
-  struct Message {
-    void *buffer = MPI_BOTTOM;
-    int count = 0;
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-  };
-
-  /// Makes the message of `count` elements of `type` (`width` bytes each)
-  /// at `begin` in `spans`, whose first offsets are `offsets`.
-  commrt_status message(const std::vector<Span> &spans,
-                        const std::vector<int64_t> &offsets, int64_t begin,
-                        int64_t count, MPI_Datatype type, size_t width,
-                        Message &out) const {
-    out = Message{MPI_BOTTOM, 0, type};
-    if (count == 0)
-      return COMMRT_SUCCESS;
-    size_t first = std::upper_bound(offsets.begin(), offsets.end(), begin) -
-                   offsets.begin() - 1;
-    int64_t within = begin - offsets[first];
-    if (within + count <= spans[first].count) {
-      out.buffer = spans[first].data + within * width;
-      out.count = static_cast<int>(count);
-      return COMMRT_SUCCESS;
-    }
-    std::vector<int> lengths;
-    std::vector<MPI_Aint> addresses;
-    for (size_t i = first; count > 0; ++i, within = 0) {
-      int64_t taken = std::min(count, spans[i].count - within);
-      MPI_Aint address;
-      MPI_Get_address(spans[i].data + within * width, &address);
-      lengths.push_back(static_cast<int>(taken));
-      addresses.push_back(address);
-      count -= taken;
-    }
-    MPI_Datatype gathered;
-    if (int error = MPI_Type_create_hindexed(static_cast<int>(lengths.size()),
-                                             lengths.data(), addresses.data(),
-                                             type, &gathered))
-      return failMpi("MPI_Type_create_hindexed (ring allreduce)", error);
-    if (int error = MPI_Type_commit(&gathered)) {
-      MPI_Type_free(&gathered);
-      return failMpi("MPI_Type_commit (ring allreduce)", error);
-    }
-    out = Message{MPI_BOTTOM, 1, gathered};
-    return COMMRT_SUCCESS;
-  }
-
-  /// Ring allreduce in place of the concatenation of `spans` (elements of
-  /// `dtype`) over `comm`, receiving into `scratch` (grown as needed). AVG is
-  /// reduced as SUM. Segment `s` is `count / size` elements, one more for the
-  /// first `count % size`; some may be empty. Each step moves its segment in
-  /// pieces of kRingPieceBytes, pipelined: the next piece is on the wire
-  /// while the last one is reduced.
-  commrt_status allreduceRing(const std::vector<Span> &spans,
-                              commrt_dtype dtype, commrt_reduce reduce,
-                              MPI_Comm comm,
-                              std::vector<unsigned char> &scratch) const {
-    int rank;
-    MPI_Comm_rank(comm, &rank);
-    const size_t width = elementSize(dtype);
-    std::vector<int64_t> offsets;
-    int64_t count = 0;
-    for (const Span &span : spans) {
-      offsets.push_back(count);
-      count += span.count;
-    }
-    const int64_t base = count / size, extra = count % size;
-    auto segmentBegin = [&](int segment) {
-      return segment * base + std::min<int64_t>(segment, extra);
-    };
-    auto segmentCount = [&](int segment) {
-      return base + (segment < extra ? 1 : 0);
-    };
-    auto wrap = [&](int segment) { return (segment % size + size) % size; };
-    const int64_t pieceCount = std::max<int64_t>(1, kRingPieceBytes / width);
-    // Two pieces: one being received while the other is reduced.
-    const int64_t scratchCount = std::min(segmentCount(0), pieceCount);
-    if (scratch.size() < 2 * scratchCount * width)
-      scratch.resize(2 * scratchCount * width);
-    const MPI_Datatype type = mpiType(dtype);
-    const MPI_Op op = mpiOp(dtype, reduce);
-    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-    // Every step of every rank moves the same number of pieces, some of
-    // them empty, so that each send meets its receive.
-    const int64_t pieces =
-        std::max<int64_t>(1, (segmentCount(0) + pieceCount - 1) / pieceCount);
-
-    // Reduces the `n` received elements at `from` into the elements
-    // [begin, begin + n) of the spans.
-    auto reduceInto = [&](const unsigned char *from, int64_t begin,
-                          int64_t n) -> commrt_status {
-      size_t i = std::upper_bound(offsets.begin(), offsets.end(), begin) -
-                 offsets.begin() - 1;
-      for (int64_t within = begin - offsets[i]; n > 0; ++i, within = 0) {
-        int64_t taken = std::min(n, spans[i].count - within);
-        if (int error = MPI_Reduce_local(from, spans[i].data + within * width,
-                                         static_cast<int>(taken), type, op))
-          return failMpi("MPI_Reduce_local (ring allreduce)", error);
-        from += taken * width;
-        n -= taken;
-      }
-      return COMMRT_SUCCESS;
-    };
-
-    // One step: send segment `sent` to the right while receiving segment
-    // `received` from the left, into scratch to be reduced into the spans,
-    // or straight into the spans.
-    auto step = [&](int sent, int received, bool reduceIt) -> commrt_status {
-      const int64_t sendCount = segmentCount(sent);
-      const int64_t receiveCount = segmentCount(received);
-      auto pieceOf = [&](int64_t total, int64_t piece) {
-        return std::clamp<int64_t>(total - piece * pieceCount, 0, pieceCount);
-      };
-      std::vector<MPI_Request> sends(pieces, MPI_REQUEST_NULL);
-      std::vector<MPI_Request> receives(pieces, MPI_REQUEST_NULL);
-      // Posts the receive and the send of piece `piece`.
-      auto post = [&](int64_t piece) -> commrt_status {
-        const int64_t receiving = pieceOf(receiveCount, piece);
-        const int64_t receiveAt = segmentBegin(received) + piece * pieceCount;
-        Message into;
-        if (reduceIt)
-          into = Message{scratch.data() + (piece % 2) * scratchCount * width,
-                         static_cast<int>(receiving), type};
-        else if (commrt_status status = message(spans, offsets, receiveAt,
-                                                receiving, type, width, into))
-          return status;
-        int error = MPI_Irecv(into.buffer, into.count, into.type, left,
-                              kRingTag, comm, &receives[piece]);
-        if (into.type != type)
-          MPI_Type_free(&into.type);
-        if (error)
-          return failMpi("MPI_Irecv (ring allreduce)", error);
-        Message from;
-        if (commrt_status status =
-                message(spans, offsets, segmentBegin(sent) + piece * pieceCount,
-                        pieceOf(sendCount, piece), type, width, from))
-          return status;
-        error = MPI_Isend(from.buffer, from.count, from.type, right, kRingTag,
-                          comm, &sends[piece]);
-        if (from.type != type)
-          MPI_Type_free(&from.type);
-        if (error)
-          return failMpi("MPI_Isend (ring allreduce)", error);
-        return COMMRT_SUCCESS;
-      };
-
-      if (!reduceIt) {
-        for (int64_t piece = 0; piece < pieces; ++piece)
-          if (commrt_status status = post(piece))
-            return status;
-      } else {
-        if (commrt_status status = post(0))
-          return status;
-        for (int64_t piece = 0; piece < pieces; ++piece) {
-          if (piece + 1 < pieces)
-            if (commrt_status status = post(piece + 1))
-              return status;
-          if (int error = MPI_Wait(&receives[piece], MPI_STATUS_IGNORE))
-            return failMpi("MPI_Wait (ring allreduce)", error);
-          if (commrt_status status = reduceInto(
-                  scratch.data() + (piece % 2) * scratchCount * width,
-                  segmentBegin(received) + piece * pieceCount,
-                  pieceOf(receiveCount, piece)))
-            return status;
-        }
-      }
-      if (int error = MPI_Waitall(static_cast<int>(pieces), receives.data(),
-                                  MPI_STATUSES_IGNORE))
-        return failMpi("MPI_Waitall (ring allreduce)", error);
-      if (int error = MPI_Waitall(static_cast<int>(pieces), sends.data(),
-                                  MPI_STATUSES_IGNORE))
-        return failMpi("MPI_Waitall (ring allreduce)", error);
-      return COMMRT_SUCCESS;
-    };
-
-    // Reduce-scatter: after step s, segment rank - s - 1 holds the reduction
-    // over ranks rank - s - 1 .. rank; at the end this rank owns segment
-    // rank + 1 fully reduced.
-    for (int s = 0; s < size - 1; ++s)
-      if (commrt_status status =
-              step(wrap(rank - s), wrap(rank - s - 1), /*reduceIt=*/true))
-        return status;
-    // Allgather: pass the fully reduced segments around the ring.
-    for (int s = 0; s < size - 1; ++s)
-      if (commrt_status status =
-              step(wrap(rank + 1 - s), wrap(rank - s), /*reduceIt=*/false))
-        return status;
-    return COMMRT_SUCCESS;
+  /// Ring allreduce (see ringAllreduce) of the concatenation of `spans`,
+  /// elements of `dtype`; AVG is reduced as SUM.
+  commrt_status ring(const std::vector<Span> &spans, commrt_dtype dtype,
+                     commrt_reduce reduce, MPI_Comm comm,
+                     std::vector<unsigned char> &scratch) const {
+    return ringAllreduce(spans, mpiType(dtype), elementSize(dtype),
+                         mpiOp(dtype, reduce), comm, scratch);
   }
 
   /// Divides the reduced sum at `buffer` by the number of ranks.
@@ -468,14 +275,6 @@ private:
           static_cast<uint16_t *>(buffer), count, size);
     }
   }
-
-  /// The tag of the ring's messages; a plan's communicator carries one
-  /// collective at a time.
-  static constexpr int kRingTag = 0x636d;
-  /// The most bytes of one ring message: small enough that a piece is
-  /// reduced while the next one travels, large enough that per-message
-  /// costs stay small.
-  static constexpr int64_t kRingPieceBytes = int64_t(1) << 20;
 
   int size;
   AllreduceConfig config;
@@ -625,8 +424,7 @@ public:
                   " (a program that initialises MPI itself must ask for "
                   "MPI_THREAD_MULTIPLE with MPI_Init_thread)");
     auto shared = std::make_shared<Shared>(plan);
-    if (commrt_status status = channels[channel]->submit(shared))
-      return status;
+    COMMRT_TRY(channels[channel]->submit(shared));
     operation = std::make_unique<MpiOperation>(std::move(shared));
     return COMMRT_SUCCESS;
   }

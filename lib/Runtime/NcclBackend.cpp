@@ -36,6 +36,32 @@ commrt_status commrt::checkNccl(const char *call, ncclResult_t result,
               ncclGetErrorString(result), ": ", ncclGetLastError(comm));
 }
 
+commrt_status Scratch::reserve(size_t bytes, cudaStream_t stream) {
+  bytes = std::max<size_t>(bytes, 256);
+  if (bytes <= capacity)
+    return COMMRT_SUCCESS;
+  COMMRT_TRY(checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
+  release();
+  commrt_status status =
+      pinned ? checkCuda("cudaMallocHost", cudaMallocHost(&data, bytes))
+             : checkCuda("cudaMalloc", cudaMalloc(&data, bytes));
+  if (status != COMMRT_SUCCESS) {
+    data = nullptr;
+    return status;
+  }
+  capacity = bytes;
+  return COMMRT_SUCCESS;
+}
+
+void Scratch::release() {
+  if (pinned)
+    cudaFreeHost(data);
+  else
+    cudaFree(data);
+  data = nullptr;
+  capacity = 0;
+}
+
 commrt_status commrt::agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
                                      commrt_status othersStatus,
                                      const char *what) {
@@ -99,11 +125,9 @@ struct Stream {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   /// Device memory for the fusion buffer and the staging of host buffers.
-  void *device = nullptr;
-  size_t deviceBytes = 0;
+  Scratch device;
   /// Pinned host memory that results for host buffers pass through.
-  void *pinned = nullptr;
-  size_t pinnedBytes = 0;
+  Scratch pinned{true};
 
   /// Completes the work on the stream, then frees everything.
   ~Stream() {
@@ -113,44 +137,6 @@ struct Stream {
       ncclCommDestroy(comm);
     if (stream)
       cudaStreamDestroy(stream);
-    cudaFree(device);
-    cudaFreeHost(pinned);
-  }
-
-  /// Grows the device memory to at least `bytes`, once the work queued on
-  /// the stream no longer uses it.
-  commrt_status reserveDevice(size_t bytes) {
-    if (bytes <= deviceBytes)
-      return COMMRT_SUCCESS;
-    if (commrt_status status =
-            checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream)))
-      return status;
-    cudaFree(device);
-    device = nullptr;
-    deviceBytes = 0;
-    if (commrt_status status =
-            checkCuda("cudaMalloc", cudaMalloc(&device, bytes)))
-      return status;
-    deviceBytes = bytes;
-    return COMMRT_SUCCESS;
-  }
-
-  /// Grows the pinned memory to at least `bytes`, once the work queued on
-  /// the stream no longer uses it.
-  commrt_status reservePinned(size_t bytes) {
-    if (bytes <= pinnedBytes)
-      return COMMRT_SUCCESS;
-    if (commrt_status status =
-            checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream)))
-      return status;
-    cudaFreeHost(pinned);
-    pinned = nullptr;
-    pinnedBytes = 0;
-    if (commrt_status status =
-            checkCuda("cudaMallocHost", cudaMallocHost(&pinned, bytes)))
-      return status;
-    pinnedBytes = bytes;
-    return COMMRT_SUCCESS;
   }
 };
 
@@ -200,8 +186,7 @@ public:
   commrt_backend kind() const override { return COMMRT_BACKEND_NCCL; }
 
   commrt_status run(const Plan &plan) override {
-    if (commrt_status status = enqueue(plan, main))
-      return status;
+    COMMRT_TRY(enqueue(plan, main));
     return checkCuda("cudaStreamSynchronize",
                      cudaStreamSynchronize(main.stream));
   }
@@ -209,16 +194,13 @@ public:
   commrt_status start(const Plan &plan, int channel,
                       std::unique_ptr<Operation> &operation) override {
     if (!channels[channel])
-      if (commrt_status status = createChannel(channel))
-        return status;
+      COMMRT_TRY(createChannel(channel));
     Stream &stream = *channels[channel];
-    if (commrt_status status = enqueue(plan, stream))
-      return status;
+    COMMRT_TRY(enqueue(plan, stream));
     cudaEvent_t event;
-    if (commrt_status status =
-            checkCuda("cudaEventCreateWithFlags",
-                      cudaEventCreateWithFlags(&event, cudaEventDisableTiming)))
-      return status;
+    COMMRT_TRY(
+        checkCuda("cudaEventCreateWithFlags",
+                  cudaEventCreateWithFlags(&event, cudaEventDisableTiming)));
     if (commrt_status status = checkCuda(
             "cudaEventRecord", cudaEventRecord(event, stream.stream))) {
       cudaEventDestroy(event);
@@ -238,18 +220,15 @@ public:
   commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
                           int root) override {
     bool onDevice = false;
-    if (commrt_status status = placeBroadcast(buffer, onDevice))
-      return status;
+    COMMRT_TRY(placeBroadcast(buffer, onDevice));
     // NCCL reaches device memory only: host buffers are broadcast on the
     // host, over the communicator NCCL was bootstrapped over.
     if (!onDevice)
       return broadcastOverMpi(buffer, count, dtype, root, bootstrap, type16);
-    if (commrt_status status =
-            checkNccl("ncclBroadcast",
-                      ncclBroadcast(buffer, buffer, count, ncclType(dtype),
-                                    root, main.comm, main.stream),
-                      main.comm))
-      return status;
+    COMMRT_TRY(checkNccl("ncclBroadcast",
+                         ncclBroadcast(buffer, buffer, count, ncclType(dtype),
+                                       root, main.comm, main.stream),
+                         main.comm));
     return checkCuda("cudaStreamSynchronize",
                      cudaStreamSynchronize(main.stream));
   }
@@ -263,15 +242,13 @@ private:
         cudaStreamCreateWithFlags(&created->stream, cudaStreamNonBlocking));
     // Agree before any rank enters NCCL, so that none waits for one that
     // gave up.
-    if (commrt_status agreed = agreeOnSuccess(
-            bootstrap, status, COMMRT_ERROR_BACKEND, "channel creation"))
-      return agreed;
+    COMMRT_TRY(agreeOnSuccess(bootstrap, status, COMMRT_ERROR_BACKEND,
+                              "channel creation"));
     status = checkNccl(
         "ncclCommSplit",
         ncclCommSplit(main.comm, 0, rank, &created->comm, nullptr), main.comm);
-    if (commrt_status agreed = agreeOnSuccess(
-            bootstrap, status, COMMRT_ERROR_BACKEND, "ncclCommSplit"))
-      return agreed;
+    COMMRT_TRY(agreeOnSuccess(bootstrap, status, COMMRT_ERROR_BACKEND,
+                              "ncclCommSplit"));
     channels[channel] = std::move(created);
     return COMMRT_SUCCESS;
   }
@@ -280,25 +257,24 @@ private:
   /// managed) memory, once every rank has found its buffer in the same kind
   /// of memory. Collective over the bootstrap communicator.
   commrt_status placeBroadcast(const void *buffer, bool &onDevice) {
-    commrt_status status = checkCuda("cudaSetDevice", cudaSetDevice(device));
-    if (status == COMMRT_SUCCESS)
-      status = locateBuffer("buffer", buffer, device, onDevice);
+    auto locate = [&]() -> commrt_status {
+      COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
+      return locateBuffer("buffer", buffer, device, onDevice);
+    };
+    commrt_status status = locate();
     return agreeOnPlacement(bootstrap, status, onDevice, "buffer");
   }
 
   /// Enqueues `plan` on `stream`: packing, the collective and unpacking,
   /// including the copies back to host buffers.
   commrt_status enqueue(const Plan &plan, Stream &stream) {
-    if (commrt_status status =
-            checkCuda("cudaSetDevice", cudaSetDevice(device)))
-      return status;
+    COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
     size_t buffers = plan.buffers.size();
     std::vector<bool> onDevice(buffers);
     size_t hostBytes = 0;
     for (size_t i = 0; i < buffers; ++i) {
       bool isDevice;
-      if (commrt_status status = locate(plan.buffers[i], isDevice))
-        return status;
+      COMMRT_TRY(locate(plan.buffers[i], isDevice));
       onDevice[i] = isDevice;
       if (!isDevice)
         hostBytes += plan.counts[i] * elementSize(plan.dtype);
@@ -315,12 +291,11 @@ private:
     size_t stagedBytes =
         cast && hostBytes == 0 ? 0 : plan.total * elementSize(plan.dtype);
     size_t travelBytes = cast ? plan.total * elementSize(travelDtype) : 0;
-    if (commrt_status status =
-            stream.reserveDevice(aligned(stagedBytes) + travelBytes))
-      return status;
-    if (commrt_status status = stream.reservePinned(hostBytes))
-      return status;
-    auto *staged = static_cast<char *>(stream.device);
+    COMMRT_TRY(stream.device.reserve(aligned(stagedBytes) + travelBytes,
+                                     stream.stream));
+    if (hostBytes > 0)
+      COMMRT_TRY(stream.pinned.reserve(hostBytes, stream.stream));
+    auto *staged = stream.device.as<char>();
     char *travel = cast ? staged + aligned(stagedBytes) : staged;
 
     // Pack: stage host buffers, then cast and scale into the fusion buffer.
@@ -330,45 +305,37 @@ private:
       const void *source = plan.buffers[i];
       if (!onDevice[i]) {
         char *stage = staged + offset * elementSize(plan.dtype);
-        if (commrt_status status = copy(stage, source, bytes, stream))
-          return status;
+        COMMRT_TRY(copy(stage, source, bytes, stream));
         source = stage;
       }
-      if (commrt_status status = checkCuda(
-              "convert",
-              cuda::convert(source, plan.dtype,
-                            travel + offset * elementSize(travelDtype),
-                            travelDtype, plan.counts[i], plan.prescale,
-                            stream.stream)))
-        return status;
+      COMMRT_TRY(checkCuda(
+          "convert",
+          cuda::convert(source, plan.dtype,
+                        travel + offset * elementSize(travelDtype), travelDtype,
+                        plan.counts[i], plan.prescale, stream.stream)));
       offset += plan.counts[i];
     }
 
-    if (commrt_status status =
-            allreduce(travel, plan.total, travelDtype,
-                      travelReduce(plan.wire, plan.reduce), stream))
-      return status;
+    COMMRT_TRY(allreduce(travel, plan.total, travelDtype,
+                         travelReduce(plan.wire, plan.reduce), stream));
 
     // Unpack into device buffers directly, and through the staging memory
     // and the pinned memory into host buffers.
     double scale =
         unpackScale(plan.dtype, plan.wire, plan.reduce, plan.prescale, size);
     auto copies = std::make_unique<std::vector<HostCopy>>();
-    auto *pinned = static_cast<char *>(stream.pinned);
+    auto *pinned = stream.pinned.as<char>();
     offset = 0;
     for (size_t i = 0; i < buffers; ++i) {
       size_t bytes = plan.counts[i] * elementSize(plan.dtype);
       void *target = onDevice[i] ? plan.buffers[i]
                                  : staged + offset * elementSize(plan.dtype);
-      if (commrt_status status = checkCuda(
-              "convert",
-              cuda::convert(travel + offset * elementSize(travelDtype),
-                            travelDtype, target, plan.dtype, plan.counts[i],
-                            scale, stream.stream)))
-        return status;
+      COMMRT_TRY(checkCuda(
+          "convert", cuda::convert(travel + offset * elementSize(travelDtype),
+                                   travelDtype, target, plan.dtype,
+                                   plan.counts[i], scale, stream.stream)));
       if (!onDevice[i]) {
-        if (commrt_status status = copy(pinned, target, bytes, stream))
-          return status;
+        COMMRT_TRY(copy(pinned, target, bytes, stream));
         copies->push_back({plan.buffers[i], pinned, bytes});
         pinned += bytes;
       }
@@ -376,10 +343,9 @@ private:
     }
     if (copies->empty())
       return COMMRT_SUCCESS;
-    if (commrt_status status = checkCuda(
-            "cudaLaunchHostFunc",
-            cudaLaunchHostFunc(stream.stream, copyToHost, copies.get())))
-      return status;
+    COMMRT_TRY(
+        checkCuda("cudaLaunchHostFunc",
+                  cudaLaunchHostFunc(stream.stream, copyToHost, copies.get())));
     (void)copies.release(); // copyToHost deletes it.
     return COMMRT_SUCCESS;
   }
@@ -458,10 +424,8 @@ commrt_status commrt::createNcclBackend(MPI_Comm comm, int channels,
   MPI_Comm_size(comm, &size);
   // Agree before any rank enters NCCL, so that none waits for one that
   // gave up.
-  if (commrt_status status =
-          agreeOnSuccess(comm, pickDevice(comm, device),
-                         COMMRT_ERROR_UNAVAILABLE, "CUDA device selection"))
-    return status;
+  COMMRT_TRY(agreeOnSuccess(comm, pickDevice(comm, device),
+                            COMMRT_ERROR_UNAVAILABLE, "CUDA device selection"));
 
   struct {
     int ok;
@@ -525,10 +489,8 @@ commrt_status commrt::agreeOnPlacement(MPI_Comm comm, commrt_status localStatus,
 commrt_status commrt::locateBuffer(const char *name, const void *pointer,
                                    int device, bool &onDevice) {
   cudaPointerAttributes attributes;
-  if (commrt_status status =
-          checkCuda("cudaPointerGetAttributes",
-                    cudaPointerGetAttributes(&attributes, pointer)))
-    return status;
+  COMMRT_TRY(checkCuda("cudaPointerGetAttributes",
+                       cudaPointerGetAttributes(&attributes, pointer)));
   onDevice = attributes.type == cudaMemoryTypeDevice ||
              attributes.type == cudaMemoryTypeManaged;
   if (attributes.type == cudaMemoryTypeDevice && attributes.device != device)

@@ -10,39 +10,13 @@
 #define COMMRT_NCCLSPARSE_H
 
 #include "NcclSupport.h"
+#include "Selection.h"
 #include "Sparse.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace commrt {
-
-/// Device or pinned host memory that grows on demand and is kept across
-/// calls.
-class Scratch {
-public:
-  /// Scratch of pinned host memory when `pinned`, device memory otherwise.
-  explicit Scratch(bool pinned = false) : pinned(pinned) {}
-  ~Scratch() { release(); }
-  Scratch(const Scratch &) = delete;
-  Scratch &operator=(const Scratch &) = delete;
-
-  /// Grows the memory to at least `bytes` (at least 256: never null), once
-  /// the work queued on `stream` is done with the old memory. Its contents
-  /// are then lost.
-  commrt_status reserve(size_t bytes, cudaStream_t stream);
-
-  /// The memory, as an array of `T`.
-  template <typename T> T *as() const { return static_cast<T *>(data); }
-
-private:
-  /// Frees the memory.
-  void release();
-
-  bool pinned;
-  void *data = nullptr;
-  size_t capacity = 0;
-};
 
 /// Runs sparse allreduces for the NCCL backend on its main stream, keeping
 /// their scratch memory across calls.
@@ -71,6 +45,21 @@ private:
     int64_t total = 0;
   };
 
+  /// The hash exchange's buckets: how many pairs this rank sends to each
+  /// owner and receives from each rank, and where each rank's pairs start
+  /// in the send and receive buffers.
+  struct Buckets {
+    std::vector<int64_t> sendCounts, sendOffsets;
+    std::vector<int64_t> receiveCounts, receiveOffsets;
+  };
+
+  /// How the chunk exchange cuts the `count` entries: `chunks` chunks of
+  /// `chunk` entries (the last possibly shorter), of which `picked` are
+  /// chosen and packed into `packedCount` floats.
+  struct Chunking {
+    int64_t count, chunk, chunks, picked, packedCount;
+  };
+
   /// Agrees with every rank on `local`, the status of the work so far: all
   /// fail when one did. Called before every NCCL collective.
   commrt_status agree(commrt_status local);
@@ -80,8 +69,17 @@ private:
   /// are device memory.
   commrt_status place(const SparseArguments &args, bool &onDevice);
 
+  /// This rank's part of place(): makes the backend's device current, sets
+  /// `gradOnDevice` to whether grad is device memory and fails unless the
+  /// residual is where grad is.
+  commrt_status locate(const SparseArguments &args, bool &gradOnDevice);
+
   /// The device path, with acc = grad + residual in `args.residual`.
   commrt_status runOnDevice(const SparseArguments &args);
+
+  /// Reserves the search and count buffers and enqueues acc = grad +
+  /// residual into `args.residual`.
+  commrt_status accumulate(const SparseArguments &args);
 
   /// Top-k or threshold selection and the allgather or hash exchange, after
   /// the work of status `local`: every rank reaches the same agreements.
@@ -95,6 +93,11 @@ private:
   /// their number.
   commrt_status selectLocal(const SparseArguments &args, int64_t &selected);
 
+  /// Sets `selected` to the number of the `count` entries of `acc` that
+  /// `cut` selects, counted on the device.
+  commrt_status countSelected(const float *acc, int64_t count, Cut cut,
+                              int64_t &selected);
+
   /// After agreeing on `local`, gathers the pairs of every rank, `indices`
   /// and `values`, whose number is at `deviceCount` on the device, into
   /// `gathered`.
@@ -102,14 +105,69 @@ private:
                                const float *values, const int64_t *deviceCount,
                                Gathered &gathered);
 
+  /// Gathers every rank's number of pairs, at `deviceCount` on each, into
+  /// `gathered` and grows the gathered pairs' buffers to hold them all.
+  commrt_status gatherPairCounts(const int64_t *deviceCount,
+                                 Gathered &gathered);
+
   /// After agreeing on `local`, runs the hash exchange of the `selected`
   /// local pairs: their owners add them up in rank order (in `args.grad`)
   /// and the owners' sums are gathered into `gathered`.
   commrt_status hashExchange(commrt_status local, const SparseArguments &args,
                              int64_t selected, Gathered &gathered);
 
+  /// Buckets the `selected` local pairs by owner into the send buffers,
+  /// through the host, sets `buckets.sendCounts` and stages them for
+  /// exchangeBucketSizes.
+  commrt_status bucketPairs(int64_t selected, Buckets &buckets);
+
+  /// Exchanges every rank's send counts, completes `buckets` with what this
+  /// rank receives, grows the receive buffers and copies this rank's own
+  /// bucket into them.
+  commrt_status exchangeBucketSizes(const SparseArguments &args,
+                                    Buckets &buckets);
+
+  /// Sends each bucket to its owner and receives this rank's buckets.
+  commrt_status sendBuckets(const Buckets &buckets);
+
+  /// Exchanges the buckets and adds up the pairs this rank owns in rank
+  /// order, into `args.grad`; compacts the sums into the receive buffers,
+  /// their number at selectedCount().
+  commrt_status sumOwnedPairs(const SparseArguments &args,
+                              const Buckets &buckets);
+
+  /// The chunking of the chunk exchange of `args`.
+  static Chunking chunkingOf(const SparseArguments &args);
+
+  /// Grows the chunk exchange's buffers and enqueues the squared norms of
+  /// the chunks of acc.
+  commrt_status computeChunkNorms(const SparseArguments &args,
+                                  const Chunking &c);
+
+  /// Sums the norms on rank 0, which picks the chunks to send.
+  commrt_status chooseChunks(const Chunking &c);
+
+  /// Broadcasts the chosen chunks' ids and packs their entries of acc.
+  commrt_status shareAndPackChunks(const SparseArguments &args,
+                                   const Chunking &c);
+
+  /// Sums the packed chunks of every rank and unpacks them into grad,
+  /// zeroing them in the residual.
+  commrt_status reduceAndUnpackChunks(const SparseArguments &args,
+                                      const Chunking &c);
+
   /// The temporary storage of a CUB call that needs `bytes`, grown to it.
   commrt_status reserveTemp(size_t bytes);
+
+  /// Where in `counts` the number of selected pairs is (an int64), and the
+  /// counter after it (an unsigned long long).
+  int64_t selectedSlot() const { return int64_t(size) * size + size; }
+  int64_t counterSlot() const { return selectedSlot() + 1; }
+
+  /// The number of selected pairs, on the device.
+  int64_t *selectedCount() {
+    return counts.device.as<int64_t>() + selectedSlot();
+  }
 
   MPI_Comm bootstrap;
   ncclComm_t comm;
@@ -119,11 +177,11 @@ private:
   int device;
 
   /// Histograms of the searches, on the device and read on the host.
-  Scratch bins, pinnedBins{true};
+  MirroredScratch bins;
   /// Small counts: [0, size * size) every rank's send counts (hash) or
   /// pair counts (allgather), then this rank's send counts; then two
   /// scalars, a selected count (int64) and a counter (unsigned long long).
-  Scratch counts, pinnedCounts{true};
+  MirroredScratch counts;
   /// This rank's selected pairs.
   Scratch localIndices, localValues;
   /// Every rank's pairs.

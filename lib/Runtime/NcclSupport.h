@@ -1,7 +1,8 @@
-//===- NcclSupport.h - Error helpers of the NCCL backend --------*- C++ -*-===//
+//===- NcclSupport.h - Helpers shared by the NCCL backend -------*- C++ -*-===//
 //
 // Shared by the NCCL backend's allreduce plans (NcclBackend.cpp) and its
-// sparse allreduce (NcclSparse.cpp).
+// sparse allreduce (NcclSparse.cpp): error helpers and the scratch memory
+// both keep across calls.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,45 @@ commrt_status locateBuffer(const char *name, const void *pointer, int device,
 /// Collective over `comm`.
 commrt_status agreeOnPlacement(MPI_Comm comm, commrt_status localStatus,
                                bool onDevice, const char *what);
+
+/// Device or pinned host memory that grows on demand and is kept across
+/// calls.
+class Scratch {
+public:
+  /// Scratch of pinned host memory when `pinned`, device memory otherwise.
+  explicit Scratch(bool pinned = false) : pinned(pinned) {}
+  ~Scratch() { release(); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+
+  /// Grows the memory to at least `bytes` (at least 256: never null), once
+  /// the work queued on `stream` is done with the old memory. Its contents
+  /// are then lost.
+  commrt_status reserve(size_t bytes, cudaStream_t stream);
+
+  /// The memory, as an array of `T`.
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+
+private:
+  /// Frees the memory.
+  void release();
+
+  bool pinned;
+  void *data = nullptr;
+  size_t capacity = 0;
+};
+
+/// Device scratch memory with a pinned host mirror of the same size, through
+/// which the host reads it.
+struct MirroredScratch {
+  Scratch device, pinned{true};
+
+  /// Grows both to at least `bytes` (see Scratch::reserve).
+  commrt_status reserve(size_t bytes, cudaStream_t stream) {
+    COMMRT_TRY(device.reserve(bytes, stream));
+    return pinned.reserve(bytes, stream);
+  }
+};
 
 } // namespace commrt
 

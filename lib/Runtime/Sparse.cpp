@@ -64,8 +64,7 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   int64_t total = 0;
   for (int64_t n : wide)
     total += n;
-  if (commrt_status status = checkIntCount(total, "the pairs of all ranks"))
-    return status;
+  COMMRT_TRY(checkIntCount(total, "the pairs of all ranks"));
   std::vector<int> counts(wide.begin(), wide.end()), displs;
   displacements(counts, displs);
   all.indices.resize(total);
@@ -94,8 +93,7 @@ commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
   if (int error =
           MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, comm))
     return failMpi("MPI_Allreduce", error);
-  if (commrt_status status = checkIntCount(total, "the pairs of all ranks"))
-    return status;
+  COMMRT_TRY(checkIntCount(total, "the pairs of all ranks"));
   Pairs outgoing;
   outgoing.indices.resize(local.indices.size());
   outgoing.values.resize(local.indices.size());
@@ -175,8 +173,7 @@ commrt_status pairAllreduce(const SparseArguments &args, MPI_Comm comm) {
 commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
   const int64_t chunk = args.chunkElements;
   const int64_t chunks = (args.count - 1) / chunk + 1;
-  if (commrt_status status = checkIntCount(chunks, "the chunks"))
-    return status;
+  COMMRT_TRY(checkIntCount(chunks, "the chunks"));
   auto chunkEnd = [&](int64_t c) {
     return std::min(args.count, (c + 1) * chunk);
   };
@@ -201,8 +198,7 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
   int64_t packed = 0;
   for (int64_t c : selected)
     packed += chunkEnd(c) - c * chunk;
-  if (commrt_status status = checkIntCount(packed, "the selected chunks"))
-    return status;
+  COMMRT_TRY(checkIntCount(packed, "the selected chunks"));
   std::vector<float> buffer;
   buffer.reserve(packed);
   for (int64_t c : selected)

@@ -271,12 +271,8 @@ commrt_status commrt::startWatchdog(bool endNotices) {
   if (s.started)
     return COMMRT_SUCCESS;
   double timeout = s.timeoutSeconds, exitTimeout = s.exitTimeoutSeconds;
-  if (commrt_status status =
-          secondsFromEnvironment("COMMRT_TIMEOUT_S", timeout))
-    return status;
-  if (commrt_status status =
-          secondsFromEnvironment("COMMRT_EXIT_TIMEOUT_S", exitTimeout))
-    return status;
+  COMMRT_TRY(secondsFromEnvironment("COMMRT_TIMEOUT_S", timeout));
+  COMMRT_TRY(secondsFromEnvironment("COMMRT_EXIT_TIMEOUT_S", exitTimeout));
   s.timeoutSeconds = timeout;
   s.exitTimeoutSeconds = exitTimeout;
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);

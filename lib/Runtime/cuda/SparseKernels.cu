@@ -231,6 +231,22 @@ histogramToHost(const float *acc, int64_t count, int pass, uint32_t prefix,
   return countsToHost(buffers, bins, stream, counts.data());
 }
 
+/// Runs `search` (a RadixSearch or a TopkSearch) to its end over the `count`
+/// entries at `acc`, one device histogram per pass, read into `counts`.
+template <typename Search>
+cudaError_t runSearch(Search &search, const float *acc, int64_t count,
+                      const SearchBuffers &buffers, cudaStream_t stream,
+                      std::array<int64_t, RadixSearch::kMaxBins> &counts) {
+  while (!search.done()) {
+    if (cudaError_t error =
+            histogramToHost(acc, count, search.pass(), search.prefix(), buffers,
+                            stream, counts))
+      return error;
+    search.advance(counts.data());
+  }
+  return cudaSuccess;
+}
+
 } // namespace
 
 cudaError_t commrt::cuda::accumulate(float *residual, const float *grad,
@@ -323,13 +339,9 @@ cudaError_t commrt::cuda::findThreshold(const float *acc, int64_t count,
                                         uint32_t &threshold) {
   RadixSearch search(k);
   std::array<int64_t, RadixSearch::kMaxBins> counts;
-  while (!search.done()) {
-    if (cudaError_t error =
-            histogramToHost(acc, count, search.pass(), search.prefix(), buffers,
-                            stream, counts))
-      return error;
-    search.advance(counts.data());
-  }
+  if (cudaError_t error =
+          runSearch(search, acc, count, buffers, stream, counts))
+    return error;
   threshold = search.threshold();
   return cudaSuccess;
 }
@@ -341,13 +353,9 @@ cudaError_t commrt::cuda::findTopkCut(const float *acc, int64_t count,
     return cudaErrorInvalidValue;
   TopkSearch search(k);
   std::array<int64_t, RadixSearch::kMaxBins> counts;
-  while (!search.done()) {
-    if (cudaError_t error =
-            histogramToHost(acc, count, search.pass(), search.prefix(), buffers,
-                            stream, counts))
-      return error;
-    search.advance(counts.data());
-  }
+  if (cudaError_t error =
+          runSearch(search, acc, count, buffers, stream, counts))
+    return error;
   cut = Cut{search.key(), count};
   if (search.takesAllTies())
     return cudaSuccess;

@@ -56,16 +56,6 @@ cudaError_t select(const float *acc, int64_t count, Cut cut, int64_t *indices,
                    float *values, int64_t *selected, void *temp,
                    size_t &tempBytes, cudaStream_t stream);
 
-/// select() of the entries whose magnitude key reaches `threshold`, as
-/// threshold selection takes them.
-inline cudaError_t selectAtLeast(const float *acc, int64_t count,
-                                 uint32_t threshold, int64_t *indices,
-                                 float *values, int64_t *selected, void *temp,
-                                 size_t &tempBytes, cudaStream_t stream) {
-  return select(acc, count, Cut{threshold, count}, indices, values, selected,
-                temp, tempBytes, stream);
-}
-
 /// Enqueues the order-preserving compaction of the indices i < `count`
 /// whose `marks[i]` is nonzero into `indices`, `source[i]` of each into
 /// `values`, and their number into `*selected`. Temporary storage as for

@@ -1,0 +1,42 @@
+//===- RingAllreduce.h - The MPI backend's ring allreduce -------*- C++ -*-===//
+//
+// A ring allreduce over MPI point-to-point messages, which the MPI backend
+// runs for large reductions (COMMRT_ALLREDUCE, COMMRT_RING_MIN_BYTES; see
+// MpiBackend.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMMRT_RINGALLREDUCE_H
+#define COMMRT_RINGALLREDUCE_H
+
+#include "commrt/commrt.h"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace commrt {
+
+/// Contiguous elements of the ring's buffer, which is the concatenation of
+/// its spans: one buffer reduced in place, or every buffer of a plan.
+struct Span {
+  unsigned char *data;
+  int64_t count;
+};
+
+/// Ring allreduce in place of the concatenation of `spans`, elements of
+/// `type` (`width` bytes each) reduced with `op`, over `comm`, receiving
+/// into `scratch` (grown as needed and kept by the caller). Segment `s` is
+/// `count / size` elements, one more for the first `count % size`; some may
+/// be empty. Each step moves its segment in pieces of at most 1 MiB,
+/// pipelined: the next piece is on the wire while the last one is reduced.
+/// Collective over `comm`, whose ranks carry one collective at a time.
+commrt_status ringAllreduce(const std::vector<Span> &spans, MPI_Datatype type,
+                            size_t width, MPI_Op op, MPI_Comm comm,
+                            std::vector<unsigned char> &scratch);
+
+} // namespace commrt
+
+#endif // COMMRT_RINGALLREDUCE_H
