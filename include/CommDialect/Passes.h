@@ -44,6 +44,9 @@ class TensorDialect;
 
 namespace comm {
 
+/// The bytes of a MiB, the unit of the `*-mb` options.
+inline constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+
 /// The most channels the runtime runs collectives on (COMMRT_MAX_CHANNELS):
 /// the bound of `channels` in comm-schedule-overlap and comm-optimize, and
 /// of a cluster description's.

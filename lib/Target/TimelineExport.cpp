@@ -42,6 +42,24 @@ public:
     json.object([&] { fields(json); });
   }
 
+  /// A complete event ("ph": "X") of category `category` that starts at
+  /// `startUs` and lasts `durationUs`, on thread `tid` of process `pid`;
+  /// `args` writes its arguments.
+  void span(StringRef name, StringRef category, double startUs,
+            double durationUs, int64_t pid, int64_t tid,
+            llvm::function_ref<void(llvm::json::OStream &)> args) {
+    event([&](llvm::json::OStream &json) {
+      json.attribute("name", name);
+      json.attribute("cat", category);
+      json.attribute("ph", "X");
+      json.attribute("ts", startUs);
+      json.attribute("dur", durationUs);
+      json.attribute("pid", pid);
+      json.attribute("tid", tid);
+      json.attributeObject("args", [&] { args(json); });
+    });
+  }
+
   /// A metadata event `name` with `args = {key: value}`.
   void metadata(StringRef name, int64_t pid, std::optional<int64_t> tid,
                 StringRef key, const llvm::json::Value &value) {
@@ -110,54 +128,42 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
   };
   for (const ComputeEvent &event : timeline.getShownComputeEvents()) {
     const ComputeTask &task = model.step.computeTasks[event.task];
-    writer.event([&](llvm::json::OStream &json) {
-      json.attribute("name", task.label);
-      json.attribute("cat", "compute");
-      json.attribute("ph", "X");
-      json.attribute("ts", event.startUs - timeline.originUs);
-      json.attribute("dur", event.endUs - event.startUs);
-      json.attribute("pid", pid);
-      json.attribute("tid", kComputeTid);
-      json.attributeObject("args", [&] {
-        json.attribute("op",
-                       model.computeOps[event.task]->getName().getStringRef());
-        json.attribute("phase", stringifyTaskPhase(task.phase));
-        if (task.layer >= 0)
-          json.attribute("layer", task.layer);
-        if (steady)
-          json.attribute("iteration", iterationOf(event.iteration));
-      });
-    });
+    writer.span(task.label, "compute", event.startUs - timeline.originUs,
+                event.endUs - event.startUs, pid, kComputeTid,
+                [&](llvm::json::OStream &json) {
+                  json.attribute(
+                      "op",
+                      model.computeOps[event.task]->getName().getStringRef());
+                  json.attribute("phase", stringifyTaskPhase(task.phase));
+                  if (task.layer >= 0)
+                    json.attribute("layer", task.layer);
+                  if (steady)
+                    json.attribute("iteration", iterationOf(event.iteration));
+                });
   }
   for (const CollectiveEvent &event : timeline.getShownCollectiveEvents()) {
     const CollectiveTask &task = model.step.collectives[event.collective];
-    writer.event([&](llvm::json::OStream &json) {
-      json.attribute("name", task.label);
-      json.attribute("cat", "communication");
-      json.attribute("ph", "X");
-      json.attribute("ts", event.startUs - timeline.originUs);
-      json.attribute("dur", event.endUs - event.startUs);
-      json.attribute("pid", pid);
-      json.attribute("tid", getChannelTid(event.channel));
-      json.attributeObject("args", [&] {
-        json.attribute(
-            "op",
-            model.collectiveOps[event.collective]->getName().getStringRef());
-        json.attribute("bytes", model.collectiveBytes[event.collective]);
-        json.attributeArray("members", [&] {
-          for (const std::string &member :
-               model.collectiveMembers[event.collective])
-            json.value(member);
+    writer.span(
+        task.label, "communication", event.startUs - timeline.originUs,
+        event.endUs - event.startUs, pid, getChannelTid(event.channel),
+        [&](llvm::json::OStream &json) {
+          json.attribute(
+              "op",
+              model.collectiveOps[event.collective]->getName().getStringRef());
+          json.attribute("bytes", model.collectiveBytes[event.collective]);
+          json.attributeArray("members", [&] {
+            for (const std::string &member :
+                 model.collectiveMembers[event.collective])
+              json.value(member);
+          });
+          json.attribute("issue_us", event.issueUs - timeline.originUs);
+          json.attribute("exposed_us",
+                         timeline.getComputeIdleUs(event.startUs, event.endUs));
+          if (task.priority)
+            json.attribute("priority", *task.priority);
+          if (steady)
+            json.attribute("iteration", iterationOf(event.iteration));
         });
-        json.attribute("issue_us", event.issueUs - timeline.originUs);
-        json.attribute("exposed_us",
-                       timeline.getComputeIdleUs(event.startUs, event.endUs));
-        if (task.priority)
-          json.attribute("priority", *task.priority);
-        if (steady)
-          json.attribute("iteration", iterationOf(event.iteration));
-      });
-    });
   }
 }
 

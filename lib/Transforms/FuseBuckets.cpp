@@ -30,7 +30,6 @@ using namespace mlir::comm;
 
 namespace {
 
-constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 constexpr size_t kNoDeadline = std::numeric_limits<size_t>::max();
 
 /// What gradients must agree on to share one collective: a bucket is

@@ -32,8 +32,6 @@ using namespace mlir::comm;
 
 namespace {
 
-constexpr double kBytesPerMiB = 1024.0 * 1024.0;
-
 /// What the pass was asked to do, after validation.
 struct ScheduleOptions {
   int64_t channels;
