@@ -190,8 +190,8 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     same model: a gradient joins the bucket still waiting for the channel
     when that bucket could not have started before the gradient was ready.
     Both plan the function's body; gradients in nested blocks are bucketed
-    with the threshold rule. The model prices every collective as one among
-    all of the cluster's ranks, those over a process group included.
+    with the threshold rule. A collective over a process group is priced
+    on its group's ranks and links (ClusterModel::forGroup).
   }];
   let options = [
     CommChoiceOption<"policy", "policy", "FusionPolicy", "Threshold",

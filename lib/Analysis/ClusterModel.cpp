@@ -12,6 +12,8 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <limits>
+#include <map>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::comm;
@@ -223,6 +225,36 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
 
 llvm::Expected<ClusterModel> ClusterModel::fromJSON(llvm::StringRef text) {
   return detail::parseDescription<ClusterModel>(text, "cluster");
+}
+
+ClusterModel ClusterModel::forGroup(llvm::ArrayRef<int64_t> gridShape,
+                                    llvm::ArrayRef<int64_t> axes) const {
+  // Row-major strides of the grid.
+  llvm::SmallVector<int64_t> strides(gridShape.size(), 1);
+  for (size_t axis = gridShape.size(); axis-- > 1;)
+    strides[axis - 1] = strides[axis] * gridShape[axis];
+  // The group of rank 0; every other group is a translate of it.
+  std::vector<int64_t> members = {0};
+  for (int64_t axis : axes) {
+    std::vector<int64_t> grown;
+    grown.reserve(members.size() * gridShape[axis]);
+    for (int64_t member : members)
+      for (int64_t coordinate = 0; coordinate < gridShape[axis]; ++coordinate)
+        grown.push_back(member + coordinate * strides[axis]);
+    members = std::move(grown);
+  }
+  std::map<int64_t, int64_t> perNode;
+  for (int64_t member : members)
+    ++perNode[member / ranksPerNode];
+  int64_t shared = perNode.begin()->second;
+  for (const auto &[node, count] : perNode)
+    if (count != shared)
+      shared = 1;
+
+  ClusterModel group = *this;
+  group.ranks = static_cast<int64_t>(members.size());
+  group.ranksPerNode = group.ranks % shared == 0 ? shared : 1;
+  return group;
 }
 
 llvm::Expected<ClusterModel> ClusterModel::loadFile(llvm::StringRef path) {

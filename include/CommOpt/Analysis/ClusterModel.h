@@ -119,6 +119,21 @@ struct ClusterModel {
   /// level otherwise.
   const LinkLevel &flatLevel() const { return nodes() > 1 ? inter : intra; }
 
+  /// The cluster that one process group sees: the ranks of a device grid of
+  /// shape `gridShape` laid out in row-major order (rank = linear index of
+  /// the coordinates, as `#comm.group` documents), grouped with those that
+  /// share their coordinates on every axis not in `axes`. The group has the
+  /// product of the listed axes' sizes as ranks; its ranks per node are how
+  /// many of its members share a node of this cluster (nodes of
+  /// `ranksPerNode` consecutive ranks), 1 when the group's members are spread
+  /// unevenly over the nodes (priced as if each were on its own node); the
+  /// links, algorithm and channels are this cluster's. A row group of a 2x4
+  /// grid on nodes of 4 ranks stays in one node; a column group crosses
+  /// them. `axes` are in range and increasing; `gridShape` has positive
+  /// sizes.
+  ClusterModel forGroup(llvm::ArrayRef<int64_t> gridShape,
+                        llvm::ArrayRef<int64_t> axes) const;
+
   /// Checks the invariants (ranks >= 1, ranksPerNode divides ranks, finite
   /// non-negative alphas, positive finite bandwidths, channels from 1 to
   /// kMaxClusterChannels). The error names the offending field as in the

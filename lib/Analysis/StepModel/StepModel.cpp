@@ -5,6 +5,8 @@
 #include "CommDialect/CommDialect.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -210,11 +212,34 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     model.collectiveMembers.push_back(getMemberNames(op));
     return step.collectives.back();
   };
+  // The cluster a collective runs on: all of `cluster`'s ranks, or the
+  // ranks of its process group (ClusterModel::forGroup).
+  SymbolTableCollection symbols;
+  llvm::DenseMap<Attribute, ClusterModel> groupClusters;
+  auto clusterOf = [&](CollectiveOpInterface op) -> const ClusterModel & {
+    GroupAttr group = op.getProcessGroup();
+    if (!group)
+      return cluster;
+    auto found = groupClusters.find(group);
+    if (found != groupClusters.end())
+      return found->second;
+    // The verifier has checked that the grid exists and the axes fit it.
+    auto grid =
+        symbols.lookupNearestSymbolFrom<shard::GridOp>(op, group.getGrid());
+    ArrayRef<int64_t> shape = grid.getShape();
+    // A grid of dynamic size does not say who is grouped with whom: priced
+    // among all ranks.
+    if (llvm::any_of(shape, ShapedType::isDynamic))
+      return cluster;
+    return groupClusters
+        .try_emplace(group, cluster.forGroup(shape, group.getAxes()))
+        .first->second;
+  };
   // A dense allreduce of `inputs`, in the `wire` type when not null.
-  auto addAllreduce = [&](Operation *op, ValueRange inputs, Type wire,
-                          std::string label) -> CollectiveTask & {
+  auto addAllreduce = [&](CollectiveOpInterface op, ValueRange inputs,
+                          Type wire, std::string label) -> CollectiveTask & {
     double bytes = getCollectiveBytes(inputs.getTypes(), wire);
-    return addCollective(op, inputs, allreduceCost(cluster, bytes), bytes,
+    return addCollective(op, inputs, allreduceCost(clusterOf(op), bytes), bytes,
                          std::move(label));
   };
 
@@ -248,8 +273,9 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           sparse.getChunkElements().value_or(kDefaultSparseChunkElements));
       addCollective(
           &op, sparse.getGrad(),
-          sparseAllreduceCost(
-              cluster, getSparseExchangeScheme(sparse.getExchange()), gradient),
+          sparseAllreduceCost(clusterOf(cast<CollectiveOpInterface>(op)),
+                              getSparseExchangeScheme(sparse.getExchange()),
+                              gradient),
           getCollectiveBytes(sparse.getGrad().getType(), Type()),
           getLabel(sparse))
           .blocking = true;
@@ -257,8 +283,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     }
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
       CollectiveTask &task =
-          addAllreduce(&op, collective.getGradients(), collective.getWireType(),
-                       getLabel(collective));
+          addAllreduce(collective, collective.getGradients(),
+                       collective.getWireType(), getLabel(collective));
       auto start = dyn_cast<StartOp>(op);
       if (!start) {
         task.blocking = true;
