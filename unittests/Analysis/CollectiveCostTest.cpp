@@ -11,15 +11,18 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <iterator>
+#include <string>
 
 using namespace mlir::comm;
 
 namespace {
 
-ClusterModel testCluster(AllreduceAlgorithm algorithm) {
+/// The test cluster, or with `ranks` other than 16 its first ranks.
+ClusterModel testCluster(AllreduceAlgorithm algorithm, int64_t ranks = 16) {
   ClusterModel cluster;
   cluster.name = "test";
-  cluster.ranks = 16;
+  cluster.ranks = ranks;
   cluster.ranksPerNode = 4;
   cluster.intra = LinkLevel{1.0, 1e-4};
   cluster.inter = LinkLevel{10.0, 1e-3};
@@ -36,6 +39,27 @@ void expectCost(const CollectiveCost &cost, double latencyUs,
 
 constexpr double kBytes = 1e6;
 
+constexpr AllreduceAlgorithm kAlgorithms[] = {AllreduceAlgorithm::Ring,
+                                              AllreduceAlgorithm::Tree,
+                                              AllreduceAlgorithm::Hierarchical};
+
+/// The latency and bandwidth parts of a cost, in microseconds.
+struct Parts {
+  double latencyUs, bandwidthUs;
+};
+
+/// Checks `costOf(cluster, kBytes)` on the test cluster under each algorithm
+/// of kAlgorithms, in order, against `expected`.
+void expectCostPerAlgorithm(CollectiveCost (*costOf)(const ClusterModel &,
+                                                     double),
+                            const Parts (&expected)[std::size(kAlgorithms)]) {
+  for (size_t i = 0; i < std::size(kAlgorithms); ++i) {
+    SCOPED_TRACE("algorithm " + std::to_string(i));
+    expectCost(costOf(testCluster(kAlgorithms[i]), kBytes),
+               expected[i].latencyUs, expected[i].bandwidthUs);
+  }
+}
+
 TEST(CollectiveCost, RingAllreduce) {
   ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
   // 2(p-1) a = 2*15*10 = 300; 2(p-1)/p n b = 2*15/16 * 1e6 * 1e-3 = 1875.
@@ -45,13 +69,13 @@ TEST(CollectiveCost, RingAllreduce) {
 }
 
 TEST(CollectiveCost, TreeAllreduce) {
-  ClusterModel cluster = testCluster(AllreduceAlgorithm::Tree);
   // 2 ceil(lg 16) a = 2*4*10 = 80; 2 n b = 2 * 1e6 * 1e-3 = 2000.
-  expectCost(allreduceCost(cluster, kBytes), 80, 2000);
+  expectCost(allreduceCost(testCluster(AllreduceAlgorithm::Tree), kBytes), 80,
+             2000);
   // ceil(lg 12) = 4: 2*4*10 = 80; with p = 12 the bandwidth part is still
   // 2 n b = 2000.
-  cluster.ranks = 12;
-  expectCost(allreduceCost(cluster, kBytes), 80, 2000);
+  expectCost(allreduceCost(testCluster(AllreduceAlgorithm::Tree, 12), kBytes),
+             80, 2000);
 }
 
 TEST(CollectiveCost, HierarchicalAllreduce) {
@@ -63,14 +87,13 @@ TEST(CollectiveCost, HierarchicalAllreduce) {
 }
 
 TEST(CollectiveCost, ExplicitAlgorithmOverridesCluster) {
-  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
-  expectCost(allreduceCost(cluster, kBytes, AllreduceAlgorithm::Hierarchical),
+  expectCost(allreduceCost(testCluster(AllreduceAlgorithm::Ring), kBytes,
+                           AllreduceAlgorithm::Hierarchical),
              66, 1650);
 }
 
 TEST(CollectiveCost, SingleNodeUsesIntraLevel) {
-  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
-  cluster.ranks = 4;
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring, 4);
   // Ring over 4 ranks of one node: 2*3*1 = 6; 2*3/4 * 1e6 * 1e-4 = 150.
   expectCost(allreduceCost(cluster, kBytes), 6, 150);
   // Hierarchical on one node is the intra-node ring.
@@ -87,22 +110,14 @@ TEST(CollectiveCost, OneRankPerNodeHierarchicalIsFlatRing) {
 
 TEST(CollectiveCost, Allgather) {
   // Ring: (p-1) a = 150; (p-1)/p N b = 15/16 * 1e6 * 1e-3 = 937.5.
-  expectCost(allgatherCost(testCluster(AllreduceAlgorithm::Ring), kBytes), 150,
-             937.5);
   // Tree (recursive doubling): ceil(lg 16) a = 40; bandwidth as the ring.
-  expectCost(allgatherCost(testCluster(AllreduceAlgorithm::Tree), kBytes), 40,
-             937.5);
   // Hierarchical: intra (q-1) ai = 3, (q-1)/q N bi = 3/4 * 100 = 75; inter
   // (m-1) ae = 30, (m-1)/m N be = 3/4 * 1000 = 750. 33 + 825.
-  expectCost(
-      allgatherCost(testCluster(AllreduceAlgorithm::Hierarchical), kBytes), 33,
-      825);
+  expectCostPerAlgorithm(allgatherCost, {{150, 937.5}, {40, 937.5}, {33, 825}});
 }
 
 TEST(CollectiveCost, ReduceScatterMatchesAllgather) {
-  for (AllreduceAlgorithm algorithm :
-       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::Tree,
-        AllreduceAlgorithm::Hierarchical}) {
+  for (AllreduceAlgorithm algorithm : kAlgorithms) {
     ClusterModel cluster = testCluster(algorithm);
     CollectiveCost rs = reduceScatterCost(cluster, kBytes);
     CollectiveCost ag = allgatherCost(cluster, kBytes);
@@ -118,29 +133,23 @@ TEST(CollectiveCost, ReduceScatterMatchesAllgather) {
 }
 
 TEST(CollectiveCost, AllToAll) {
-  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
   // (p-1) ae = 15*10 = 150. Node link: q (m-1)/m n be = 4 * 3/4 * 1e6 *
   // 1e-3 = 3000; local peers (q-1)/p n bi = 3/16 * 1e6 * 1e-4 = 18.75; the
   // larger one counts: 3000.
-  expectCost(allToAllCost(cluster, kBytes), 150, 3000);
+  expectCost(allToAllCost(testCluster(AllreduceAlgorithm::Ring), kBytes), 150,
+             3000);
   // One node of 4: (p-1) ai = 3; (p-1)/p n bi = 3/4 * 100 = 75.
-  cluster.ranks = 4;
-  expectCost(allToAllCost(cluster, kBytes), 3, 75);
+  expectCost(allToAllCost(testCluster(AllreduceAlgorithm::Ring, 4), kBytes), 3,
+             75);
 }
 
 TEST(CollectiveCost, Broadcast) {
   // Ring (scatter + allgather): (ceil(lg 16) + 15) a = 19*10 = 190;
   // 2 (p-1)/p n b = 2*15/16 * 1000 = 1875.
-  expectCost(broadcastCost(testCluster(AllreduceAlgorithm::Ring), kBytes), 190,
-             1875);
   // Binomial tree: ceil(lg 16) (a + n b) = 4*10 + 4*1000.
-  expectCost(broadcastCost(testCluster(AllreduceAlgorithm::Tree), kBytes), 40,
-             4000);
   // Hierarchical: inter over m = 4: (2 + 3)*10 = 50, 2*3/4 * 1000 = 1500;
   // intra over q = 4: (2 + 3)*1 = 5, 2*3/4 * 100 = 150. 55 + 1650.
-  expectCost(
-      broadcastCost(testCluster(AllreduceAlgorithm::Hierarchical), kBytes), 55,
-      1650);
+  expectCostPerAlgorithm(broadcastCost, {{190, 1875}, {40, 4000}, {55, 1650}});
 }
 
 TEST(CollectiveCost, OneRankCostsNothing) {
@@ -150,9 +159,7 @@ TEST(CollectiveCost, OneRankCostsNothing) {
   SparseGradient gradient;
   gradient.denseElements = 1000;
   gradient.density = 0.1;
-  for (AllreduceAlgorithm algorithm :
-       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::Tree,
-        AllreduceAlgorithm::Hierarchical}) {
+  for (AllreduceAlgorithm algorithm : kAlgorithms) {
     cluster.algorithm = algorithm;
     expectCost(allreduceCost(cluster, kBytes), 0, 0);
     expectCost(allgatherCost(cluster, kBytes), 0, 0);

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <random>
@@ -58,200 +59,206 @@ std::string simulationError(const StepDescription &step,
   return llvm::toString(simulateStep(step, options).takeError());
 }
 
+/// A step of two collectives issued at the start, on channels 0 and 1, of
+/// {bandwidth, latency} `first` and `second`.
+StepDescription startingTogether(std::pair<double, double> first,
+                                 std::pair<double, double> second) {
+  return {{},
+          {collective(std::nullopt, first.first, first.second, 0),
+           collective(std::nullopt, second.first, second.second, 1)}};
+}
+
+/// A copy of `collective` that blocks compute until it ends.
+CollectiveTask blocking(CollectiveTask collective) {
+  collective.blocking = true;
+  return collective;
+}
+
+/// A copy of `collective` waited for before compute task `task`.
+CollectiveTask waitedBefore(size_t task, CollectiveTask collective) {
+  collective.waitBefore = task;
+  return collective;
+}
+
+/// The issue, start and end of a collective event.
+using CollectiveTimes = std::array<double, 3>;
+
+/// Every figure of a single-step timeline: the step, compute, communication
+/// and exposed communication times, the start of every compute task, and the
+/// times of every collective.
+struct Timeline {
+  std::array<double, 4> totals;
+  std::vector<double> computeStarts;
+  std::vector<CollectiveTimes> collectives;
+};
+
+/// Expects `result` to be `expected`, figure for figure.
+void expectTimeline(const TimelineResult &result, const Timeline &expected) {
+  EXPECT_EQ((std::array<double, 4>{result.stepUs, result.computeUs,
+                                   result.communicationUs,
+                                   result.exposedCommunicationUs}),
+            expected.totals)
+      << "step, compute, communication, exposed";
+  std::vector<double> computeStarts;
+  for (const ComputeEvent &event : result.computeEvents)
+    computeStarts.push_back(event.startUs);
+  EXPECT_EQ(computeStarts, expected.computeStarts) << "compute starts";
+  std::vector<CollectiveTimes> collectives;
+  for (const CollectiveEvent &event : result.collectiveEvents)
+    collectives.push_back({event.issueUs, event.startUs, event.endUs});
+  EXPECT_EQ(collectives, expected.collectives)
+      << "collectives' issue, start, end";
+}
+
+/// Expects the steady state of `step` to take `stepUs` an iteration, of
+/// which `exposedUs` exposed communication.
+void expectSteadyState(const StepDescription &step, double stepUs,
+                       double exposedUs) {
+  llvm::Expected<TimelineResult> result =
+      simulateSteadyState(step, SimulationOptions());
+  ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
+  EXPECT_DOUBLE_EQ(result->stepUs, stepUs);
+  EXPECT_DOUBLE_EQ(result->exposedCommunicationUs, exposedUs);
+}
+
 //===----------------------------------------------------------------------===//
 // Single step
 //===----------------------------------------------------------------------===//
 
+// The totals in the expected timelines: {step, compute, communication,
+// exposed}, where communication sums the collectives' durations from their
+// start and exposed is step - compute.
+
 TEST(TimelineSimulator, OverlapHidesCommunication) {
-  StepDescription step;
-  step.computeTasks = {task(100), task(100)};
-  step.collectives = {collective(0, 50)};
-  TimelineResult result = simulate(step);
+  TimelineResult result =
+      simulate({{task(100), task(100)}, {collective(0, 50)}});
   // Compute 0-100, 100-200; the collective 100-150 under task 1.
-  EXPECT_EQ(result.stepUs, 200);
-  EXPECT_EQ(result.computeUs, 200);
-  EXPECT_EQ(result.communicationUs, 50);
-  EXPECT_EQ(result.exposedCommunicationUs, 0);
-  ASSERT_EQ(result.collectiveEvents.size(), 1u);
-  EXPECT_EQ(result.collectiveEvents[0].issueUs, 100);
-  EXPECT_EQ(result.collectiveEvents[0].startUs, 100);
-  EXPECT_EQ(result.collectiveEvents[0].endUs, 150);
-  ASSERT_EQ(result.computeEvents.size(), 2u);
-  EXPECT_EQ(result.computeEvents[1].startUs, 100);
+  expectTimeline(result, {{200, 200, 50, 0}, {0, 100}, {{100, 100, 150}}});
 }
 
 TEST(TimelineSimulator, BlockingDoesNotOverlap) {
-  StepDescription step;
-  step.computeTasks = {task(100), task(100)};
-  step.collectives = {collective(0, 50)};
-  step.collectives[0].blocking = true;
-  TimelineResult result = simulate(step);
+  TimelineResult result =
+      simulate({{task(100), task(100)}, {blocking(collective(0, 50))}});
   // Task 1 waits for the collective: 0-100, collective 100-150, 150-250.
-  EXPECT_EQ(result.computeEvents[1].startUs, 150);
-  EXPECT_EQ(result.stepUs, 250);
-  EXPECT_EQ(result.exposedCommunicationUs, 50);
+  expectTimeline(result, {{250, 200, 50, 50}, {0, 150}, {{100, 100, 150}}});
 }
 
 TEST(TimelineSimulator, BlockingAtStartStallsFirstTask) {
-  StepDescription step;
-  step.computeTasks = {task(100)};
-  step.collectives = {collective(std::nullopt, 30, 5)};
-  step.collectives[0].blocking = true;
-  TimelineResult result = simulate(step);
+  TimelineResult result =
+      simulate({{task(100)}, {blocking(collective(std::nullopt, 30, 5))}});
   // Collective 0-35 (5 latency + 30 bandwidth), then the task 35-135.
-  EXPECT_EQ(result.computeEvents[0].startUs, 35);
-  EXPECT_EQ(result.stepUs, 135);
-  EXPECT_EQ(result.exposedCommunicationUs, 35);
+  expectTimeline(result, {{135, 100, 35, 35}, {35}, {{0, 0, 35}}});
 }
 
 TEST(TimelineSimulator, WaitPointStalls) {
-  StepDescription step;
-  step.computeTasks = {task(100), task(100), task(100)};
-  step.collectives = {collective(0, 150)};
-  step.collectives[0].waitBefore = 2;
-  TimelineResult result = simulate(step);
+  TimelineResult result = simulate({{task(100), task(100), task(100)},
+                                    {waitedBefore(2, collective(0, 150))}});
   // Task 1 runs 100-200 under the collective (100-250); task 2 waits for it:
   // 250-350. Exposed: 50.
-  EXPECT_EQ(result.computeEvents[1].startUs, 100);
-  EXPECT_EQ(result.computeEvents[2].startUs, 250);
-  EXPECT_EQ(result.stepUs, 350);
-  EXPECT_EQ(result.exposedCommunicationUs, 50);
+  expectTimeline(result,
+                 {{350, 300, 150, 50}, {0, 100, 250}, {{100, 100, 250}}});
 }
 
 TEST(TimelineSimulator, TailAfterLastComputeIsExposed) {
-  StepDescription step;
-  step.computeTasks = {task(100)};
-  step.collectives = {collective(0, 30, 5)};
-  TimelineResult result = simulate(step);
+  TimelineResult result = simulate({{task(100)}, {collective(0, 30, 5)}});
   // Collective 100-135 after the only task.
-  EXPECT_EQ(result.stepUs, 135);
-  EXPECT_EQ(result.exposedCommunicationUs, 35);
-  EXPECT_EQ(result.communicationUs, 35);
+  expectTimeline(result, {{135, 100, 35, 35}, {0}, {{100, 100, 135}}});
 }
 
 TEST(TimelineSimulator, OneChannelRunsCollectivesInIssueOrder) {
-  StepDescription step;
-  step.computeTasks = {task(10), task(10)};
-  step.collectives = {collective(0, 100), collective(1, 100)};
-  TimelineResult result = simulate(step);
+  TimelineResult result = simulate(
+      {{task(10), task(10)}, {collective(0, 100), collective(1, 100)}});
   // First 10-110; the second is issued at 20 and waits for the channel:
-  // 110-210.
-  EXPECT_EQ(result.collectiveEvents[0].startUs, 10);
-  EXPECT_EQ(result.collectiveEvents[1].issueUs, 20);
-  EXPECT_EQ(result.collectiveEvents[1].startUs, 110);
-  EXPECT_EQ(result.collectiveEvents[1].endUs, 210);
-  // Durations count from start, not issue: 100 + 100.
-  EXPECT_EQ(result.communicationUs, 200);
+  // 110-210. Durations count from start, not issue: 100 + 100.
+  expectTimeline(
+      result, {{210, 20, 200, 190}, {0, 10}, {{10, 10, 110}, {20, 110, 210}}});
 }
 
 TEST(TimelineSimulator, SharedChannelsSplitBandwidth) {
-  StepDescription step;
-  step.collectives = {collective(std::nullopt, 100, 10, 0),
-                      collective(std::nullopt, 100, 10, 1)};
-  TimelineResult result = simulate(step, channels(2, ChannelSharing::Shared));
+  TimelineResult result = simulate(startingTogether({100, 10}, {100, 10}),
+                                   channels(2, ChannelSharing::Shared));
   // Both: latency 0-10 in parallel, then the 100 us of bandwidth work each
   // at half rate: end at 10 + 2*100 = 210.
-  EXPECT_EQ(result.collectiveEvents[0].endUs, 210);
-  EXPECT_EQ(result.collectiveEvents[1].endUs, 210);
-  EXPECT_EQ(result.stepUs, 210);
+  expectTimeline(result, {{210, 0, 420, 210}, {}, {{0, 0, 210}, {0, 0, 210}}});
 }
 
 TEST(TimelineSimulator, IndependentChannelsDoNotShare) {
-  StepDescription step;
-  step.collectives = {collective(std::nullopt, 100, 10, 0),
-                      collective(std::nullopt, 100, 10, 1)};
-  TimelineResult result =
-      simulate(step, channels(2, ChannelSharing::Independent));
+  TimelineResult result = simulate(startingTogether({100, 10}, {100, 10}),
+                                   channels(2, ChannelSharing::Independent));
   // Each alone: 10 + 100.
-  EXPECT_EQ(result.collectiveEvents[0].endUs, 110);
-  EXPECT_EQ(result.collectiveEvents[1].endUs, 110);
+  expectTimeline(result, {{110, 0, 220, 110}, {}, {{0, 0, 110}, {0, 0, 110}}});
 }
 
 TEST(TimelineSimulator, SharedRateChangesWhenACollectiveEnds) {
-  StepDescription step;
-  step.collectives = {collective(std::nullopt, 100, 0, 0),
-                      collective(std::nullopt, 300, 0, 1)};
-  TimelineResult result = simulate(step, channels(2, ChannelSharing::Shared));
+  TimelineResult result = simulate(startingTogether({100, 0}, {300, 0}),
+                                   channels(2, ChannelSharing::Shared));
   // Half rate each until the first has done its 100: t = 200; the second
   // has 300 - 100 = 200 left at full rate: 400.
-  EXPECT_EQ(result.collectiveEvents[0].endUs, 200);
-  EXPECT_EQ(result.collectiveEvents[1].endUs, 400);
+  expectTimeline(result, {{400, 0, 600, 400}, {}, {{0, 0, 200}, {0, 0, 400}}});
 }
 
 TEST(TimelineSimulator, SharedRateChangesWhenACollectiveStarts) {
-  StepDescription step;
-  step.computeTasks = {task(50)};
-  step.collectives = {collective(std::nullopt, 100, 0, 0),
-                      collective(0, 300, 0, 1)};
-  TimelineResult result = simulate(step, channels(2, ChannelSharing::Shared));
+  TimelineResult result = simulate(
+      {{task(50)},
+       {collective(std::nullopt, 100, 0, 0), collective(0, 300, 0, 1)}},
+      channels(2, ChannelSharing::Shared));
   // 0-50: the first alone, 50 done. From 50 both at half rate: the first's
   // remaining 50 take 100 us, ending at 150, when the second has done 50;
   // its remaining 250 at full rate end at 400.
-  EXPECT_EQ(result.collectiveEvents[0].endUs, 150);
-  EXPECT_EQ(result.collectiveEvents[1].endUs, 400);
+  expectTimeline(result,
+                 {{400, 50, 500, 350}, {0}, {{0, 0, 150}, {50, 50, 400}}});
 }
 
 TEST(TimelineSimulator, LatencyIsNotShared) {
-  StepDescription step;
-  step.collectives = {collective(std::nullopt, 100, 100, 0),
-                      collective(std::nullopt, 100, 0, 1)};
-  TimelineResult result = simulate(step, channels(2, ChannelSharing::Shared));
+  TimelineResult result = simulate(startingTogether({100, 100}, {100, 0}),
+                                   channels(2, ChannelSharing::Shared));
   // The second has the bandwidth to itself while the first is in its
   // latency phase: 0-100. The first then transfers alone: 100-200.
-  EXPECT_EQ(result.collectiveEvents[1].endUs, 100);
-  EXPECT_EQ(result.collectiveEvents[0].endUs, 200);
+  expectTimeline(result, {{200, 0, 300, 200}, {}, {{0, 0, 200}, {0, 0, 100}}});
 }
 
 TEST(TimelineSimulator, PrioritiesReorder) {
-  StepDescription step;
-  step.computeTasks = {task(10)};
-  step.collectives = {collective(std::nullopt, 100), collective(0, 10),
-                      collective(0, 10)};
+  StepDescription step{
+      {task(10)},
+      {collective(std::nullopt, 100), collective(0, 10), collective(0, 10)}};
   // Without priorities: issue order. The channel is busy 0-100; then
   // collective 1 100-110, collective 2 110-120.
   TimelineResult fifo = simulate(step);
-  EXPECT_EQ(fifo.collectiveEvents[1].startUs, 100);
-  EXPECT_EQ(fifo.collectiveEvents[2].startUs, 110);
+  expectTimeline(fifo, {{120, 10, 120, 110},
+                        {0},
+                        {{0, 0, 100}, {10, 100, 110}, {10, 110, 120}}});
 
   step.collectives[0].priority = 0;
   step.collectives[1].priority = 5;
   step.collectives[2].priority = 1;
   TimelineResult byPriority = simulate(step);
   // Collective 2 is more urgent: 100-110, then collective 1 110-120.
-  EXPECT_EQ(byPriority.collectiveEvents[2].startUs, 100);
-  EXPECT_EQ(byPriority.collectiveEvents[1].startUs, 110);
+  expectTimeline(byPriority, {{120, 10, 120, 110},
+                              {0},
+                              {{0, 0, 100}, {10, 110, 120}, {10, 100, 110}}});
   EXPECT_EQ(byPriority.stepUs, fifo.stepUs);
 }
 
 TEST(TimelineSimulator, CollectivesWithoutPriorityComeLast) {
-  StepDescription step;
-  step.collectives = {collective(std::nullopt, 10),
-                      collective(std::nullopt, 10),
-                      collective(std::nullopt, 10)};
+  StepDescription step{{},
+                       {collective(std::nullopt, 10),
+                        collective(std::nullopt, 10),
+                        collective(std::nullopt, 10)}};
   step.collectives[2].priority = 7;
-  TimelineResult result = simulate(step);
   // All three are ready at 0: the channel picks the one with a priority,
   // then the others in issue order.
-  EXPECT_EQ(result.collectiveEvents[2].startUs, 0);
-  EXPECT_EQ(result.collectiveEvents[0].startUs, 10);
-  EXPECT_EQ(result.collectiveEvents[1].startUs, 20);
+  expectTimeline(simulate(step),
+                 {{30, 0, 30, 30}, {}, {{0, 10, 20}, {0, 20, 30}, {0, 0, 10}}});
 }
 
 TEST(TimelineSimulator, FreeCollectivesOnOneRank) {
-  StepDescription step;
-  step.computeTasks = {task(10), task(10)};
-  step.collectives = {collective(0, 0)};
-  step.collectives[0].blocking = true;
-  TimelineResult result = simulate(step);
-  EXPECT_EQ(result.collectiveEvents[0].endUs, 10);
-  EXPECT_EQ(result.stepUs, 20);
-  EXPECT_EQ(result.exposedCommunicationUs, 0);
+  TimelineResult result =
+      simulate({{task(10), task(10)}, {blocking(collective(0, 0))}});
+  expectTimeline(result, {{20, 20, 0, 0}, {0, 10}, {{10, 10, 10}}});
 }
 
 TEST(TimelineSimulator, EmptyStep) {
-  TimelineResult result = simulate(StepDescription());
-  EXPECT_EQ(result.stepUs, 0);
-  EXPECT_TRUE(result.computeEvents.empty());
+  expectTimeline(simulate(StepDescription()), {{0, 0, 0, 0}, {}, {}});
 }
 
 TEST(TimelineSimulator, ErrorsNameTheField) {
@@ -369,26 +376,14 @@ TEST(TimelineSimulator, SteadyStatePrioritiesBeatFifo) {
 }
 
 TEST(TimelineSimulator, SteadyStateWithoutCommunication) {
-  StepDescription step;
-  step.computeTasks = {task(3, TaskPhase::Forward, 0),
-                       task(4, TaskPhase::Backward, 0)};
-  llvm::Expected<TimelineResult> result =
-      simulateSteadyState(step, SimulationOptions());
-  ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
-  EXPECT_DOUBLE_EQ(result->stepUs, 7);
-  EXPECT_DOUBLE_EQ(result->exposedCommunicationUs, 0);
+  expectSteadyState(
+      {{task(3, TaskPhase::Forward, 0), task(4, TaskPhase::Backward, 0)}, {}},
+      7, 0);
 }
 
 TEST(TimelineSimulator, SteadyStateWaitsAtIterationEndWithoutLayers) {
-  StepDescription step;
-  step.computeTasks = {task(10)};
-  step.collectives = {collective(0, 25)};
-  llvm::Expected<TimelineResult> result =
-      simulateSteadyState(step, SimulationOptions());
-  ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
   // The next iteration's first task waits for the collective: 10 + 25.
-  EXPECT_DOUBLE_EQ(result->stepUs, 35);
-  EXPECT_DOUBLE_EQ(result->exposedCommunicationUs, 25);
+  expectSteadyState({{task(10)}, {collective(0, 25)}}, 35, 25);
 }
 
 TEST(TimelineSimulator, SteadyStateOverlapsGradientsWithNextForward) {
@@ -400,12 +395,8 @@ TEST(TimelineSimulator, SteadyStateOverlapsGradientsWithNextForward) {
       task(10, TaskPhase::Backward, 1), task(10, TaskPhase::Backward, 0)};
   step.collectives = {collective(2, 15)};
   step.collectives[0].layers = {1};
-  llvm::Expected<TimelineResult> result =
-      simulateSteadyState(step, SimulationOptions());
-  ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
   // Issued at S+30, ends S+45, next F1 starts at S+50: nothing exposed.
-  EXPECT_DOUBLE_EQ(result->stepUs, 40);
-  EXPECT_DOUBLE_EQ(result->exposedCommunicationUs, 0);
+  expectSteadyState(step, 40, 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -553,13 +544,19 @@ void checkPriorities(const StepDescription &step,
   }
 }
 
+/// Simulates `step` with `options` and checks the timeline's invariants.
+TimelineResult simulateConsistent(const StepDescription &step,
+                                  const SimulationOptions &options) {
+  TimelineResult result = simulate(step, options);
+  checkConsistent(step, result, options);
+  return result;
+}
+
 TEST(TimelineSimulator, LargeRandomStepIsConsistent) {
   for (ChannelSharing sharing :
        {ChannelSharing::Shared, ChannelSharing::Independent}) {
     StepDescription step = randomStep(100000, 4, 42, /*withLayers=*/false);
-    SimulationOptions options = channels(4, sharing);
-    TimelineResult result = simulate(step, options);
-    checkConsistent(step, result, options);
+    TimelineResult result = simulateConsistent(step, channels(4, sharing));
     double lastEnd = 0;
     for (const CollectiveEvent &event : result.collectiveEvents)
       lastEnd = std::max(lastEnd, event.endUs);
@@ -573,10 +570,8 @@ TEST(TimelineSimulator, LargeRandomStepIsConsistent) {
 TEST(TimelineSimulator, SmallRandomStepsFollowPriorities) {
   for (unsigned seed = 0; seed < 5; ++seed) {
     StepDescription step = randomStep(500, 3, seed, /*withLayers=*/false);
-    SimulationOptions options = channels(3, ChannelSharing::Shared);
-    TimelineResult result = simulate(step, options);
-    checkConsistent(step, result, options);
-    checkPriorities(step, result);
+    checkPriorities(
+        step, simulateConsistent(step, channels(3, ChannelSharing::Shared)));
   }
 }
 

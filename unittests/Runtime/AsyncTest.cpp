@@ -7,21 +7,22 @@
 #include <set>
 #include <sstream>
 
+using commrt::testing::checksName;
+using commrt::testing::ChecksTest;
+using commrt::testing::expectOneRankKeepsTheValues;
 using commrt::testing::failedWith;
-using commrt::testing::TypedBuffer;
 
 namespace {
 
 /// Invalid arguments, with consistency checks off (false) and on (true): on
 /// one rank both must give the same error.
-class AsyncInvalidArgumentTest : public ::testing::TestWithParam<bool> {
+class AsyncInvalidArgumentTest : public ChecksTest {
 protected:
   void SetUp() override {
-    ASSERT_EQ(commrt_set_consistency_checks(GetParam()), COMMRT_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(ChecksTest::SetUp());
     channels = commrt_channels();
     ASSERT_GT(channels, 0) << commrt_last_error();
   }
-  void TearDown() override { commrt_set_consistency_checks(0); }
 
   int32_t channels = 0;
 };
@@ -209,28 +210,17 @@ TEST_P(AsyncInvalidArgumentTest, TestAndWait) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Checks, AsyncInvalidArgumentTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) {
-                           return info.param ? "On" : "Off";
-                         });
+                         checksName);
 
 TEST(Async, OneRankKeepsTheValues) {
-  const double values[] = {1.5, -2.0, 3.0, 0.25};
-  for (int dtype = COMMRT_F32; dtype <= COMMRT_BF16; ++dtype) {
-    for (int reduce = COMMRT_SUM; reduce <= COMMRT_MIN; ++reduce) {
-      TypedBuffer buffer(static_cast<commrt_dtype>(dtype), 4);
-      for (int i = 0; i < 4; ++i)
-        buffer.set(i, values[i]);
-      int64_t handle;
-      ASSERT_EQ(commrt_allreduce_start(buffer.data(), 4, dtype, reduce,
-                                       reduce % commrt_channels(), &handle),
-                COMMRT_SUCCESS)
-          << commrt_last_error();
-      ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
-      for (int i = 0; i < 4; ++i)
-        EXPECT_EQ(buffer.get(i), values[i])
-            << "dtype " << dtype << ", reduce " << reduce;
-    }
-  }
+  expectOneRankKeepsTheValues([](void *data, int dtype, int reduce) {
+    int64_t handle;
+    ASSERT_EQ(commrt_allreduce_start(data, 4, dtype, reduce,
+                                     reduce % commrt_channels(), &handle),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+  });
 }
 
 TEST(Async, HandlesAreDistinctAndNeverZero) {

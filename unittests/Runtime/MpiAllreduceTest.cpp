@@ -17,16 +17,9 @@
 #include <tuple>
 #include <vector>
 
-using commrt::testing::contribution;
-using commrt::testing::dtypeName;
-using commrt::testing::failedWith;
-using commrt::testing::reduceName;
-using commrt::testing::TypedBuffer;
+using namespace commrt::testing;
 
 namespace {
-
-int rank() { return commrt_rank(); }
-int size() { return commrt_size(); }
 
 /// The result of `reduce` over all ranks' contributions at index `i`.
 double expected(commrt_reduce reduce, int64_t i) {
@@ -49,19 +42,13 @@ class AllreduceTest : public ::testing::TestWithParam<DtypeAndReduce> {};
 TEST_P(AllreduceTest, ReducesExactlyInPlace) {
   auto [dtype, reduce] = GetParam();
   const int64_t count = 1000;
-  // One guard element on either side must stay untouched.
-  TypedBuffer buffer(dtype, count + 2);
-  buffer.set(0, 42.0);
-  buffer.set(count + 1, 43.0);
-  for (int64_t i = 0; i < count; ++i)
-    buffer.set(i + 1, contribution(rank(), i));
-  void *data = static_cast<char *>(buffer.data()) + commrt::elementSize(dtype);
-  ASSERT_EQ(commrt_allreduce(data, count, dtype, reduce), COMMRT_SUCCESS)
+  GuardedContributions buffer(dtype, count, rank());
+  ASSERT_EQ(commrt_allreduce(buffer.data(), count, dtype, reduce),
+            COMMRT_SUCCESS)
       << commrt_last_error();
   for (int64_t i = 0; i < count; ++i)
-    ASSERT_EQ(buffer.get(i + 1), expected(reduce, i)) << "index " << i;
-  EXPECT_EQ(buffer.get(0), 42.0);
-  EXPECT_EQ(buffer.get(count + 1), 43.0);
+    ASSERT_EQ(buffer.get(i), expected(reduce, i)) << "index " << i;
+  buffer.expectGuardsIntact();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -184,13 +171,7 @@ TEST(Broadcast, CountZeroIsANoOp) {
 
 /// Invalid arguments passed by every rank, with consistency checks off
 /// (false) and on (true): every rank fails alike, and none is left waiting.
-class BroadcastInvalidTest : public ::testing::TestWithParam<bool> {
-protected:
-  void SetUp() override {
-    ASSERT_EQ(commrt_set_consistency_checks(GetParam()), COMMRT_SUCCESS);
-  }
-  void TearDown() override { commrt_set_consistency_checks(0); }
-};
+class BroadcastInvalidTest : public ChecksTest {};
 
 TEST_P(BroadcastInvalidTest, FailsOnEveryRank) {
   float data[4] = {};
@@ -224,31 +205,7 @@ TEST_P(BroadcastInvalidTest, FailsOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Checks, BroadcastInvalidTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) {
-                           return info.param ? "On" : "Off";
-                         });
-
-/// Tests that run with consistency checks on and need two or more ranks.
-class CheckedTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    if (size() < 2)
-      GTEST_SKIP() << "needs two or more ranks";
-    ASSERT_EQ(commrt_set_consistency_checks(1), COMMRT_SUCCESS);
-  }
-  void TearDown() override { commrt_set_consistency_checks(0); }
-
-  /// Runs a valid allreduce, showing that an error left no rank behind.
-  void expectRanksStillInStep() {
-    double value = 1.0;
-    ASSERT_EQ(commrt_allreduce(&value, 1, COMMRT_F64, COMMRT_SUM),
-              COMMRT_SUCCESS)
-        << commrt_last_error();
-    EXPECT_EQ(value, size());
-  }
-
-  int lastRank() { return size() - 1; }
-};
+                         checksName);
 
 /// With COMMRT_CHECKS_FIRST_OF_EACH, the default, a training loop pays for
 /// the checks of its first step only, and a disagreement in a collective no

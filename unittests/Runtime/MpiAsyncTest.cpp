@@ -20,28 +20,9 @@
 #include <vector>
 
 using commrt::elementSize;
-using commrt::testing::contribution;
-using commrt::testing::dtypeName;
-using commrt::testing::expectedReduction;
-using commrt::testing::failedWith;
-using commrt::testing::reduceName;
-using commrt::testing::TypedBuffer;
+using namespace commrt::testing;
 
 namespace {
-
-// Queried once: the tests call them per element.
-int rank() {
-  static const int rank = commrt_rank();
-  return rank;
-}
-int size() {
-  static const int size = commrt_size();
-  return size;
-}
-int channels() {
-  static const int channels = commrt_channels();
-  return channels;
-}
 
 double expected(commrt_reduce reduce, int64_t i) {
   return expectedReduction(reduce, i, size());
@@ -425,23 +406,12 @@ TEST(Async, ProgressesWithoutTheCallerWaiting) {
 }
 
 /// Tests that run with consistency checks on and need two or more ranks.
-class CheckedAsyncTest : public ::testing::Test {
+class CheckedAsyncTest : public CheckedTest {
 protected:
-  void SetUp() override {
-    if (size() < 2)
-      GTEST_SKIP() << "needs two or more ranks";
-    ASSERT_EQ(commrt_set_consistency_checks(1), COMMRT_SUCCESS);
-  }
-  void TearDown() override { commrt_set_consistency_checks(0); }
-
   /// Runs a valid blocking and a valid asynchronous allreduce on every
   /// channel, showing that an error left no rank behind.
-  void expectRanksStillInStep() {
-    double value = 1.0;
-    ASSERT_EQ(commrt_allreduce(&value, 1, COMMRT_F64, COMMRT_SUM),
-              COMMRT_SUCCESS)
-        << commrt_last_error();
-    EXPECT_EQ(value, size());
+  void expectRanksStillInStep() override {
+    ASSERT_NO_FATAL_FAILURE(CheckedTest::expectRanksStillInStep());
     for (int channel = 0; channel < channels(); ++channel) {
       float one = 1.0f;
       int64_t handle;
@@ -468,8 +438,6 @@ protected:
                                   static_cast<int32_t>(counts.size()), dtype,
                                   reduce, wire, prescale);
   }
-
-  int lastRank() { return size() - 1; }
 };
 
 TEST_F(CheckedAsyncTest, FusedTotalCountMismatchFailsOnEveryRank) {

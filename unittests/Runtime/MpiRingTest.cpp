@@ -18,15 +18,9 @@
 #include <tuple>
 #include <vector>
 
-using commrt::testing::contribution;
-using commrt::testing::dtypeName;
-using commrt::testing::reduceName;
-using commrt::testing::TypedBuffer;
+using namespace commrt::testing;
 
 namespace {
-
-int rank() { return commrt_rank(); }
-int size() { return commrt_size(); }
 
 /// Whether the `bytes` bytes at `data` are the same on every rank.
 bool sameOnAllRanks(const void *data, size_t bytes) {
@@ -49,14 +43,9 @@ class RingTest : public ::testing::TestWithParam<RingCase> {};
 
 TEST_P(RingTest, MatchesMpiAllreduceExactly) {
   auto [dtype, reduce, count] = GetParam();
-  // One guard element on either side must stay untouched.
-  TypedBuffer buffer(dtype, count + 2);
-  buffer.set(0, 42.0);
-  buffer.set(count + 1, 43.0);
-  for (int64_t i = 0; i < count; ++i)
-    buffer.set(i + 1, contribution(rank(), i));
-  void *data = static_cast<char *>(buffer.data()) + commrt::elementSize(dtype);
-  ASSERT_EQ(commrt_allreduce(data, count, dtype, reduce), COMMRT_SUCCESS)
+  GuardedContributions buffer(dtype, count, rank());
+  ASSERT_EQ(commrt_allreduce(buffer.data(), count, dtype, reduce),
+            COMMRT_SUCCESS)
       << commrt_last_error();
 
   // The reference: MPI_Allreduce of the same contributions in double, which
@@ -73,11 +62,11 @@ TEST_P(RingTest, MatchesMpiAllreduceExactly) {
   TypedBuffer rounded(dtype, 1);
   for (int64_t i = 0; i < count; ++i) {
     rounded.set(0, reduce == COMMRT_AVG ? reference[i] / size() : reference[i]);
-    ASSERT_EQ(buffer.get(i + 1), rounded.get(0)) << "index " << i;
+    ASSERT_EQ(buffer.get(i), rounded.get(0)) << "index " << i;
   }
-  EXPECT_EQ(buffer.get(0), 42.0);
-  EXPECT_EQ(buffer.get(count + 1), 43.0);
-  EXPECT_TRUE(sameOnAllRanks(data, count * commrt::elementSize(dtype)));
+  buffer.expectGuardsIntact();
+  EXPECT_TRUE(
+      sameOnAllRanks(buffer.data(), count * commrt::elementSize(dtype)));
 }
 
 INSTANTIATE_TEST_SUITE_P(

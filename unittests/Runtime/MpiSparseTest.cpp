@@ -18,13 +18,9 @@
 #include <tuple>
 #include <vector>
 
-using commrt::testing::failedWith;
-using commrt::testing::reduceName;
+using namespace commrt::testing;
 
 namespace {
-
-int rank() { return commrt_rank(); }
-int size() { return commrt_size(); }
 
 /// A small integer gradient entry of rank `r`, distinct across ranks.
 float gradientAt(int r, int64_t i) {
@@ -87,9 +83,7 @@ Step runStep(std::vector<float> grad, std::vector<float> residual,
   return step;
 }
 
-using Scheme = std::tuple<commrt_select, commrt_exchange, commrt_reduce>;
-
-class SparseTest : public ::testing::TestWithParam<Scheme> {
+class SparseTest : public ::testing::TestWithParam<SparseScheme> {
 protected:
   static constexpr int64_t kCount = 1000;
   static constexpr int64_t kChunk = 16;
@@ -218,30 +212,9 @@ TEST_P(SparseTest, DensityOneIsTheDenseAllreduce) {
   EXPECT_EQ(residual, std::vector<float>(count, 0.0f));
 }
 
-/// Every valid pairing of selection and exchange, with SUM and AVG.
-std::vector<Scheme> validSchemes() {
-  std::vector<Scheme> schemes;
-  for (commrt_reduce reduce : {COMMRT_SUM, COMMRT_AVG}) {
-    for (commrt_select select : {COMMRT_SELECT_TOPK, COMMRT_SELECT_THRESHOLD})
-      for (commrt_exchange exchange :
-           {COMMRT_EXCHANGE_ALLGATHER, COMMRT_EXCHANGE_HASH})
-        schemes.emplace_back(select, exchange, reduce);
-    schemes.emplace_back(COMMRT_SELECT_CHUNK, COMMRT_EXCHANGE_CHUNK, reduce);
-  }
-  return schemes;
-}
-
-/// A test name for `scheme`, e.g. "topk_hash_avg".
-std::string schemeName(const ::testing::TestParamInfo<Scheme> &info) {
-  static const char *const selects[] = {"topk", "threshold", "chunk"};
-  static const char *const exchanges[] = {"allgather", "hash", "chunk"};
-  auto [select, exchange, reduce] = info.param;
-  return std::string(selects[select]) + "_" + exchanges[exchange] + "_" +
-         reduceName(reduce);
-}
-
 INSTANTIATE_TEST_SUITE_P(ValidSchemes, SparseTest,
-                         ::testing::ValuesIn(validSchemes()), schemeName);
+                         ::testing::ValuesIn(validSparseSchemes()),
+                         sparseSchemeName);
 
 TEST(Sparse, HashExchangeSumsAsTheAllgatherDoes) {
   const int64_t count = 4096;

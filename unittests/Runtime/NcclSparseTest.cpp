@@ -9,16 +9,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "commrt/commrt.h"
+#include "RuntimeTestUtils.h"
 
 #include <cuda_runtime.h>
-#include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
+
+using commrt::testing::SparseScheme;
+using commrt::testing::sparseSchemeName;
+using commrt::testing::validSparseSchemes;
 
 namespace {
 
@@ -64,13 +67,11 @@ struct Results {
   std::vector<float> grads[2], residuals[2];
 };
 
-using Scheme = std::tuple<commrt_select, commrt_exchange, commrt_reduce>;
-
 constexpr double kDensity = 0.01;
 constexpr int64_t kChunk = 1000;
 
 /// Runs two steps on host buffers with the backend in use.
-Results runOnHost(const Inputs &inputs, const Scheme &scheme) {
+Results runOnHost(const Inputs &inputs, const SparseScheme &scheme) {
   auto [select, exchange, reduce] = scheme;
   Results results;
   std::vector<float> residual = inputs.residual;
@@ -89,7 +90,7 @@ Results runOnHost(const Inputs &inputs, const Scheme &scheme) {
 }
 
 /// Runs two steps on device buffers with the backend in use.
-Results runOnDevice(const Inputs &inputs, const Scheme &scheme) {
+Results runOnDevice(const Inputs &inputs, const SparseScheme &scheme) {
   auto [select, exchange, reduce] = scheme;
   const size_t count = inputs.residual.size();
   const size_t bytes = count * sizeof(float);
@@ -132,7 +133,7 @@ void expectSame(const Results &actual, const Results &expected) {
   }
 }
 
-class NcclSparseTest : public ::testing::TestWithParam<Scheme> {
+class NcclSparseTest : public ::testing::TestWithParam<SparseScheme> {
 protected:
   void SetUp() override {
     if (!gpuVisible())
@@ -165,30 +166,9 @@ TEST_P(NcclSparseTest, DeviceBuffersMatchTheHostBitForBit) {
   }
 }
 
-/// Every valid pairing of selection and exchange, with SUM and AVG.
-std::vector<Scheme> validSchemes() {
-  std::vector<Scheme> schemes;
-  for (commrt_reduce reduce : {COMMRT_SUM, COMMRT_AVG}) {
-    for (commrt_select select : {COMMRT_SELECT_TOPK, COMMRT_SELECT_THRESHOLD})
-      for (commrt_exchange exchange :
-           {COMMRT_EXCHANGE_ALLGATHER, COMMRT_EXCHANGE_HASH})
-        schemes.emplace_back(select, exchange, reduce);
-    schemes.emplace_back(COMMRT_SELECT_CHUNK, COMMRT_EXCHANGE_CHUNK, reduce);
-  }
-  return schemes;
-}
-
-/// A test name for a scheme, e.g. "topk_hash_avg".
-std::string schemeName(const ::testing::TestParamInfo<Scheme> &info) {
-  static const char *const selects[] = {"topk", "threshold", "chunk"};
-  static const char *const exchanges[] = {"allgather", "hash", "chunk"};
-  auto [select, exchange, reduce] = info.param;
-  return std::string(selects[select]) + "_" + exchanges[exchange] + "_" +
-         (reduce == COMMRT_SUM ? "sum" : "avg");
-}
-
 INSTANTIATE_TEST_SUITE_P(ValidSchemes, NcclSparseTest,
-                         ::testing::ValuesIn(validSchemes()), schemeName);
+                         ::testing::ValuesIn(validSparseSchemes()),
+                         sparseSchemeName);
 
 TEST(NcclSparse, MixedHostAndDeviceBuffersAreRejected) {
   if (!gpuVisible())

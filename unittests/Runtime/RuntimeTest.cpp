@@ -10,6 +10,9 @@
 #include <cuda_runtime.h>
 #endif
 
+using commrt::testing::checksName;
+using commrt::testing::ChecksTest;
+using commrt::testing::expectOneRankKeepsTheValues;
 using commrt::testing::failedWith;
 using commrt::testing::TypedBuffer;
 
@@ -64,13 +67,7 @@ TEST(Runtime, BarrierAndReportAsOneRank) {
 
 /// Invalid arguments, with consistency checks off (false) and on (true): on
 /// one rank both must give the same error.
-class InvalidArgumentTest : public ::testing::TestWithParam<bool> {
-protected:
-  void SetUp() override {
-    ASSERT_EQ(commrt_set_consistency_checks(GetParam()), COMMRT_SUCCESS);
-  }
-  void TearDown() override { commrt_set_consistency_checks(0); }
-};
+class InvalidArgumentTest : public ChecksTest {};
 
 TEST_P(InvalidArgumentTest, Allreduce) {
   float data[4] = {};
@@ -167,9 +164,7 @@ TEST_P(InvalidArgumentTest, InitAndSettings) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Checks, InvalidArgumentTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) {
-                           return info.param ? "On" : "Off";
-                         });
+                         checksName);
 
 TEST(Allreduce, CountZeroIsANoOp) {
   EXPECT_EQ(commrt_allreduce(nullptr, 0, COMMRT_F64, COMMRT_MAX),
@@ -179,20 +174,10 @@ TEST(Allreduce, CountZeroIsANoOp) {
 }
 
 TEST(Allreduce, OneRankKeepsTheValues) {
-  const double values[] = {1.5, -2.0, 3.0, 0.25};
-  for (int dtype = COMMRT_F32; dtype <= COMMRT_BF16; ++dtype) {
-    for (int reduce = COMMRT_SUM; reduce <= COMMRT_MIN; ++reduce) {
-      TypedBuffer buffer(static_cast<commrt_dtype>(dtype), 4);
-      for (int i = 0; i < 4; ++i)
-        buffer.set(i, values[i]);
-      ASSERT_EQ(commrt_allreduce(buffer.data(), 4, dtype, reduce),
-                COMMRT_SUCCESS)
-          << commrt_last_error();
-      for (int i = 0; i < 4; ++i)
-        EXPECT_EQ(buffer.get(i), values[i])
-            << "dtype " << dtype << ", reduce " << reduce;
-    }
-  }
+  expectOneRankKeepsTheValues([](void *data, int dtype, int reduce) {
+    ASSERT_EQ(commrt_allreduce(data, 4, dtype, reduce), COMMRT_SUCCESS)
+        << commrt_last_error();
+  });
 }
 
 TEST(Broadcast, OneRankKeepsTheValues) {

@@ -30,6 +30,27 @@ using commrt::TieSearch;
 
 namespace {
 
+/// `count` Gaussian values (standard deviation 1e-3), drawn with `seed`.
+std::vector<float> gaussian(size_t count, unsigned seed) {
+  std::mt19937 random(seed);
+  std::normal_distribution<float> normal(0.0f, 1e-3f);
+  std::vector<float> values(count);
+  for (float &x : values)
+    x = normal(random);
+  return values;
+}
+
+/// 65536 magnitudes spread over 40 binades, as real gradients are, a third
+/// of them negative, drawn with `seed`.
+std::vector<float> wideDynamicRange(unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> exponent(-30.0f, 10.0f);
+  std::vector<float> values(65536);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = (i % 3 ? 1.0f : -1.0f) * std::exp2(exponent(random));
+  return values;
+}
+
 int64_t countReaching(const std::vector<float> &values, uint32_t threshold) {
   return std::count_if(values.begin(), values.end(),
                        [&](float x) { return magnitudeBits(x) >= threshold; });
@@ -64,11 +85,7 @@ void checkGuarantee(const std::vector<float> &values, int64_t k) {
 }
 
 TEST(SelectionTest, GaussianGradients) {
-  std::mt19937 random(7);
-  std::normal_distribution<float> normal(0.0f, 1e-3f);
-  std::vector<float> values(200000);
-  for (float &x : values)
-    x = normal(random);
+  std::vector<float> values = gaussian(200000, 7);
   for (int64_t k : {1, 2, 17, 200, 1000, 20000, 199999, 200000})
     checkGuarantee(values, k);
 }
@@ -143,12 +160,7 @@ TEST(SelectionTest, FewerNonzerosThanKSelectsEveryNonzero) {
 }
 
 TEST(SelectionTest, WideDynamicRange) {
-  // Magnitudes spread over many binades, as real gradients are.
-  std::mt19937 random(11);
-  std::uniform_real_distribution<float> exponent(-30.0f, 10.0f);
-  std::vector<float> values(65536);
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = (i % 3 ? 1.0f : -1.0f) * std::exp2(exponent(random));
+  std::vector<float> values = wideDynamicRange(11);
   for (int64_t k : {1, 66, 655, 6554, 65536})
     checkGuarantee(values, k);
 }
@@ -190,12 +202,7 @@ void checkTopk(const std::vector<float> &values,
 }
 
 TEST(TopkCutTest, GaussianGradients) {
-  std::mt19937 random(5);
-  std::normal_distribution<float> normal(0.0f, 1e-3f);
-  std::vector<float> values(100000);
-  for (float &x : values)
-    x = normal(random);
-  checkTopk(values, {1, 2, 100, 1000, 12345, 99999, 100000});
+  checkTopk(gaussian(100000, 5), {1, 2, 100, 1000, 12345, 99999, 100000});
 }
 
 TEST(TopkCutTest, TiesAreTakenLowestIndexFirst) {
@@ -233,12 +240,7 @@ TEST(TopkCutTest, ZerosFillUpToK) {
 }
 
 TEST(TopkCutTest, WideDynamicRange) {
-  std::mt19937 random(13);
-  std::uniform_real_distribution<float> exponent(-30.0f, 10.0f);
-  std::vector<float> values(65536);
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = (i % 3 ? 1.0f : -1.0f) * std::exp2(exponent(random));
-  checkTopk(values, {1, 66, 655, 6554, 65536});
+  checkTopk(wideDynamicRange(13), {1, 66, 655, 6554, 65536});
 }
 
 TEST(TieSearchTest, NarrowsToTheWantedTie) {

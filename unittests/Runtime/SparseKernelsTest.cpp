@@ -173,6 +173,23 @@ protected:
     EXPECT_EQ(bitsOf(picked.download()), bitsOf(expectedValues));
   }
 
+  /// Runs `check(values, acc, count, k)` on every data set, with `acc` its
+  /// `count` values on the device, for every selection size `k`; stops at
+  /// the first fatal failure.
+  template <typename Check> void forEachSelection(Check check) {
+    for (const DataSet &set : dataSets()) {
+      SCOPED_TRACE(set.name);
+      const auto count = static_cast<int64_t>(set.values.size());
+      DeviceArray<float> acc(set.values);
+      for (int64_t k : sizesFor(count)) {
+        SCOPED_TRACE("k = " + std::to_string(k));
+        check(set.values, acc, count, k);
+        if (HasFatalFailure())
+          return;
+      }
+    }
+  }
+
   /// Pinned and device bins for the searches.
   struct Search {
     DeviceArray<unsigned long long> device{RadixSearch::kMaxBins};
@@ -229,42 +246,33 @@ TEST_F(SparseKernelsTest, HistogramsMatchTheHostInEveryPass) {
 
 TEST_F(SparseKernelsTest, ThresholdSelectionMatchesTheHost) {
   Search search;
-  for (const DataSet &set : dataSets()) {
-    SCOPED_TRACE(set.name);
-    const auto count = static_cast<int64_t>(set.values.size());
-    DeviceArray<float> acc(set.values);
-    for (int64_t k : sizesFor(count)) {
-      SCOPED_TRACE("k = " + std::to_string(k));
-      uint32_t threshold = 0;
-      ASSERT_EQ(commrt::cuda::findThreshold(
-                    acc.get(), count, k, search.buffers(), stream, threshold),
-                cudaSuccess);
-      EXPECT_EQ(threshold, findThreshold(set.values.data(), count, k));
-      checkSelection(acc, set.values, Cut{threshold, count},
-                     selectThreshold(set.values.data(), count, k));
-    }
-  }
+  forEachSelection([&](const std::vector<float> &values,
+                       const DeviceArray<float> &acc, int64_t count,
+                       int64_t k) {
+    uint32_t threshold = 0;
+    ASSERT_EQ(commrt::cuda::findThreshold(acc.get(), count, k, search.buffers(),
+                                          stream, threshold),
+              cudaSuccess);
+    EXPECT_EQ(threshold, findThreshold(values.data(), count, k));
+    checkSelection(acc, values, Cut{threshold, count},
+                   selectThreshold(values.data(), count, k));
+  });
 }
 
 TEST_F(SparseKernelsTest, TopkMatchesTheHost) {
   Search search;
-  for (const DataSet &set : dataSets()) {
-    SCOPED_TRACE(set.name);
-    const auto count = static_cast<int64_t>(set.values.size());
-    DeviceArray<float> acc(set.values);
-    for (int64_t k : sizesFor(count)) {
-      SCOPED_TRACE("k = " + std::to_string(k));
-      Cut cut{};
-      ASSERT_EQ(commrt::cuda::findTopkCut(acc.get(), count, k, search.buffers(),
-                                          stream, cut),
-                cudaSuccess);
-      Cut host = findTopkCut(set.values.data(), count, k);
-      EXPECT_EQ(cut.key, host.key);
-      EXPECT_EQ(cut.tiesBelow, host.tiesBelow);
-      checkSelection(acc, set.values, cut,
-                     selectTopk(set.values.data(), count, k));
-    }
-  }
+  forEachSelection([&](const std::vector<float> &values,
+                       const DeviceArray<float> &acc, int64_t count,
+                       int64_t k) {
+    Cut cut{};
+    ASSERT_EQ(commrt::cuda::findTopkCut(acc.get(), count, k, search.buffers(),
+                                        stream, cut),
+              cudaSuccess);
+    Cut host = findTopkCut(values.data(), count, k);
+    EXPECT_EQ(cut.key, host.key);
+    EXPECT_EQ(cut.tiesBelow, host.tiesBelow);
+    checkSelection(acc, values, cut, selectTopk(values.data(), count, k));
+  });
 }
 
 TEST_F(SparseKernelsTest, SelectMarkedCompactsInIndexOrder) {

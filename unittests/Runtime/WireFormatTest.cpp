@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <utility>
@@ -22,32 +23,62 @@ namespace {
 
 const float kInfinity = std::numeric_limits<float>::infinity();
 
+#ifdef __FLT16_MAX__
+/// The bits of `value` converted by the compiler's own round-to-nearest-even
+/// conversion to _Float16.
+template <typename T> uint16_t compilersHalfBits(T value) {
+  _Float16 half = static_cast<_Float16>(value);
+  uint16_t bits;
+  std::memcpy(&bits, &half, sizeof bits);
+  return bits;
+}
+#endif
+
+/// The next double of a linear congruential sequence (`state` starts at 1):
+/// all 52 mantissa bits in play, positive, the exponent `lowest` + state %
+/// `exponents`.
+double nextDouble(uint64_t &state, int exponents, int lowest) {
+  state = state * 6364136223846793005ull + 1442695040888963407ull;
+  double mantissa = 1.0 + static_cast<double>(state >> 12) * 0x1p-52;
+  return std::ldexp(mantissa, static_cast<int>(state % exponents) + lowest);
+}
+
+/// A float and the 16 bits it converts to.
+struct Conversion {
+  float value;
+  uint16_t bits;
+};
+
+/// Expects `convert` to give each of `conversions`' bits.
+void expectConversions(uint16_t (*convert)(float),
+                       std::initializer_list<Conversion> conversions) {
+  for (const Conversion &c : conversions)
+    EXPECT_EQ(convert(c.value), c.bits) << c.value;
+}
+
 TEST(Half, ConvertsKnownValues) {
-  struct {
-    float value;
-    uint16_t bits;
-  } cases[] = {
-      {0.0f, 0x0000},
-      {-0.0f, 0x8000},
-      {1.0f, 0x3c00},
-      {-2.0f, 0xc000},
-      {65504.0f, 0x7bff},           // Largest finite f16.
-      {65519.0f, 0x7bff},           // Just below the rounding boundary.
-      {65520.0f, 0x7c00},           // Ties to even: overflows to infinity.
-      {1e10f, 0x7c00},              // Far out of range.
-      {-kInfinity, 0xfc00},         // Infinity stays infinite.
-      {0x1p-14f, 0x0400},           // Smallest normal.
-      {0x1p-24f, 0x0001},           // Smallest subnormal.
-      {0x1p-25f, 0x0000},           // Tie between 0 and 2^-24: to even (0).
-      {0x1.8p-25f, 0x0001},         // Above the tie: up.
-      {0x1.8p-24f, 0x0002},         // Tie between 1 and 2 ulps: to even (2).
-      {0x1.ffcp-15f, 0x0400},       // Subnormal rounding up into the normals.
-      {1.0f + 0x1p-11f, 0x3c00},    // Tie: to even (down).
-      {1.0f + 0x3p-11f, 0x3c02},    // Tie: to even (up).
-      {1.0f + 0x1.01p-11f, 0x3c01}, // Above the tie: up.
-  };
-  for (const auto &c : cases)
-    EXPECT_EQ(floatToHalf(c.value), c.bits) << c.value;
+  // Exact: the signed zeros, one and minus two.
+  expectConversions(
+      floatToHalf,
+      {{0.0f, 0x0000}, {-0.0f, 0x8000}, {1.0f, 0x3c00}, {-2.0f, 0xc000}});
+  expectConversions(
+      floatToHalf,
+      {
+          {65504.0f, 0x7bff},        // Largest finite f16.
+          {65519.0f, 0x7bff},        // Just below the rounding boundary.
+          {65520.0f, 0x7c00},        // Ties to even: overflows to infinity.
+          {1e10f, 0x7c00},           // Far out of range.
+          {-kInfinity, 0xfc00},      // Infinity stays infinite.
+          {0x1p-14f, 0x0400},        // Smallest normal.
+          {0x1p-24f, 0x0001},        // Smallest subnormal.
+          {0x1p-25f, 0x0000},        // Tie between 0 and 2^-24: to even (0).
+          {0x1.8p-25f, 0x0001},      // Above the tie: up.
+          {0x1.8p-24f, 0x0002},      // Tie between 1 and 2 ulps: to even (2).
+          {0x1.ffcp-15f, 0x0400},    // Subnormal rounding up into the normals.
+          {1.0f + 0x1p-11f, 0x3c00}, // Tie: to even (down).
+          {1.0f + 0x3p-11f, 0x3c02}, // Tie: to even (up).
+          {1.0f + 0x1.01p-11f, 0x3c01} // Above the tie: up.
+      });
   EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(std::nanf("")))));
 }
 
@@ -72,32 +103,26 @@ TEST(Half, MatchesTheCompilersFloat16) {
     float value = floatFromBits(static_cast<uint32_t>(bits));
     if (std::isnan(value))
       continue;
-    _Float16 expected = static_cast<_Float16>(value);
-    uint16_t expectedBits;
-    std::memcpy(&expectedBits, &expected, sizeof expectedBits);
-    ASSERT_EQ(floatToHalf(value), expectedBits) << std::hex << bits;
+    ASSERT_EQ(floatToHalf(value), compilersHalfBits(value)) << std::hex << bits;
   }
 }
 #endif
 
 TEST(BFloat16, ConvertsKnownValues) {
-  struct {
-    float value;
-    uint16_t bits;
-  } cases[] = {
-      {0.0f, 0x0000},
-      {-0.0f, 0x8000},
-      {1.0f, 0x3f80},
-      {-2.0f, 0xc000},
-      {1.0f + 0x1p-8f, 0x3f80},                    // Tie: to even (down).
-      {1.0f + 0x3p-8f, 0x3f82},                    // Tie: to even (up).
-      {1.0f + 0x1.02p-8f, 0x3f81},                 // Above the tie: up.
-      {std::numeric_limits<float>::max(), 0x7f80}, // Rounds to infinity.
-      {kInfinity, 0x7f80},
-      {0x1p-133f, 0x0001}, // Smallest bf16 subnormal.
-  };
-  for (const auto &c : cases)
-    EXPECT_EQ(floatToBFloat16(c.value), c.bits) << c.value;
+  // Exact: the signed zeros, one and minus two.
+  expectConversions(
+      floatToBFloat16,
+      {{0.0f, 0x0000}, {-0.0f, 0x8000}, {1.0f, 0x3f80}, {-2.0f, 0xc000}});
+  expectConversions(
+      floatToBFloat16,
+      {
+          {1.0f + 0x1p-8f, 0x3f80},                    // Tie: to even (down).
+          {1.0f + 0x3p-8f, 0x3f82},                    // Tie: to even (up).
+          {1.0f + 0x1.02p-8f, 0x3f81},                 // Above the tie: up.
+          {std::numeric_limits<float>::max(), 0x7f80}, // Rounds to infinity.
+          {kInfinity, 0x7f80},
+          {0x1p-133f, 0x0001} // Smallest bf16 subnormal.
+      });
   EXPECT_TRUE(std::isnan(bfloat16ToFloat(floatToBFloat16(std::nanf("")))));
   EXPECT_TRUE(
       std::isnan(bfloat16ToFloat(floatToBFloat16(floatFromBits(0x7f800001)))))
@@ -164,15 +189,11 @@ TEST(Half, RoundsDoublesLikeTheCompilersFloat16) {
   // linear congruential sequence of mantissas over exponents -30..17.
   uint64_t state = 1;
   for (int i = 0; i < 1000000; ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    double mantissa = 1.0 + static_cast<double>(state >> 12) * 0x1p-52;
-    double value = std::ldexp(mantissa, static_cast<int>(state % 48) - 30);
+    double value = nextDouble(state, 48, -30);
     if (state & 0x800)
       value = -value;
-    _Float16 expected = static_cast<_Float16>(value);
-    uint16_t expectedBits;
-    std::memcpy(&expectedBits, &expected, sizeof expectedBits);
-    ASSERT_EQ(doubleToHalf(value), expectedBits) << std::hexfloat << value;
+    ASSERT_EQ(doubleToHalf(value), compilersHalfBits(value))
+        << std::hexfloat << value;
   }
 }
 #endif
@@ -183,9 +204,7 @@ TEST(BFloat16, RoundsDoublesOnceToNearestEven) {
   // Reference: round to 8 significant bits with nearbyint, exact in double.
   uint64_t state = 1;
   for (int i = 0; i < 1000000; ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    double mantissa = 1.0 + static_cast<double>(state >> 12) * 0x1p-52;
-    double value = std::ldexp(mantissa, static_cast<int>(state % 240) - 120);
+    double value = nextDouble(state, 240, -120);
     double ulp = std::ldexp(1.0, std::ilogb(value) - 7);
     double expected = std::nearbyint(value / ulp) * ulp;
     ASSERT_EQ(bfloat16ToFloat(doubleToBFloat16(value)), expected)
