@@ -45,8 +45,15 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     written back once the collective is complete. Every status is passed to
     `commrt_abort_on_error`, which stops all ranks with the runtime's message
     instead of continuing with wrong data. Ops still in tensor form are an
-    error: bufferize first. So are collectives over a process group
-    (`group`): the runtime has one communicator, of all ranks.
+    error: bufferize first.
+
+    A collective over a process group (`#comm.group<@grid, axes>`) runs on
+    the calling rank's group: its coordinates on the grid (row-major, from
+    `commrt_rank`) give the color (its linear index over the other axes) and
+    the key (over the group's axes) of `commrt_group_split`, whose id is a
+    hash of the grid's name and the axes, so that the first collective of a
+    group makes its communicator and the others find it; the collective's
+    `commrt_group_` form takes the handle.
 
     What planning leaves of upstream's shard dialect lowers too:
     `shard.process_linear_index` and `shard.process_multi_index` become the

@@ -23,6 +23,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cmath>
 
@@ -318,6 +319,98 @@ getFusedCallArguments(OpBuilder &b, Operation *op, const StagedBuffers &staged,
 }
 
 //===----------------------------------------------------------------------===//
+// Process groups
+//===----------------------------------------------------------------------===//
+
+/// The coordinates of the process `rank` (an index) on a grid of static
+/// `shape` along `axes`, row-major (the last axis varies fastest), as the
+/// shard dialect and `#comm.group` number processes.
+static SmallVector<Value> emitGridCoordinates(OpBuilder &b, Location loc,
+                                              Value rank,
+                                              ArrayRef<int64_t> shape,
+                                              ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t axis = static_cast<int64_t>(shape.size()) - 2; axis >= 0; --axis)
+    strides[axis] = strides[axis + 1] * shape[axis + 1];
+  SmallVector<Value> coordinates;
+  for (int64_t axis : axes) {
+    Value stride = arith::ConstantIndexOp::create(b, loc, strides[axis]);
+    Value extent = arith::ConstantIndexOp::create(b, loc, shape[axis]);
+    Value quotient = arith::DivUIOp::create(b, loc, rank, stride);
+    coordinates.push_back(arith::RemUIOp::create(b, loc, quotient, extent));
+  }
+  return coordinates;
+}
+
+/// Emits the runtime's handle of the calling rank's group of `group`
+/// (commrt_group_split): the color is the rank's linear index over the
+/// grid's other axes, the key its linear index over the group's axes, and
+/// the id a hash of the grid's name and the axes, so that every collective
+/// of one group finds the communicator the first one made.
+static FailureOr<Value> emitGroupHandle(OpBuilder &b, Operation *op,
+                                        GroupAttr group) {
+  Location loc = op->getLoc();
+  // The verifier has checked the grid; checkShardLowerable its static shape.
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, group.getGrid());
+  ArrayRef<int64_t> shape = grid.getShape();
+  RuntimeCallBuilder runtime(op);
+  FailureOr<Value> rank = runtime.emitIndexQuery(b, loc, "commrt_rank");
+  if (failed(rank))
+    return failure();
+  SmallVector<int64_t> allAxes =
+      llvm::to_vector(llvm::seq<int64_t>(0, shape.size()));
+  SmallVector<Value> coordinates =
+      emitGridCoordinates(b, loc, *rank, shape, allAxes);
+  Value color = arith::ConstantIndexOp::create(b, loc, 0);
+  Value key = arith::ConstantIndexOp::create(b, loc, 0);
+  for (auto [axis, coordinate] : llvm::enumerate(coordinates)) {
+    Value &index = llvm::is_contained(group.getAxes(), axis) ? key : color;
+    Value extent = arith::ConstantIndexOp::create(b, loc, shape[axis]);
+    index = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, index, extent), coordinate);
+  }
+  std::string name = group.getGrid().getValue().str();
+  for (int64_t axis : group.getAxes())
+    name += "," + std::to_string(axis);
+  auto id = static_cast<int64_t>(llvm::xxh3_64bits(name) >> 1);
+
+  Value slot;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto function = op->getParentOfType<FunctionOpInterface>();
+    b.setInsertionPointToStart(&function.getFunctionBody().front());
+    slot =
+        memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getI32Type()));
+  }
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+  };
+  if (failed(runtime.emitCheckedCall(
+          b, loc, "commrt_group_split",
+          {arith::ConstantIntOp::create(b, loc, id, 64), toI32(color),
+           toI32(key), getDataPointer(b, loc, slot)})))
+    return failure();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  return Value(memref::LoadOp::create(b, loc, slot, zero));
+}
+
+/// `name` for a collective of all ranks; for one over a process group, its
+/// `commrt_group_` form, whose first argument is the group's handle.
+static FailureOr<std::string> prependGroup(OpBuilder &b, Operation *op,
+                                           StringRef name,
+                                           SmallVectorImpl<Value> &callArgs) {
+  GroupAttr group = cast<CollectiveOpInterface>(op).getProcessGroup();
+  if (!group)
+    return name.str();
+  FailureOr<Value> handle = emitGroupHandle(b, op, group);
+  if (failed(handle))
+    return failure();
+  callArgs.insert(callArgs.begin(), *handle);
+  return ("commrt_group_" + name.drop_front(StringRef("commrt_").size())).str();
+}
+
+//===----------------------------------------------------------------------===//
 // What the runtime cannot do
 //===----------------------------------------------------------------------===//
 
@@ -332,9 +425,6 @@ static LogicalResult checkLowerable(Operation *op) {
                            "before convert-comm-to-runtime");
   if (isa<RankOp, WorldSizeOp, WaitOp>(op))
     return success();
-  if (op->hasAttr("group"))
-    return op->emitOpError("collectives over a process group are not "
-                           "lowered yet: the runtime has one communicator");
   if (isa<AllReduceOp, FusedAllReduceOp, StartOp>(op)) {
     auto collective = cast<CollectiveOpInterface>(op);
     return getCollectiveArguments(collective, collective.getGradients());
@@ -451,7 +541,7 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
     Location loc = op.getLoc();
     Value single = buffers.front();
     if (buffers.size() == 1 && args->wire == COMMRT_WIRE_NONE &&
-        args->prescale == 1.0f &&
+        args->prescale == 1.0f && !op.getGroupAttr() &&
         isContiguous(cast<MemRefType>(single.getType()))) {
       Value count = rewriter.createOrFold<arith::IndexCastOp>(
           loc, rewriter.getI64Type(), getElementCount(rewriter, loc, single));
@@ -466,8 +556,10 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
     StagedBuffers staged = StagedBuffers::stage(rewriter, loc, buffers);
     SmallVector<Value> callArgs =
         getFusedCallArguments(rewriter, op, staged, *args);
-    if (failed(runtime.emitCheckedCall(rewriter, loc, "commrt_fused_allreduce",
-                                       callArgs)))
+    FailureOr<std::string> callee =
+        prependGroup(rewriter, op, "commrt_fused_allreduce", callArgs);
+    if (failed(callee) ||
+        failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
       return failure();
     StagedBuffers::writeBack(rewriter, loc, staged.copies);
     rewriter.eraseOp(op);
@@ -498,8 +590,10 @@ struct StartLowering : public OpConversionPattern<StartOp> {
     callArgs.push_back(
         arith::ConstantIntOp::create(rewriter, loc, start.getChannel(), 32));
     callArgs.push_back(getDataPointer(rewriter, loc, slot));
-    if (failed(runtime.emitCheckedCall(
-            rewriter, loc, "commrt_fused_allreduce_start", callArgs)))
+    FailureOr<std::string> callee =
+        prependGroup(rewriter, start, "commrt_fused_allreduce_start", callArgs);
+    if (failed(callee) ||
+        failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
       return failure();
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     SmallVector<Value> token = {
@@ -638,23 +732,11 @@ struct ProcessMultiIndexLowering
     if (failed(rank))
       return failure();
     ArrayRef<int64_t> shape = grid.getShape();
-    SmallVector<int64_t> strides(shape.size(), 1);
-    for (int64_t axis = static_cast<int64_t>(shape.size()) - 2; axis >= 0;
-         --axis)
-      strides[axis] = strides[axis + 1] * shape[axis + 1];
     SmallVector<int64_t> axes(multi.getAxes().begin(), multi.getAxes().end());
     if (axes.empty())
       axes = llvm::to_vector(llvm::seq<int64_t>(0, shape.size()));
-    SmallVector<Value> indices;
-    for (int64_t axis : axes) {
-      Value stride =
-          arith::ConstantIndexOp::create(rewriter, loc, strides[axis]);
-      Value extent = arith::ConstantIndexOp::create(rewriter, loc, shape[axis]);
-      Value quotient = arith::DivUIOp::create(rewriter, loc, *rank, stride);
-      indices.push_back(
-          arith::RemUIOp::create(rewriter, loc, quotient, extent));
-    }
-    rewriter.replaceOp(multi, indices);
+    rewriter.replaceOp(multi,
+                       emitGridCoordinates(rewriter, loc, *rank, shape, axes));
     return success();
   }
 };
