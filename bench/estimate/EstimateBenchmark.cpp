@@ -38,24 +38,29 @@
 using namespace mlir;
 using namespace mlir::comm;
 
+/// The benchmark's own options, the only ones --help lists.
+static llvm::cl::OptionCategory benchCategory("bench-estimate options");
+
 static llvm::cl::list<unsigned>
     gradientCounts("gradients", llvm::cl::CommaSeparated,
+                   llvm::cl::cat(benchCategory),
                    llvm::cl::desc("Gradients per synthetic profile "
                                   "(default: 10000,100000)"));
 static llvm::cl::opt<unsigned>
-    repetitions("repetitions", llvm::cl::init(5),
+    repetitions("repetitions", llvm::cl::init(5), llvm::cl::cat(benchCategory),
                 llvm::cl::desc("Runs of each measurement; medians reported"));
 static llvm::cl::opt<std::string>
-    clusterName("cluster", llvm::cl::init("gradientflow-64"),
+    clusterName("cluster", llvm::cl::init(kDefaultClusterName.str()),
+                llvm::cl::cat(benchCategory),
                 llvm::cl::desc("Cluster preset or description file"));
 static llvm::cl::opt<std::string>
-    deviceName("device", llvm::cl::init("v100"),
+    deviceName("device", llvm::cl::init("v100"), llvm::cl::cat(benchCategory),
                llvm::cl::desc("Device preset or description file"));
 
 /// What the times measure.
 enum class Clock { Wall, Cpu };
 static llvm::cl::opt<Clock> timeClock(
-    "clock", llvm::cl::init(Clock::Wall),
+    "clock", llvm::cl::init(Clock::Wall), llvm::cl::cat(benchCategory),
     llvm::cl::desc("What the times measure"),
     llvm::cl::values(
         clEnumValN(Clock::Wall, "wall", "elapsed time"),
@@ -332,6 +337,7 @@ measure(ProfileFormat format, const std::string &profile, SimulationMode mode,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(benchCategory);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "Times the import and estimate of synthetic gradient profiles\n");
