@@ -169,6 +169,13 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Where the estimate's report goes (-: stderr) "
                      "(default: -)"),
       llvm::cl::init(CommEstimateOptions().reportFile)};
+  Option<bool> search{
+      *this, "search",
+      llvm::cl::desc("Plan with every subset of the plan-changing options "
+                     "turned on (wire, sparse, partition-mb) and keep the "
+                     "fastest in the model; false plans exactly the options "
+                     "given (default: true)"),
+      llvm::cl::init(true)};
 };
 
 /// Checks the options of `comm-optimize` as a user typed them: each error

@@ -72,11 +72,12 @@ constexpr Freedom kFreedoms[] = {
 };
 
 /// The option sets to compare: every subset of the freedoms `options` turns
-/// on, the full set first (the plan kept on a tie).
+/// on, the full set first (the plan kept on a tie); only the full set with
+/// `search=false`.
 SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
   SmallVector<const Freedom *> on;
   for (const Freedom &freedom : kFreedoms)
-    if (freedom.isOn(options))
+    if (options.search && freedom.isOn(options))
       on.push_back(&freedom);
   SmallVector<Candidate> candidates;
   // Subset `kept` keeps freedom i when bit i is set; all bits first.
