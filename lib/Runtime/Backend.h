@@ -76,9 +76,11 @@ public:
 };
 
 /// A communication backend. Plans reaching it have been validated and have a
-/// positive total count; channels are in range. Failures return a status and
-/// set the last error without naming the entry point; the caller prefixes
-/// it. Its destructor completes the collectives in flight.
+/// positive total count; channels are in range. Collectives run among the
+/// ranks of a process group: 0 for all ranks (the communicator the backend
+/// was created over), or a group added with addGroup. Failures return a
+/// status and set the last error without naming the entry point; the caller
+/// prefixes it. Its destructor completes the collectives in flight.
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -86,16 +88,26 @@ public:
   /// The commrt_backend this object implements.
   virtual commrt_backend kind() const = 0;
 
-  /// Runs `plan` to completion.
-  virtual commrt_status run(const Plan &plan) = 0;
+  /// Adds the process group `group` (> 0, not added before): the ranks of
+  /// `comm`, which MPI_Comm_split made of the backend's communicator with
+  /// this rank's `color` and `key` and whose error handler returns errors.
+  /// The backend makes the communicators the group's collectives run on (one
+  /// per channel too); `comm` stays the caller's. Collective over all ranks.
+  virtual commrt_status addGroup(int group, MPI_Comm comm, int color,
+                                 int key) = 0;
 
-  /// Starts `plan` on `channel` and sets `operation` to it.
-  virtual commrt_status start(const Plan &plan, int channel,
+  /// Runs `plan` among the ranks of `group` to completion.
+  virtual commrt_status run(const Plan &plan, int group) = 0;
+
+  /// Starts `plan` among the ranks of `group` on `channel` and sets
+  /// `operation` to it. Each group has channels of its own.
+  virtual commrt_status start(const Plan &plan, int group, int channel,
                               std::unique_ptr<Operation> &operation) = 0;
 
-  /// Runs the sparse allreduce `args` (validated, count > 0) to completion,
-  /// as commrt_sparse_allreduce describes; blocking and collective.
-  virtual commrt_status sparse(const SparseArguments &args) = 0;
+  /// Runs the sparse allreduce `args` (validated, count > 0) among the ranks
+  /// of `group` to completion, as commrt_sparse_allreduce describes; blocking
+  /// and collective over the group.
+  virtual commrt_status sparse(const SparseArguments &args, int group) = 0;
 
   /// Broadcasts the `count` (> 0) elements of `dtype` at `buffer` from rank
   /// `root` (in range) to every rank, in place, as commrt_broadcast
@@ -103,6 +115,13 @@ public:
   virtual commrt_status broadcast(void *buffer, int64_t count,
                                   commrt_dtype dtype, int root) = 0;
 };
+
+/// The error of a backend asked for a group it does not know (the runtime
+/// passes only groups it added).
+inline commrt_status failUnknownGroup(int group) {
+  return fail(COMMRT_ERROR_INVALID_ARGUMENT, "group ", group,
+              " is not a group of the backend in use");
+}
 
 /// How the MPI backend reduces, from COMMRT_ALLREDUCE.
 enum class AllreduceAlgorithm {

@@ -1,9 +1,11 @@
 //===- MpiBackend.cpp - Allreduce over MPI, with f16/bf16 user ops --------===//
 //
-// Blocking collectives run on the caller's thread over the runtime's
-// communicator. Asynchronous ones run on channels: each channel has a
-// duplicate of that communicator and, from its first collective on, a thread
-// that runs the channel's collectives in order with blocking MPI calls. A
+// Blocking collectives run on the caller's thread over the communicator of
+// their process group: the runtime's for group 0 (all ranks), a split of it
+// for the others. Asynchronous ones run on channels: each channel of each
+// group has a duplicate of the group's communicator and, from its first
+// collective on, a thread that runs the channel's collectives in order with
+// blocking MPI calls. A
 // blocking MPI_Allreduce progresses by itself, so the collective advances
 // while the caller computes; OpenMPI 4.1 would progress an MPI_Iallreduce
 // only while the caller is inside MPI. The threads need MPI_THREAD_MULTIPLE.
@@ -31,6 +33,7 @@
 #include <climits>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -111,6 +114,12 @@ const char *threadLevelName(int level) {
   return "MPI_THREAD_MULTIPLE";
 }
 
+/// A communicator that plans run on, with its number of ranks.
+struct Ranks {
+  MPI_Comm comm;
+  int size;
+};
+
 /// Reduces plans over MPI. Its methods only read its members, so that the
 /// caller and every channel's thread may use it at once.
 class Reducer {
@@ -118,8 +127,7 @@ public:
   /// Sets up the f16/bf16 type and ops. Their constructors report errors on
   /// MPI_COMM_WORLD, where they are fatal by default; they fail only when MPI
   /// is out of memory.
-  Reducer(int size, const AllreduceConfig &config)
-      : size(size), config(config) {
+  explicit Reducer(const AllreduceConfig &config) : config(config) {
     MPI_Type_contiguous(2, MPI_BYTE, &type16);
     MPI_Type_commit(&type16);
     for (int type = 0; type < 2; ++type)
@@ -138,27 +146,27 @@ public:
   Reducer(const Reducer &) = delete;
   Reducer &operator=(const Reducer &) = delete;
 
-  /// Runs `plan` over `comm`, packing into `fusion` (grown as needed and
+  /// Runs `plan` over `ranks`, packing into `fusion` (grown as needed and
   /// kept for the next plan) unless it reduces in place; a ring receives
   /// into `scratch`, likewise kept.
-  commrt_status run(const Plan &plan, MPI_Comm comm,
+  commrt_status run(const Plan &plan, const Ranks &ranks,
                     std::vector<unsigned char> &fusion,
                     std::vector<unsigned char> &scratch) const {
     if (plan.inPlace())
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
-                       comm, scratch);
+                       ranks, scratch);
     // A ring reads and writes the buffers where they are: packing them into
     // the fusion buffer would only copy.
     if (plan.wire == COMMRT_WIRE_NONE && plan.prescale == 1.0f &&
-        useRing(plan.total, plan.dtype)) {
+        useRing(plan.total, plan.dtype, ranks.size)) {
       std::vector<Span> spans;
       for (size_t i = 0; i < plan.buffers.size(); ++i)
         spans.push_back(
             {static_cast<unsigned char *>(plan.buffers[i]), plan.counts[i]});
-      COMMRT_TRY(ring(spans, plan.dtype, plan.reduce, comm, scratch));
+      COMMRT_TRY(ring(spans, plan.dtype, plan.reduce, ranks.comm, scratch));
       if (plan.reduce == COMMRT_AVG)
         for (size_t i = 0; i < plan.buffers.size(); ++i)
-          divideBySize(plan.buffers[i], plan.counts[i], plan.dtype);
+          divideBySize(plan.buffers[i], plan.counts[i], plan.dtype, ranks.size);
       return COMMRT_SUCCESS;
     }
     commrt_dtype travel = travelType(plan.dtype, plan.wire);
@@ -172,9 +180,9 @@ public:
       next += plan.counts[i] * elementSize(travel);
     }
     COMMRT_TRY(allreduce(fusion.data(), plan.total, travel,
-                         travelReduce(plan.wire, plan.reduce), comm, scratch));
-    double scale =
-        unpackScale(plan.dtype, plan.wire, plan.reduce, plan.prescale, size);
+                         travelReduce(plan.wire, plan.reduce), ranks, scratch));
+    double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
+                               plan.prescale, ranks.size);
     next = fusion.data();
     for (size_t i = 0; i < plan.buffers.size(); ++i) {
       convert(next, travel, plan.buffers[i], plan.dtype, plan.counts[i], scale);
@@ -188,20 +196,20 @@ public:
 
 private:
   /// In-place allreduce of `count` elements of `dtype` at `buffer` over
-  /// `comm`, by ring (receiving into `scratch`) or MPI_Allreduce as the
+  /// `ranks`, by ring (receiving into `scratch`) or MPI_Allreduce as the
   /// configuration says; AVG divides the sum by the number of ranks.
   commrt_status allreduce(void *buffer, int64_t count, commrt_dtype dtype,
-                          commrt_reduce reduce, MPI_Comm comm,
+                          commrt_reduce reduce, const Ranks &ranks,
                           std::vector<unsigned char> &scratch) const {
     commrt_status status =
-        useRing(count, dtype)
+        useRing(count, dtype, ranks.size)
             ? ring({{static_cast<unsigned char *>(buffer), count}}, dtype,
-                   reduce, comm, scratch)
-            : allreduceChunked(buffer, count, dtype, reduce, comm);
+                   reduce, ranks.comm, scratch)
+            : allreduceChunked(buffer, count, dtype, reduce, ranks.comm);
     if (status)
       return status;
     if (reduce == COMMRT_AVG)
-      divideBySize(buffer, count, dtype);
+      divideBySize(buffer, count, dtype, ranks.size);
     return COMMRT_SUCCESS;
   }
 
@@ -229,8 +237,9 @@ private:
     return mpiTypeOf(dtype, type16);
   }
 
-  /// Whether `count` elements of `dtype` are reduced by the ring.
-  bool useRing(int64_t count, commrt_dtype dtype) const {
+  /// Whether `count` elements of `dtype` are reduced by the ring among
+  /// `size` ranks.
+  bool useRing(int64_t count, commrt_dtype dtype, int size) const {
     switch (config.algorithm) {
     case AllreduceAlgorithm::Mpi:
       return false;
@@ -260,8 +269,9 @@ private:
                          mpiOp(dtype, reduce), comm, scratch);
   }
 
-  /// Divides the reduced sum at `buffer` by the number of ranks.
-  void divideBySize(void *buffer, int64_t count, commrt_dtype dtype) const {
+  /// Divides the reduced sum at `buffer` by the number of ranks, `size`.
+  void divideBySize(void *buffer, int64_t count, commrt_dtype dtype,
+                    int size) const {
     switch (dtype) {
     case COMMRT_F32:
       return divide(static_cast<float *>(buffer), count, size);
@@ -276,7 +286,6 @@ private:
     }
   }
 
-  int size;
   AllreduceConfig config;
   /// A 2-byte contiguous type carrying f16 and bf16 elements.
   MPI_Datatype type16 = MPI_DATATYPE_NULL;
@@ -322,12 +331,13 @@ private:
   std::shared_ptr<Shared> shared;
 };
 
-/// A channel: a communicator of its own, and a thread that runs the queued
-/// collectives one after the other, started by the first.
+/// A channel of a group: a communicator of its own (a duplicate of the
+/// group's, which it frees), and a thread that runs the queued collectives
+/// one after the other, started by the first.
 class Channel {
 public:
-  Channel(const Reducer &reducer, MPI_Comm comm)
-      : reducer(reducer), comm(comm) {}
+  Channel(const Reducer &reducer, Ranks ranks)
+      : reducer(reducer), ranks(ranks) {}
 
   /// Completes the queued collectives, then stops the thread.
   ~Channel() {
@@ -338,7 +348,7 @@ public:
     wake.notify_one();
     if (thread.joinable())
       thread.join();
-    MPI_Comm_free(&comm);
+    MPI_Comm_free(&ranks.comm);
   }
 
   Channel(const Channel &) = delete;
@@ -376,7 +386,7 @@ private:
         shared = std::move(queue.front());
         queue.pop_front();
       }
-      commrt_status status = reducer.run(shared->plan, comm, fusion, scratch);
+      commrt_status status = reducer.run(shared->plan, ranks, fusion, scratch);
       {
         std::lock_guard<std::mutex> lock(shared->mutex);
         shared->status = status;
@@ -389,7 +399,7 @@ private:
   }
 
   const Reducer &reducer;
-  MPI_Comm comm;
+  Ranks ranks;
   /// The channel's fusion and ring buffers; only its thread touches them.
   std::vector<unsigned char> fusion, scratch;
   std::mutex mutex;
@@ -399,22 +409,58 @@ private:
   std::thread thread;
 };
 
+/// The ranks of a process group, as the MPI backend runs its collectives.
+struct Group {
+  /// The group's communicator, for blocking collectives (the caller's).
+  Ranks ranks;
+  /// The fusion and ring buffers of blocking collectives.
+  std::vector<unsigned char> fusion, scratch;
+  /// The group's channels.
+  std::vector<std::unique_ptr<Channel>> channels;
+};
+
+/// Makes `channels` duplicates of `comm`, which return errors, into
+/// `channelComms`. Collective over `comm`.
+commrt_status duplicate(MPI_Comm comm, int channels,
+                        std::vector<MPI_Comm> &channelComms) {
+  for (int i = 0; i < channels; ++i) {
+    MPI_Comm channelComm;
+    if (int error = MPI_Comm_dup(comm, &channelComm)) {
+      for (MPI_Comm &created : channelComms)
+        MPI_Comm_free(&created);
+      channelComms.clear();
+      return failMpi("MPI_Comm_dup", error);
+    }
+    MPI_Comm_set_errhandler(channelComm, MPI_ERRORS_RETURN);
+    channelComms.push_back(channelComm);
+  }
+  return COMMRT_SUCCESS;
+}
+
 class MpiBackend final : public Backend {
 public:
-  MpiBackend(MPI_Comm comm, int size, int threadLevel,
+  MpiBackend(MPI_Comm comm, int channels, int threadLevel,
              const AllreduceConfig &config, std::vector<MPI_Comm> channelComms)
-      : comm(comm), threadLevel(threadLevel), reducer(size, config) {
-    for (MPI_Comm channelComm : channelComms)
-      channels.push_back(std::make_unique<Channel>(reducer, channelComm));
+      : channelCount(channels), threadLevel(threadLevel), reducer(config) {
+    insertGroup(0, comm, std::move(channelComms));
   }
 
   commrt_backend kind() const override { return COMMRT_BACKEND_MPI; }
 
-  commrt_status run(const Plan &plan) override {
-    return reducer.run(plan, comm, fusion, scratch);
+  commrt_status addGroup(int group, MPI_Comm comm, int, int) override {
+    std::vector<MPI_Comm> channelComms;
+    COMMRT_TRY(duplicate(comm, channelCount, channelComms));
+    insertGroup(group, comm, std::move(channelComms));
+    return COMMRT_SUCCESS;
   }
 
-  commrt_status start(const Plan &plan, int channel,
+  commrt_status run(const Plan &plan, int group) override {
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    return reducer.run(plan, found->ranks, found->fusion, found->scratch);
+  }
+
+  commrt_status start(const Plan &plan, int group, int channel,
                       std::unique_ptr<Operation> &operation) override {
     if (threadLevel != MPI_THREAD_MULTIPLE)
       return fail(COMMRT_ERROR_UNAVAILABLE,
@@ -423,33 +469,58 @@ public:
                   threadLevelName(threadLevel),
                   " (a program that initialises MPI itself must ask for "
                   "MPI_THREAD_MULTIPLE with MPI_Init_thread)");
+    Group *found;
+    COMMRT_TRY(find(group, found));
     auto shared = std::make_shared<Shared>(plan);
-    COMMRT_TRY(channels[channel]->submit(shared));
+    COMMRT_TRY(found->channels[channel]->submit(shared));
     operation = std::make_unique<MpiOperation>(std::move(shared));
     return COMMRT_SUCCESS;
   }
 
-  commrt_status sparse(const SparseArguments &args) override {
-    return sparseAllreduce(args, comm);
+  commrt_status sparse(const SparseArguments &args, int group) override {
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    return sparseAllreduce(args, found->ranks.comm);
   }
 
   commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
                           int root) override {
-    return broadcastOverMpi(buffer, count, dtype, root, comm,
+    return broadcastOverMpi(buffer, count, dtype, root, groups[0]->ranks.comm,
                             reducer.halfType());
   }
 
 private:
-  /// The runtime's communicator, for blocking collectives.
-  MPI_Comm comm;
+  /// Adds `group`, the ranks of `comm`, whose channels run on
+  /// `channelComms`.
+  void insertGroup(int group, MPI_Comm comm,
+                   std::vector<MPI_Comm> channelComms) {
+    auto added = std::make_unique<Group>();
+    added->ranks.comm = comm;
+    MPI_Comm_size(comm, &added->ranks.size);
+    for (MPI_Comm channelComm : channelComms)
+      added->channels.push_back(std::make_unique<Channel>(
+          reducer, Ranks{channelComm, added->ranks.size}));
+    groups[group] = std::move(added);
+  }
+
+  /// Sets `found` to the group `group`.
+  commrt_status find(int group, Group *&found) {
+    auto it = groups.find(group);
+    if (it == groups.end())
+      return failUnknownGroup(group);
+    found = it->second.get();
+    return COMMRT_SUCCESS;
+  }
+
+  /// The number of channels of every group.
+  int channelCount;
   /// The thread support level MPI was initialised with.
   int threadLevel;
-  /// The fusion and ring buffers of blocking collectives.
-  std::vector<unsigned char> fusion, scratch;
   Reducer reducer;
-  /// Declared after the reducer, which their threads use, so that they are
-  /// destroyed (and their collectives completed) first.
-  std::vector<std::unique_ptr<Channel>> channels;
+  /// The groups by handle, 0 for all ranks. Declared after the reducer,
+  /// which their channels' threads use, so that they are destroyed (and
+  /// their collectives completed) first.
+  std::map<int, std::unique_ptr<Group>> groups;
 };
 
 } // namespace
@@ -472,21 +543,11 @@ commrt_status commrt::broadcastOverMpi(void *buffer, int64_t count,
 commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,
                                        const AllreduceConfig &config,
                                        std::unique_ptr<Backend> &out) {
-  int size, threadLevel;
-  MPI_Comm_size(comm, &size);
+  int threadLevel;
   MPI_Query_thread(&threadLevel);
   std::vector<MPI_Comm> channelComms;
-  for (int i = 0; i < channels; ++i) {
-    MPI_Comm channelComm;
-    if (int error = MPI_Comm_dup(comm, &channelComm)) {
-      for (MPI_Comm &created : channelComms)
-        MPI_Comm_free(&created);
-      return failMpi("MPI_Comm_dup", error);
-    }
-    MPI_Comm_set_errhandler(channelComm, MPI_ERRORS_RETURN);
-    channelComms.push_back(channelComm);
-  }
-  out = std::make_unique<MpiBackend>(comm, size, threadLevel, config,
+  COMMRT_TRY(duplicate(comm, channels, channelComms));
+  out = std::make_unique<MpiBackend>(comm, channels, threadLevel, config,
                                      std::move(channelComms));
   return COMMRT_SUCCESS;
 }

@@ -10,6 +10,13 @@
 // allreduces run on the main stream too (NcclSparse.cpp), and so do
 // broadcasts of device buffers; host buffers are broadcast over MPI.
 //
+// A process group (commrt_group_split) has all of that of its own: an NCCL
+// communicator that ncclCommSplit makes of the backend's when the group is
+// split, with a main stream, and channels whose communicators are split from
+// the group's by their first collective, over the group's MPI communicator
+// (which bootstraps nothing, but agrees on failures and carries host
+// buffers' sparse allreduces).
+//
 //===----------------------------------------------------------------------===//
 
 #include "NcclSparse.h"
@@ -18,6 +25,7 @@
 #include "cuda/WireKernels.h"
 
 #include <cstring>
+#include <map>
 
 using namespace commrt;
 
@@ -165,38 +173,95 @@ private:
 /// Rounds `bytes` up to a multiple of 256, the alignment of cudaMalloc.
 size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+/// The ranks of a process group (0: all ranks), as the NCCL backend runs
+/// their collectives.
+struct Group {
+  /// The group's MPI communicator (the caller's): the backend's bootstrap
+  /// communicator for group 0.
+  MPI_Comm bootstrap = MPI_COMM_NULL;
+  /// This rank's rank in the group, and the group's size.
+  int rank = 0;
+  int size = 0;
+  /// The stream of blocking collectives.
+  Stream main;
+  /// The channels' streams, created by their first collective. Declared
+  /// after `main`, whose communicator they were split from, so that they
+  /// are destroyed first.
+  std::vector<std::unique_ptr<Stream>> channels;
+  /// The scratch memory of sparse allreduces, created by the first one.
+  std::unique_ptr<NcclSparse> sparseState;
+};
+
 class NcclBackend final : public Backend {
 public:
   NcclBackend(MPI_Comm bootstrap, ncclComm_t comm, int rank, int size,
               int device, cudaStream_t stream, int channels)
-      : bootstrap(bootstrap), rank(rank), size(size), device(device),
-        channels(channels) {
-    main.comm = comm;
-    main.stream = stream;
+      : device(device), channelCount(channels) {
+    world.bootstrap = bootstrap;
+    world.rank = rank;
+    world.size = size;
+    world.main.comm = comm;
+    world.main.stream = stream;
+    world.channels.resize(channels);
     // Fails only when MPI is out of memory, as the MPI backend's does.
     MPI_Type_contiguous(2, MPI_BYTE, &type16);
     MPI_Type_commit(&type16);
   }
 
-  ~NcclBackend() override { MPI_Type_free(&type16); }
+  ~NcclBackend() override {
+    // The groups' communicators were split from the world's.
+    groups.clear();
+    MPI_Type_free(&type16);
+  }
 
   NcclBackend(const NcclBackend &) = delete;
   NcclBackend &operator=(const NcclBackend &) = delete;
 
   commrt_backend kind() const override { return COMMRT_BACKEND_NCCL; }
 
-  commrt_status run(const Plan &plan) override {
-    COMMRT_TRY(enqueue(plan, main));
-    return checkCuda("cudaStreamSynchronize",
-                     cudaStreamSynchronize(main.stream));
+  commrt_status addGroup(int group, MPI_Comm comm, int color,
+                         int key) override {
+    auto added = std::make_unique<Group>();
+    added->bootstrap = comm;
+    MPI_Comm_rank(comm, &added->rank);
+    MPI_Comm_size(comm, &added->size);
+    added->channels.resize(channelCount);
+    commrt_status status = checkCuda("cudaSetDevice", cudaSetDevice(device));
+    if (status == COMMRT_SUCCESS)
+      status = checkCuda("cudaStreamCreateWithFlags",
+                         cudaStreamCreateWithFlags(&added->main.stream,
+                                                   cudaStreamNonBlocking));
+    // Agree before any rank enters NCCL, so that none waits for one that
+    // gave up. ncclCommSplit ranks the group's members by key, then by rank
+    // in the world's communicator, as MPI_Comm_split did `comm`'s.
+    COMMRT_TRY(agreeOnSuccess(world.bootstrap, status, COMMRT_ERROR_BACKEND,
+                              "group creation"));
+    status = checkNccl(
+        "ncclCommSplit",
+        ncclCommSplit(world.main.comm, color, key, &added->main.comm, nullptr),
+        world.main.comm);
+    COMMRT_TRY(agreeOnSuccess(world.bootstrap, status, COMMRT_ERROR_BACKEND,
+                              "ncclCommSplit"));
+    groups[group] = std::move(added);
+    return COMMRT_SUCCESS;
   }
 
-  commrt_status start(const Plan &plan, int channel,
+  commrt_status run(const Plan &plan, int group) override {
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    COMMRT_TRY(enqueue(plan, *found, found->main));
+    return checkCuda("cudaStreamSynchronize",
+                     cudaStreamSynchronize(found->main.stream));
+  }
+
+  commrt_status start(const Plan &plan, int group, int channel,
                       std::unique_ptr<Operation> &operation) override {
-    if (!channels[channel])
-      COMMRT_TRY(createChannel(channel));
-    Stream &stream = *channels[channel];
-    COMMRT_TRY(enqueue(plan, stream));
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    if (!found->channels[channel])
+      COMMRT_TRY(createChannel(*found, channel));
+    Stream &stream = *found->channels[channel];
+    COMMRT_TRY(enqueue(plan, *found, stream));
     cudaEvent_t event;
     COMMRT_TRY(
         checkCuda("cudaEventCreateWithFlags",
@@ -210,11 +275,14 @@ public:
     return COMMRT_SUCCESS;
   }
 
-  commrt_status sparse(const SparseArguments &args) override {
-    if (!sparseState)
-      sparseState = std::make_unique<NcclSparse>(
-          bootstrap, main.comm, main.stream, rank, size, device);
-    return sparseState->run(args);
+  commrt_status sparse(const SparseArguments &args, int group) override {
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    if (!found->sparseState)
+      found->sparseState = std::make_unique<NcclSparse>(
+          found->bootstrap, found->main.comm, found->main.stream, found->rank,
+          found->size, device);
+    return found->sparseState->run(args);
   }
 
   commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
@@ -224,32 +292,49 @@ public:
     // NCCL reaches device memory only: host buffers are broadcast on the
     // host, over the communicator NCCL was bootstrapped over.
     if (!onDevice)
-      return broadcastOverMpi(buffer, count, dtype, root, bootstrap, type16);
-    COMMRT_TRY(checkNccl("ncclBroadcast",
-                         ncclBroadcast(buffer, buffer, count, ncclType(dtype),
-                                       root, main.comm, main.stream),
-                         main.comm));
+      return broadcastOverMpi(buffer, count, dtype, root, world.bootstrap,
+                              type16);
+    COMMRT_TRY(
+        checkNccl("ncclBroadcast",
+                  ncclBroadcast(buffer, buffer, count, ncclType(dtype), root,
+                                world.main.comm, world.main.stream),
+                  world.main.comm));
     return checkCuda("cudaStreamSynchronize",
-                     cudaStreamSynchronize(main.stream));
+                     cudaStreamSynchronize(world.main.stream));
   }
 
 private:
-  /// Creates the stream and the NCCL communicator of `channel`. Collective.
-  commrt_status createChannel(int channel) {
+  /// Sets `found` to the group `group`.
+  commrt_status find(int group, Group *&found) {
+    if (group == 0) {
+      found = &world;
+      return COMMRT_SUCCESS;
+    }
+    auto it = groups.find(group);
+    if (it == groups.end())
+      return failUnknownGroup(group);
+    found = it->second.get();
+    return COMMRT_SUCCESS;
+  }
+
+  /// Creates the stream and the NCCL communicator of `channel` of `group`.
+  /// Collective over the group.
+  commrt_status createChannel(Group &group, int channel) {
     auto created = std::make_unique<Stream>();
     commrt_status status = checkCuda(
         "cudaStreamCreateWithFlags",
         cudaStreamCreateWithFlags(&created->stream, cudaStreamNonBlocking));
     // Agree before any rank enters NCCL, so that none waits for one that
     // gave up.
-    COMMRT_TRY(agreeOnSuccess(bootstrap, status, COMMRT_ERROR_BACKEND,
+    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
                               "channel creation"));
     status = checkNccl(
         "ncclCommSplit",
-        ncclCommSplit(main.comm, 0, rank, &created->comm, nullptr), main.comm);
-    COMMRT_TRY(agreeOnSuccess(bootstrap, status, COMMRT_ERROR_BACKEND,
+        ncclCommSplit(group.main.comm, 0, group.rank, &created->comm, nullptr),
+        group.main.comm);
+    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
                               "ncclCommSplit"));
-    channels[channel] = std::move(created);
+    group.channels[channel] = std::move(created);
     return COMMRT_SUCCESS;
   }
 
@@ -262,12 +347,12 @@ private:
       return locateBuffer("buffer", buffer, device, onDevice);
     };
     commrt_status status = locate();
-    return agreeOnPlacement(bootstrap, status, onDevice, "buffer");
+    return agreeOnPlacement(world.bootstrap, status, onDevice, "buffer");
   }
 
-  /// Enqueues `plan` on `stream`: packing, the collective and unpacking,
-  /// including the copies back to host buffers.
-  commrt_status enqueue(const Plan &plan, Stream &stream) {
+  /// Enqueues `plan` on `stream`, one of `group`'s: packing, the collective
+  /// and unpacking, including the copies back to host buffers.
+  commrt_status enqueue(const Plan &plan, const Group &group, Stream &stream) {
     COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
     size_t buffers = plan.buffers.size();
     std::vector<bool> onDevice(buffers);
@@ -321,8 +406,8 @@ private:
 
     // Unpack into device buffers directly, and through the staging memory
     // and the pinned memory into host buffers.
-    double scale =
-        unpackScale(plan.dtype, plan.wire, plan.reduce, plan.prescale, size);
+    double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
+                               plan.prescale, group.size);
     auto copies = std::make_unique<std::vector<HostCopy>>();
     auto *pinned = stream.pinned.as<char>();
     offset = 0;
@@ -372,19 +457,15 @@ private:
         cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream.stream));
   }
 
-  /// The communicator NCCL was bootstrapped over.
-  MPI_Comm bootstrap;
-  int rank;
-  int size;
   int device;
-  /// The stream of blocking collectives.
-  Stream main;
-  /// The channels' streams, created by their first collective. Declared
-  /// after `main`, whose communicator they were split from, so that they
-  /// are destroyed first.
-  std::vector<std::unique_ptr<Stream>> channels;
-  /// The scratch memory of sparse allreduces, created by the first one.
-  std::unique_ptr<NcclSparse> sparseState;
+  /// The number of channels of every group.
+  int channelCount;
+  /// All ranks: the communicator NCCL was bootstrapped over, and the
+  /// backend's NCCL communicator.
+  Group world;
+  /// The other groups by handle, split from `world` and so declared after
+  /// it.
+  std::map<int, std::unique_ptr<Group>> groups;
   /// A 2-byte contiguous type carrying f16 and bf16 elements of host
   /// broadcasts.
   MPI_Datatype type16 = MPI_DATATYPE_NULL;

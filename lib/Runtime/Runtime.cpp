@@ -35,6 +35,19 @@ struct InFlight {
   int64_t collective = 0;
 };
 
+/// A process group made by commrt_group_split.
+struct Group {
+  /// The split's id, and this rank's color and key in it.
+  int64_t id = 0;
+  int32_t color = 0;
+  int32_t key = 0;
+  /// The split of the runtime's communicator; it returns errors.
+  MPI_Comm comm = MPI_COMM_NULL;
+  /// This rank's rank in the group, and the group's size.
+  int rank = 0;
+  int size = 0;
+};
+
 /// The process-wide runtime state.
 struct Runtime {
   /// Set by commrt_finalize: MPI cannot be initialised a second time. The
@@ -55,6 +68,12 @@ struct Runtime {
   int64_t nextHandle = 1;
   /// The consistency checks of collectives' arguments across ranks.
   ConsistencyChecks checks;
+  /// The process groups, by handle, and their handles by split id.
+  std::map<int32_t, Group> groups;
+  std::map<int64_t, int32_t> groupsById;
+  /// The handle of the next group; 0 is all ranks. Every rank makes the same
+  /// splits in the same order, so handles are the same on every rank.
+  int32_t nextGroup = 1;
 };
 
 /// A collective with nothing to do, finished when started.
@@ -146,12 +165,19 @@ commrt_status shutdown(CallGuard &guard) {
   if (mpiFinalized) {
     // The program finalised MPI itself; the handles died with it.
     rt.operations.clear();
+    rt.groups.clear();
+    rt.groupsById.clear();
     (void)rt.backend.release();
     stopWatchdog();
     return COMMRT_SUCCESS;
   }
   commrt_status status = completeAll(guard);
   rt.backend.reset();
+  // The backend's communicators of groups were made from these.
+  for (auto &[handle, group] : rt.groups)
+    MPI_Comm_free(&group.comm);
+  rt.groups.clear();
+  rt.groupsById.clear();
   commrt_status ended = exchangeEndNotices(guard);
   if (status == COMMRT_SUCCESS)
     status = ended;
@@ -257,29 +283,33 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
   }
   if (!backend)
     COMMRT_TRY(createMpiBackend(rt.comm, rt.channels, rt.allreduce, backend));
+  // A replacement takes over the groups, in the order they were split.
+  for (auto &[handle, group] : rt.groups)
+    COMMRT_TRY(backend->addGroup(handle, group.comm, group.color, group.key));
   // The replaced backend completes its collectives in flight as it goes.
   rt.backend = std::move(backend);
   return COMMRT_SUCCESS;
 }
 
-/// Runs the valid `plan` to completion; a plan with nothing to reduce is
-/// done at once.
-commrt_status runPlan(const Plan &plan) {
+/// Runs the valid `plan` among the ranks of `group` to completion; a plan
+/// with nothing to reduce is done at once.
+commrt_status runPlan(const Plan &plan, int32_t group) {
   if (plan.total == 0)
     return COMMRT_SUCCESS;
-  return runtime().backend->run(plan);
+  return runtime().backend->run(plan, group);
 }
 
-/// Starts the valid `plan`, the rank's collective number `collective`, on the
-/// valid `channel` and stores its handle at `handle`.
-commrt_status startPlan(const Plan &plan, int32_t channel, int64_t collective,
-                        int64_t *handle) {
+/// Starts the valid `plan` among the ranks of `group`, the rank's collective
+/// number `collective` (0 for a group's), on the valid `channel` and stores
+/// its handle at `handle`.
+commrt_status startPlan(const Plan &plan, int32_t group, int32_t channel,
+                        int64_t collective, int64_t *handle) {
   Runtime &rt = runtime();
   std::unique_ptr<Operation> operation;
   if (plan.total == 0)
     operation = std::make_unique<Finished>();
   else
-    COMMRT_TRY(rt.backend->start(plan, channel, operation));
+    COMMRT_TRY(rt.backend->start(plan, group, channel, operation));
   *handle = rt.nextHandle++;
   rt.operations.emplace(*handle, InFlight{std::move(operation), collective});
   return COMMRT_SUCCESS;
@@ -321,6 +351,120 @@ commrt_status inCheckedCollective(const char *function, Check &&check,
     COMMRT_TRY(agree(rt.comm, rt.checks, checked.status, checked.shared));
     return run(collective);
   });
+}
+
+/// Sets `found` to the process group `group` (> 0), or fails naming it.
+commrt_status findGroup(int32_t group, const Group *&found) {
+  auto it = runtime().groups.find(group);
+  if (it == runtime().groups.end())
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "group ", group,
+                " is not a process group (0, all ranks, or a handle "
+                "commrt_group_split returned)");
+  found = &it->second;
+  return COMMRT_SUCCESS;
+}
+
+/// inCheckedCollective among the ranks of the process group `group`: 0 runs
+/// exactly inCheckedCollective. Another group's ranks agree on the
+/// arguments and on the group over the group's communicator, and its
+/// collectives are not numbered among the rank's (Watchdog.h counts the
+/// collectives of all ranks; ranks of different groups run different
+/// ones): `run` takes 0. An unknown group fails at once, without
+/// communicating.
+template <typename Check, typename Run>
+commrt_status inGroupCollective(const char *function, int32_t group,
+                                Check &&check, Run &&run) {
+  if (group == 0)
+    return inCheckedCollective(function, check, run);
+  return inCall(function, [&](CallGuard &guard) {
+    const Group *found;
+    COMMRT_TRY(findGroup(group, found));
+    COMMRT_TRY(ensureBackend(COMMRT_BACKEND_AUTO, guard));
+    Checked checked = inGroup(check(), group);
+    Runtime &rt = runtime();
+    COMMRT_TRY(agree(found->comm, rt.checks, checked.status, checked.shared));
+    return run(int64_t(0));
+  });
+}
+
+/// Returns what `value` reads of the process group `group` (> 0) in the entry
+/// point `function`; -1 for an unknown group.
+template <typename Value>
+int32_t queryGroup(const char *function, int32_t group, Value &&value) {
+  int32_t result = -1;
+  inCall(function, [&](CallGuard &) {
+    const Group *found;
+    COMMRT_TRY(findGroup(group, found));
+    result = value(*found);
+    return COMMRT_SUCCESS;
+  });
+  return result;
+}
+
+/// commrt_fused_allreduce among the ranks of `group`, as the entry point
+/// `function`.
+commrt_status fusedAllreduce(const char *function, int32_t group,
+                             void *const *buffers, const int64_t *counts,
+                             int32_t nbuffers, int32_t dtype, int32_t reduce,
+                             int32_t wire, float prescale) {
+  Plan plan;
+  return inGroupCollective(
+      function, group,
+      [&] {
+        return checkFusedAllreduce(buffers, counts, nbuffers, dtype, reduce,
+                                   wire, prescale, plan);
+      },
+      [&](int64_t) { return runPlan(plan, group); });
+}
+
+/// commrt_fused_allreduce_start among the ranks of `group`, as the entry
+/// point `function`.
+commrt_status fusedAllreduceStart(const char *function, int32_t group,
+                                  void *const *buffers, const int64_t *counts,
+                                  int32_t nbuffers, int32_t dtype,
+                                  int32_t reduce, int32_t wire, float prescale,
+                                  int32_t channel, int64_t *handle) {
+  if (handle)
+    *handle = 0;
+  Plan plan;
+  return inGroupCollective(
+      function, group,
+      [&] {
+        return checkStart(checkFusedAllreduce(buffers, counts, nbuffers, dtype,
+                                              reduce, wire, prescale, plan),
+                          channel, runtime().channels, handle);
+      },
+      [&](int64_t collective) {
+        return startPlan(plan, group, channel, collective, handle);
+      });
+}
+
+/// commrt_sparse_allreduce among the ranks of `group`, as the entry point
+/// `function`.
+commrt_status runSparseAllreduce(const char *function, int32_t group,
+                                 float *grad, float *residual, int64_t count,
+                                 double density, int32_t select,
+                                 int32_t exchange, int32_t reduce,
+                                 int64_t chunkElements) {
+  return inGroupCollective(
+      function, group,
+      [&] {
+        return checkSparseAllreduce(grad, residual, count, density, select,
+                                    exchange, reduce, chunkElements);
+      },
+      [&](int64_t) {
+        if (count == 0)
+          return COMMRT_SUCCESS;
+        SparseArguments args{grad,
+                             residual,
+                             count,
+                             density,
+                             static_cast<commrt_select>(select),
+                             static_cast<commrt_exchange>(exchange),
+                             static_cast<commrt_reduce>(reduce),
+                             chunkElements};
+        return runtime().backend->sparse(args, group);
+      });
 }
 
 /// Runs `query` (MPI_Comm_rank or MPI_Comm_size) on MPI_COMM_WORLD in the
@@ -419,7 +563,8 @@ int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
       [&] { return checkAllreduce(buffer, count, dtype, reduce); },
       [&](int64_t) {
         return runPlan(
-            singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f));
+            singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f),
+            /*group=*/0);
       });
 }
 
@@ -445,46 +590,25 @@ int32_t commrt_allreduce_wire(float *buffer, int64_t count, int32_t wire,
       [&] { return checkAllreduceWire(buffer, count, wire, reduce, prescale); },
       [&](int64_t) {
         return runPlan(
-            singlePlan(buffer, count, COMMRT_F32, reduce, wire, prescale));
+            singlePlan(buffer, count, COMMRT_F32, reduce, wire, prescale),
+            /*group=*/0);
       });
 }
 
 int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
                                int32_t nbuffers, int32_t dtype, int32_t reduce,
                                int32_t wire, float prescale) {
-  Plan plan;
-  return inCheckedCollective(
-      "commrt_fused_allreduce",
-      [&] {
-        return checkFusedAllreduce(buffers, counts, nbuffers, dtype, reduce,
-                                   wire, prescale, plan);
-      },
-      [&](int64_t) { return runPlan(plan); });
+  return fusedAllreduce("commrt_fused_allreduce", /*group=*/0, buffers, counts,
+                        nbuffers, dtype, reduce, wire, prescale);
 }
 
 int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                                 double density, int32_t select,
                                 int32_t exchange, int32_t reduce,
                                 int64_t chunk_elements) {
-  return inCheckedCollective(
-      "commrt_sparse_allreduce",
-      [&] {
-        return checkSparseAllreduce(grad, residual, count, density, select,
-                                    exchange, reduce, chunk_elements);
-      },
-      [&](int64_t) {
-        if (count == 0)
-          return COMMRT_SUCCESS;
-        SparseArguments args{grad,
-                             residual,
-                             count,
-                             density,
-                             static_cast<commrt_select>(select),
-                             static_cast<commrt_exchange>(exchange),
-                             static_cast<commrt_reduce>(reduce),
-                             chunk_elements};
-        return runtime().backend->sparse(args);
-      });
+  return runSparseAllreduce("commrt_sparse_allreduce", /*group=*/0, grad,
+                            residual, count, density, select, exchange, reduce,
+                            chunk_elements);
 }
 
 int32_t commrt_allreduce_start(void *buffer, int64_t count, int32_t dtype,
@@ -501,7 +625,7 @@ int32_t commrt_allreduce_start(void *buffer, int64_t count, int32_t dtype,
       [&](int64_t collective) {
         return startPlan(
             singlePlan(buffer, count, dtype, reduce, COMMRT_WIRE_NONE, 1.0f),
-            channel, collective, handle);
+            /*group=*/0, channel, collective, handle);
       });
 }
 
@@ -510,19 +634,105 @@ int32_t commrt_fused_allreduce_start(void *const *buffers,
                                      int32_t dtype, int32_t reduce,
                                      int32_t wire, float prescale,
                                      int32_t channel, int64_t *handle) {
-  if (handle)
-    *handle = 0;
-  Plan plan;
-  return inCheckedCollective(
-      "commrt_fused_allreduce_start",
-      [&] {
-        return checkStart(checkFusedAllreduce(buffers, counts, nbuffers, dtype,
-                                              reduce, wire, prescale, plan),
-                          channel, runtime().channels, handle);
-      },
-      [&](int64_t collective) {
-        return startPlan(plan, channel, collective, handle);
-      });
+  return fusedAllreduceStart("commrt_fused_allreduce_start", /*group=*/0,
+                             buffers, counts, nbuffers, dtype, reduce, wire,
+                             prescale, channel, handle);
+}
+
+int32_t commrt_group_split(int64_t id, int32_t color, int32_t key,
+                           int32_t *group) {
+  if (group)
+    *group = 0;
+  return inCall("commrt_group_split", [&](CallGuard &guard) {
+    Runtime &rt = runtime();
+    auto cached = rt.groupsById.find(id);
+    if (cached != rt.groupsById.end()) {
+      const Group &made = rt.groups.at(cached->second);
+      if (made.color != color || made.key != key)
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT, "split id ", id,
+                    " made group ", cached->second, " with color ", made.color,
+                    " and key ", made.key, ", but this call passes color ",
+                    color, " and key ", key);
+      if (!group)
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT, "group is null");
+      *group = cached->second;
+      return COMMRT_SUCCESS;
+    }
+    COMMRT_TRY(ensureBackend(COMMRT_BACKEND_AUTO, guard));
+    int64_t collective;
+    COMMRT_TRY(guard.beginCollective(collective));
+    // Ranks that split different ids would pair different splits, or a
+    // split with another collective: checked whenever checks are on.
+    Checked checked = checkGroupSplit(id, color, group);
+    if (rt.checks.mode == COMMRT_CHECKS_OFF)
+      COMMRT_TRY(checked.status);
+    else
+      COMMRT_TRY(
+          agreeAlways(rt.comm, rt.checks, checked.status, checked.shared));
+    Group made;
+    made.id = id;
+    made.color = color;
+    made.key = key;
+    if (int error = MPI_Comm_split(rt.comm, color, key, &made.comm))
+      return failMpi("MPI_Comm_split", error);
+    MPI_Comm_set_errhandler(made.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(made.comm, &made.rank);
+    MPI_Comm_size(made.comm, &made.size);
+    int32_t handle = rt.nextGroup;
+    if (commrt_status status =
+            rt.backend->addGroup(handle, made.comm, color, key)) {
+      MPI_Comm_free(&made.comm);
+      return status;
+    }
+    ++rt.nextGroup;
+    rt.groups.emplace(handle, made);
+    rt.groupsById.emplace(id, handle);
+    *group = handle;
+    return COMMRT_SUCCESS;
+  });
+}
+
+int32_t commrt_group_rank(int32_t group) {
+  if (group == 0)
+    return commrt_rank();
+  return queryGroup("commrt_group_rank", group,
+                    [](const Group &found) { return found.rank; });
+}
+
+int32_t commrt_group_size(int32_t group) {
+  if (group == 0)
+    return commrt_size();
+  return queryGroup("commrt_group_size", group,
+                    [](const Group &found) { return found.size; });
+}
+
+int32_t commrt_group_fused_allreduce(int32_t group, void *const *buffers,
+                                     const int64_t *counts, int32_t nbuffers,
+                                     int32_t dtype, int32_t reduce,
+                                     int32_t wire, float prescale) {
+  return fusedAllreduce("commrt_group_fused_allreduce", group, buffers, counts,
+                        nbuffers, dtype, reduce, wire, prescale);
+}
+
+int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
+                                           const int64_t *counts,
+                                           int32_t nbuffers, int32_t dtype,
+                                           int32_t reduce, int32_t wire,
+                                           float prescale, int32_t channel,
+                                           int64_t *handle) {
+  return fusedAllreduceStart("commrt_group_fused_allreduce_start", group,
+                             buffers, counts, nbuffers, dtype, reduce, wire,
+                             prescale, channel, handle);
+}
+
+int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,
+                                      float *residual, int64_t count,
+                                      double density, int32_t select,
+                                      int32_t exchange, int32_t reduce,
+                                      int64_t chunk_elements) {
+  return runSparseAllreduce("commrt_group_sparse_allreduce", group, grad,
+                            residual, count, density, select, exchange, reduce,
+                            chunk_elements);
 }
 
 int32_t commrt_test(int64_t handle, int32_t *done) {

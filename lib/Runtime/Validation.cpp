@@ -428,6 +428,24 @@ Checked commrt::checkStart(Checked checked, int32_t channel, int channels,
   return checked;
 }
 
+Checked commrt::checkGroupSplit(int64_t id, int32_t color,
+                                const int32_t *group) {
+  auto check = [&]() -> commrt_status {
+    if (color < 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "color ", color,
+                  " is negative");
+    if (!group)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "group is null");
+    return COMMRT_SUCCESS;
+  };
+  return {check(), {{"split id", id}}};
+}
+
+Checked commrt::inGroup(Checked checked, int32_t group) {
+  checked.shared.push_back({"group", group});
+  return checked;
+}
+
 Plan commrt::singlePlan(void *buffer, int64_t count, int32_t dtype,
                         int32_t reduce, int32_t wire, float prescale) {
   Plan plan;

@@ -109,6 +109,17 @@ Checked checkSparseAllreduce(const float *grad, const float *residual,
 Checked checkStart(Checked checked, int32_t channel, int channels,
                    const int64_t *handle);
 
+/// Checks the arguments of a process group split (commrt_group_split) that
+/// is not cached: `color` must be >= 0 and `group`, where the handle goes,
+/// not null. Every rank must pass the same `id`.
+Checked checkGroupSplit(int64_t id, int32_t color, const int32_t *group);
+
+/// Adds to the `checked` arguments of a collective among the ranks of the
+/// process group `group` (> 0) the group itself: its ranks agree on it, and
+/// a collective of one group is not that of another (nor of all ranks) for
+/// COMMRT_CHECKS_FIRST_OF_EACH.
+Checked inGroup(Checked checked, int32_t group);
+
 /// The plan of an allreduce of one buffer, whose arguments are valid.
 Plan singlePlan(void *buffer, int64_t count, int32_t dtype, int32_t reduce,
                 int32_t wire, float prescale);

@@ -9,7 +9,9 @@
 |* the offending argument.                                                    *|
 |*                                                                            *|
 |* Collectives and the first backend initialisation are collective over all   *|
-|* ranks of MPI_COMM_WORLD. Calls must come from one thread at a time.        *|
+|* ranks of MPI_COMM_WORLD, except the commrt_group_* collectives, which are  *|
+|* collective over the ranks of a process group (see commrt_group_split).     *|
+|* Calls must come from one thread at a time.                                 *|
 |*                                                                            *|
 |* Asynchronous collectives (commrt_*_start) run on channels, numbered from 0 *|
 |* to commrt_channels() - 1. A channel runs its collectives one after the     *|
@@ -380,6 +382,65 @@ int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                                 double density, int32_t select,
                                 int32_t exchange, int32_t reduce,
                                 int64_t chunk_elements);
+
+/* Process groups: the ranks that pass the same `color` to one split form a
+ * group, ordered by `key` (ties by world rank). Collective over all ranks
+ * (MPI_Comm_split of the runtime's communicator; under NCCL, ncclCommSplit
+ * of the backend's communicator). `id` names the split (any value the
+ * program chooses, the same on every rank): a later call with the same id
+ * returns the same handle at once, without communicating, and must pass the
+ * same color and key (else COMMRT_ERROR_INVALID_ARGUMENT). Stores the
+ * group's handle (> 0) in `*group` (0 when the split fails). color must be
+ * >= 0. With consistency checks on, ranks that pass different ids to the
+ * same (first) split fail with COMMRT_ERROR_MISMATCH instead of hanging.
+ * Handles are numbered in split order, so they are the same on every rank.
+ * A group has channels of its own, each a communicator of its own: the
+ * split duplicates the group's communicator once per channel under MPI
+ * (each with its own thread from its first collective on); under NCCL a
+ * channel's communicator is split from the group's by the group's first
+ * collective on it. A group's channel runs its collectives in the order its
+ * ranks started them, independently of other groups' and of group 0's
+ * channels. The backend chosen later (commrt_init_backend) takes the groups
+ * over. Collectives of a group other than 0 are not counted among the
+ * collectives of the end notices (ranks of different groups run different
+ * ones): a group collective waiting for a rank that ended is ended by
+ * COMMRT_TIMEOUT_S only. */
+int32_t commrt_group_split(int64_t id, int32_t color, int32_t key,
+                           int32_t *group);
+
+/* The calling rank's rank in `group`, and the number of ranks in it; group 0
+ * is all ranks (commrt_rank, commrt_size). -1 for an unknown group. Local. */
+int32_t commrt_group_rank(int32_t group);
+int32_t commrt_group_size(int32_t group);
+
+/* commrt_fused_allreduce among the ranks of `group` only (0: all ranks,
+ * exactly commrt_fused_allreduce); AVG divides by the group's size. The
+ * consistency checks run among the group's ranks, over the group's
+ * communicator, and also compare the group. A handle that no split returned
+ * fails with COMMRT_ERROR_INVALID_ARGUMENT naming it, at once and on the
+ * calling rank only (the other ranks it meant cannot be known). The same
+ * holds for the other commrt_group_* collectives. */
+int32_t commrt_group_fused_allreduce(int32_t group, void *const *buffers,
+                                     const int64_t *counts, int32_t nbuffers,
+                                     int32_t dtype, int32_t reduce,
+                                     int32_t wire, float prescale);
+
+/* commrt_fused_allreduce_start among the ranks of `group`, on `channel` of
+ * the group; waited with commrt_wait like any handle. */
+int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
+                                           const int64_t *counts,
+                                           int32_t nbuffers, int32_t dtype,
+                                           int32_t reduce, int32_t wire,
+                                           float prescale, int32_t channel,
+                                           int64_t *handle);
+
+/* commrt_sparse_allreduce among the ranks of `group` (AVG divides by the
+ * group's size; the hash exchange's owners are the group's ranks). */
+int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,
+                                      float *residual, int64_t count,
+                                      double density, int32_t select,
+                                      int32_t exchange, int32_t reduce,
+                                      int64_t chunk_elements);
 
 /* Which collectives first compare their arguments across ranks (a check is
  * one small allreduce). Values are part of the ABI. */
