@@ -450,7 +450,7 @@ def CommEstimate : Pass<"comm-estimate", "::mlir::ModuleOp"> {
   let options = [
     CommClusterOption,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
-           "Device preset (v100, p40, h100) or path of a device description "
+           "Device preset (v100, p40, a100, h100) or path of a device description "
            "JSON, for ops without a measured cost (default: v100)">,
     CommChoiceOption<"mode", "mode", "EstimateMode", "Step",
                      "What to simulate (default: step)",

@@ -130,6 +130,13 @@ constexpr DevicePreset kPresets[] = {
      "NVIDIA Tesla P40 datasheet: 12 TFLOP/s FP32, no tensor cores, "
      "346 GB/s GDDR5",
      12.0, 0.0, 346.0},
+    // peak_tensor_tflops is the dense FP16/BF16 tensor-core rate, as for
+    // the other presets: 312 TFLOP/s on the A100 (its TF32 tensor rate is
+    // 156 TFLOP/s, which an FP32 model reaches only with TF32 allowed).
+    {"a100",
+     "NVIDIA A100 Tensor Core GPU datasheet (40 GB SXM4): 19.5 TFLOP/s "
+     "FP32, 312 TFLOP/s dense FP16/BF16 tensor (156 TF32), 1555 GB/s HBM2",
+     19.5, 312.0, 1555.0},
     {"h100",
      "NVIDIA H100 SXM5 datasheet: 67 TFLOP/s FP32, 989.5 TFLOP/s dense "
      "FP16/BF16 tensor (half the 1979 quoted with sparsity), 3.35 TB/s HBM3",

@@ -15,6 +15,10 @@
 // optimizer's step, which applies the reduced gradients. The optional totals
 // `num_layers`, `num_params` and `num_elements` must agree with the body, so
 // that a profile that lost layers is an error rather than a smaller model.
+// The optional counts `forward_flops`, `backward_flops`, `forward_bytes` and
+// `backward_bytes` of each layer, and `update_flops` and `update_bytes`, let
+// the import replace the measured times by a device's roofline times
+// (GradProfileImportOptions::device).
 // Unknown fields are ignored; a field given twice in one object is an error.
 // Errors name the field, e.g. `layers[3].params[0].dtype: unknown dtype
 // "f8"`.
@@ -24,6 +28,8 @@
 #include "CommDialect/Target/Import.h"
 
 #include "TrainStepBuilder.h"
+
+#include "CommOpt/Analysis/DeviceModel.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
@@ -66,6 +72,12 @@ struct LayerSpec {
   std::string name;
   double backwardUs = 0.0;
   std::optional<double> forwardUs;
+  /// The work of the forward and the backward step, where counted: FLOPs and
+  /// bytes moved to or from memory.
+  std::optional<double> forwardFlops;
+  std::optional<double> backwardFlops;
+  std::optional<double> forwardBytes;
+  std::optional<double> backwardBytes;
   std::vector<ParamSpec> params;
 };
 
@@ -74,8 +86,11 @@ struct LayerSpec {
 struct ProfileSpec {
   std::string model;
   std::optional<double> forwardUs;
-  /// The optimizer's update after the gradients are reduced.
+  /// The optimizer's update after the gradients are reduced, and its work
+  /// where counted.
   std::optional<double> updateUs;
+  std::optional<double> updateFlops;
+  std::optional<double> updateBytes;
   std::vector<LayerSpec> layers;
   /// The header's totals, where given: the number of layers, of params (each
   /// listed param once, without its aliases) and of their elements.
@@ -101,6 +116,10 @@ bool fromJSON(const json::Value &value, LayerSpec &layer, json::Path path) {
   return mapper && mapper.map("name", layer.name) &&
          mapper.map("backward_us", layer.backwardUs) &&
          mapper.map("forward_us", layer.forwardUs) &&
+         mapper.map("forward_flops", layer.forwardFlops) &&
+         mapper.map("backward_flops", layer.backwardFlops) &&
+         mapper.map("forward_bytes", layer.forwardBytes) &&
+         mapper.map("backward_bytes", layer.backwardBytes) &&
          mapper.map("params", layer.params);
 }
 
@@ -109,6 +128,8 @@ bool fromJSON(const json::Value &value, ProfileSpec &profile, json::Path path) {
   return mapper && mapper.map("model", profile.model) &&
          mapper.map("forward_us", profile.forwardUs) &&
          mapper.map("update_us", profile.updateUs) &&
+         mapper.map("update_flops", profile.updateFlops) &&
+         mapper.map("update_bytes", profile.updateBytes) &&
          mapper.map("layers", profile.layers);
 }
 
@@ -116,7 +137,8 @@ bool fromJSON(const json::Value &value, ProfileSpec &profile, json::Path path) {
 /// recorded against a json::Path, so that the diagnostic names the field.
 class GradProfileImporter {
 public:
-  GradProfileImporter(llvm::SourceMgr &sourceMgr, MLIRContext *context);
+  GradProfileImporter(llvm::SourceMgr &sourceMgr, MLIRContext *context,
+                      const GradProfileImportOptions &options);
 
   /// Runs the import; returns null after emitting an error.
   OwningOpRef<ModuleOp> import();
@@ -142,6 +164,12 @@ private:
   LogicalResult checkTotals(const ProfileSpec &profile);
   /// Checks that `us` is a finite, non-negative time.
   LogicalResult checkTime(double us, json::Path path);
+  /// Checks that `count`, if given, is a finite, non-negative number of
+  /// FLOPs or bytes.
+  LogicalResult checkWork(std::optional<double> count, json::Path path);
+  /// Replaces the times of a checked profile by `device`'s roofline times of
+  /// the counted work; fails naming the first layer without its counts.
+  LogicalResult applyDevice(const DeviceModel &device, ProfileSpec &profile);
   /// Builds the module of a checked profile.
   OwningOpRef<ModuleOp> build(const ProfileSpec &profile);
   /// Records the parameters' aliases (`comm.aliases`, a dictionary from a
@@ -166,6 +194,7 @@ private:
   Type getElementType(StringRef dtype);
 
   MLIRContext *context;
+  const GradProfileImportOptions &options;
   StringRef text;
   /// The location of the profile as a whole.
   FileLineColLoc fileLoc;
@@ -180,9 +209,10 @@ private:
 };
 } // namespace
 
-GradProfileImporter::GradProfileImporter(llvm::SourceMgr &sourceMgr,
-                                         MLIRContext *context)
-    : context(context),
+GradProfileImporter::GradProfileImporter(
+    llvm::SourceMgr &sourceMgr, MLIRContext *context,
+    const GradProfileImportOptions &options)
+    : context(context), options(options),
       text(sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer()),
       fileLoc(FileLineColLoc::get(
           context,
@@ -250,6 +280,60 @@ LogicalResult GradProfileImporter::checkTime(double us, json::Path path) {
   return fail(path, llvm::formatv("time must be a finite number of "
                                   "microseconds >= 0, got {0}",
                                   json::Value(us)));
+}
+
+LogicalResult GradProfileImporter::checkWork(std::optional<double> count,
+                                             json::Path path) {
+  if (!count || (std::isfinite(*count) && *count >= 0.0))
+    return success();
+  return fail(path, llvm::formatv("a count of FLOPs or bytes must be a finite "
+                                  "number >= 0, got {0}",
+                                  json::Value(*count)));
+}
+
+LogicalResult GradProfileImporter::applyDevice(const DeviceModel &device,
+                                               ProfileSpec &profile) {
+  json::Path rootPath(root);
+  json::Path layersPath = rootPath.field("layers");
+  auto missing = [&](json::Path path, StringRef what) {
+    return fail(path, llvm::formatv("missing value: --grad-profile-device={0} "
+                                    "replaces the times of {1} by the "
+                                    "device's roofline time of its FLOPs and "
+                                    "bytes; export the profile again with "
+                                    "tools/commopt-export/commopt-export.py, "
+                                    "which counts them",
+                                    options.device, what));
+  };
+  for (auto [index, layer] : llvm::enumerate(profile.layers)) {
+    json::Path layerPath = layersPath.index(index);
+    std::string what = llvm::formatv("layer \"{0}\"", layer.name).str();
+    std::pair<StringLiteral, const std::optional<double> *> counts[] = {
+        {"forward_flops", &layer.forwardFlops},
+        {"backward_flops", &layer.backwardFlops},
+        {"forward_bytes", &layer.forwardBytes},
+        {"backward_bytes", &layer.backwardBytes}};
+    for (auto [key, count] : counts)
+      if (!*count)
+        return missing(layerPath.field(key), what);
+    // Tensor cores where the layer's parameters are all half precision.
+    bool half = !layer.params.empty() &&
+                llvm::all_of(layer.params, [](const ParamSpec &param) {
+                  return param.dtype == "f16" || param.dtype == "bf16";
+                });
+    layer.forwardUs =
+        device.rooflineUs(*layer.forwardFlops, *layer.forwardBytes, half);
+    layer.backwardUs =
+        device.rooflineUs(*layer.backwardFlops, *layer.backwardBytes, half);
+  }
+  if (!profile.updateUs)
+    return success();
+  if (!profile.updateFlops)
+    return missing(rootPath.field("update_flops"), "the optimizer's update");
+  if (!profile.updateBytes)
+    return missing(rootPath.field("update_bytes"), "the optimizer's update");
+  profile.updateUs =
+      device.rooflineUs(*profile.updateFlops, *profile.updateBytes);
+  return success();
 }
 
 LogicalResult GradProfileImporter::checkHeader(const json::Value &value) {
@@ -342,6 +426,15 @@ LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
       layerWithoutForward = layerWithoutForward.value_or(layerIndex);
     else if (failed(checkTime(*layer.forwardUs, layerPath.field("forward_us"))))
       return failure();
+    if (failed(
+            checkWork(layer.forwardFlops, layerPath.field("forward_flops"))) ||
+        failed(checkWork(layer.backwardFlops,
+                         layerPath.field("backward_flops"))) ||
+        failed(
+            checkWork(layer.forwardBytes, layerPath.field("forward_bytes"))) ||
+        failed(
+            checkWork(layer.backwardBytes, layerPath.field("backward_bytes"))))
+      return failure();
 
     json::Path paramsPath = layerPath.field("params");
     for (auto [paramIndex, param] : llvm::enumerate(layer.params)) {
@@ -381,6 +474,9 @@ LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
 
   if (profile.updateUs &&
       failed(checkTime(*profile.updateUs, rootPath.field("update_us"))))
+    return failure();
+  if (failed(checkWork(profile.updateFlops, rootPath.field("update_flops"))) ||
+      failed(checkWork(profile.updateBytes, rootPath.field("update_bytes"))))
     return failure();
   if (profile.forwardUs)
     return checkTime(*profile.forwardUs, rootPath.field("forward_us"));
@@ -575,13 +671,34 @@ LogicalResult GradProfileImporter::read(ProfileSpec &profile) {
 }
 
 OwningOpRef<ModuleOp> GradProfileImporter::import() {
+  std::optional<DeviceModel> device;
+  if (!options.device.empty()) {
+    llvm::Expected<DeviceModel> parsed = DeviceModel::parse(options.device);
+    if (!parsed) {
+      emitError(fileLoc) << "import-grad-profile: option "
+                            "--grad-profile-device: "
+                         << llvm::toString(parsed.takeError());
+      return nullptr;
+    }
+    device = std::move(*parsed);
+  }
   ProfileSpec profile;
   if (failed(read(profile)))
     return nullptr;
+  if (device && failed(applyDevice(*device, profile))) {
+    emitPathError();
+    return nullptr;
+  }
   return build(profile);
 }
 
 OwningOpRef<ModuleOp> mlir::comm::importGradProfile(llvm::SourceMgr &sourceMgr,
                                                     MLIRContext *context) {
-  return GradProfileImporter(sourceMgr, context).import();
+  return importGradProfile(sourceMgr, context, GradProfileImportOptions());
+}
+
+OwningOpRef<ModuleOp>
+mlir::comm::importGradProfile(llvm::SourceMgr &sourceMgr, MLIRContext *context,
+                              const GradProfileImportOptions &options) {
+  return GradProfileImporter(sourceMgr, context, options).import();
 }

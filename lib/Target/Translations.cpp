@@ -54,10 +54,11 @@ struct TranslationInfo {
 static constexpr StringRef kTimelineOptions[] = {
     "timeline-cluster", "timeline-device", "timeline-mode"};
 static constexpr StringRef kPlanOptions[] = {"plan-function"};
+static constexpr StringRef kGradProfileOptions[] = {"grad-profile-device"};
 static const TranslationInfo kImportGradProfile = {
     "import-grad-profile",
     "Import a commopt JSON gradient profile, version 1 (docs/GradProfile.md)",
-    {}};
+    kGradProfileOptions};
 static const TranslationInfo kImportPipedream = {
     "import-pipedream",
     "Import a graph.txt of pipedream's profiler (docs/PipedreamProfile.md)",
@@ -110,6 +111,13 @@ void mlir::comm::registerCommOptTranslations() {
             clEnumValN(SimulationMode::SteadyState, "steady",
                        "the measured iterations of the steady state")),
         llvm::cl::init(SimulationMode::Step));
+    static llvm::cl::opt<std::string> gradProfileDevice(
+        "grad-profile-device",
+        llvm::cl::desc("--import-grad-profile: device preset or description "
+                       "file; each layer's times become its roofline time "
+                       "of the profile's FLOPs and bytes (default: the "
+                       "measured times)"),
+        llvm::cl::init(comm::GradProfileImportOptions().device));
     static llvm::cl::opt<std::string> planFunction(
         "plan-function",
         llvm::cl::desc("--export-plan: the step function (default: the one "
@@ -118,8 +126,10 @@ void mlir::comm::registerCommOptTranslations() {
     TranslateToMLIRRegistration importGradProfile(
         kImportGradProfile.name, kImportGradProfile.description,
         [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
+          comm::GradProfileImportOptions options;
+          options.device = gradProfileDevice;
           return OwningOpRef<Operation *>(
-              comm::importGradProfile(sourceMgr, context).release());
+              comm::importGradProfile(sourceMgr, context, options).release());
         },
         registerImportDialects);
     TranslateToMLIRRegistration importPipedream(

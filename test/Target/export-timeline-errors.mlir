@@ -17,7 +17,7 @@
 // CLUSTER: error: export-timeline: option --timeline-cluster: 'nowhere' is neither a cluster preset (gradientflow-64, ib100-512, nvlink-8, ethernet10-16, ib56-16) nor a file
 // CLUSTER-NOT: traceEvents
 // BAD-CLUSTER: error: export-timeline: option --timeline-cluster: {{.*}}bad-cluster-ranks-per-node.json: invalid cluster description: must divide ranks at cluster.ranks_per_node
-// DEVICE: error: export-timeline: option --timeline-device: 'tpu' is neither a device preset (v100, p40, h100) nor a file
+// DEVICE: error: export-timeline: option --timeline-device: 'tpu' is neither a device preset (v100, p40, a100, h100) nor a file
 // MODE: for the --timeline-mode option: Cannot find option named 'fast'!
 // SIMULATE: error: export-timeline: cannot simulate @empty: computeTasks: steady state needs compute tasks
 // SIMULATE-NOT: traceEvents

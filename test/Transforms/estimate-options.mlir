@@ -21,7 +21,7 @@
 // CLUSTER: error: comm-estimate: option 'cluster': 'nowhere' is neither a cluster preset (gradientflow-64, ib100-512, nvlink-8, ethernet10-16, ib56-16) nor a file
 // BAD-CLUSTER: error: comm-estimate: option 'cluster': {{.*}}bad-cluster-ranks-per-node.json: invalid cluster description: must divide ranks at cluster.ranks_per_node
 // MALFORMED: error: comm-estimate: option 'cluster': {{.*}}malformed-cluster.json: invalid cluster description: [1:14, byte=14]: Expected object key
-// DEVICE: error: comm-estimate: option 'device': 'tpu' is neither a device preset (v100, p40, h100) nor a file
+// DEVICE: error: comm-estimate: option 'device': 'tpu' is neither a device preset (v100, p40, a100, h100) nor a file
 // MODE: error: comm-estimate: option 'mode': unknown value 'fast'; expected one of step, steady
 // REPORT: error: comm-estimate: option 'report': unknown value 'xml'; expected one of text, json, none
 // REPORT-FILE: error: comm-estimate: option 'report-file': cannot open output file '{{.*}}report.txt': No such file or directory

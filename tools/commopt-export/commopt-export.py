@@ -57,6 +57,36 @@ step (SGD with momentum) and the clearing of the gradients, which follow
 the backward pass in a training step. Times are medians over the measured
 steps; the layers are listed in the backward order of the last one.
 
+Work. Each layer also carries its floating-point operations and the bytes
+it moves, forward and backward (`forward_flops`, `backward_flops`,
+`forward_bytes`, `backward_bytes`), counted from the shapes the modules see
+in the first step by forward hooks, so that `commopt-translate
+--grad-profile-device` can replace the CPU's times by a GPU's roofline. A
+multiply-add is 2 FLOPs. Counted are convolutions (2 x output elements x
+input channels per group x kernel size, plus the bias), nn.Linear
+(2 x output elements x in_features, plus the bias), normalisations
+(BatchNorm, LayerNorm, GroupNorm, InstanceNorm: 5 FLOPs per element),
+nn.MultiheadAttention (its input and output projections and the two
+attention matmuls, 2 x batch x query length x key length x embed_dim each;
+nn.TransformerEncoderLayer is counted through these pieces and its Linear
+and LayerNorm modules) and embeddings (bytes only); pooling, activations
+and dropout move bytes but count no FLOPs. Work outside modules (a
+residual addition, torch.flatten, the loss) is not counted, nor the work
+of a layer of another kind (nn.LSTM, a module that uses its parameters in
+functional calls): the summary names such layers. Bytes are a
+roofline estimate of the memory traffic: forward, the inputs and outputs
+plus the parameters read (an embedding reads only the rows it gathers);
+backward reads the output gradient, the inputs and the parameters and
+writes the input and parameter gradients: outputs + 2 x inputs +
+2 x parameters. Backward FLOPs are 2 x forward FLOPs (one product for the
+input gradient, one for the weight gradient). The work is attributed as the
+times are: a layer's forward counts the parameter-free modules since the
+previous layer's forward, its backward those after it up to the next layer
+(whose backward runs before its own). The header's `update_flops` and
+`update_bytes` are those of the optimizer's step (SGD with momentum: 4 FLOPs
+per element; parameter, gradient and momentum read, parameter and momentum
+written).
+
 Shared parameters. A tensor that several modules hold (tied embeddings:
 `dec.weight = enc.weight`) has one gradient, accumulated over its uses, so
 it is listed once: under its first name in `model.named_parameters()` order
@@ -479,6 +509,198 @@ class Recorder:
             handle.remove()
 
 
+# -- FLOPs and bytes ----------------------------------------------------------
+
+# FLOPs per element of a normalisation: its statistics, the normalisation
+# and the affine scale and shift.
+NORM_FLOPS_PER_ELEMENT = 5
+# The optimizer's step per parameter element (SGD with momentum): FLOPs,
+# and elements read or written (parameter, gradient and momentum read;
+# parameter and momentum written).
+UPDATE_FLOPS_PER_ELEMENT = 4
+UPDATE_ACCESSES_PER_ELEMENT = 5
+
+
+def tensors_of(value):
+    """The tensors in `value`, however nested in tuples, lists and dicts."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, collections.abc.Mapping):
+        return [t for item in value.values() for t in tensors_of(item)]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors_of(item)]
+    return []
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@dataclasses.dataclass
+class Work:
+    """Floating-point operations and bytes moved by one forward and its
+    backward."""
+    forward_flops: int = 0
+    forward_bytes: int = 0
+    backward_flops: int = 0
+    backward_bytes: int = 0
+
+
+def counted_kinds():
+    """The module types whose work is counted, each with a function
+    (module, inputs, output) -> (forward FLOPs, extra forward bytes)."""
+    from torch import nn
+
+    def conv(module, inputs, output):
+        kernel = math.prod(module.kernel_size)
+        per_output = module.in_channels // module.groups * kernel
+        return 2 * output.numel() * per_output + \
+            (output.numel() if module.bias is not None else 0), 0
+
+    def conv_transpose(module, inputs, output):
+        kernel = math.prod(module.kernel_size)
+        per_input = module.out_channels // module.groups * kernel
+        return 2 * inputs[0].numel() * per_input + \
+            (output.numel() if module.bias is not None else 0), 0
+
+    def linear(module, inputs, output):
+        return 2 * output.numel() * module.in_features + \
+            (output.numel() if module.bias is not None else 0), 0
+
+    def norm(module, inputs, output):
+        return NORM_FLOPS_PER_ELEMENT * output.numel(), 0
+
+    def bytes_only(module, inputs, output):
+        return 0, 0
+
+    def attention(module, inputs, output):
+        # query, key, value: (L, N, E) or (N, L, E) with batch_first, or
+        # unbatched (L, E). A forward hook sees positional inputs only:
+        # called with keywords, the module's work is not counted.
+        if len(inputs) < 3:
+            return 0, 0
+        query, key = inputs[:2]
+        embed = module.embed_dim
+        queries = query.numel() // embed  # batch x query length
+        keys = key.numel() // module.kdim  # batch x key length
+        batch = 1 if query.dim() == 2 else \
+            query.shape[0 if module.batch_first else 1]
+        flops = 2 * queries * embed * embed  # query projection
+        flops += 2 * keys * (module.kdim + module.vdim) * embed  # key, value
+        # Q K^T and the weighted sum of the values, over all heads.
+        flops += 2 * 2 * queries * (keys // batch) * embed
+        flops += 2 * queries * embed * embed  # output projection
+        # The attention matrix: written, read and written by the softmax,
+        # read by the product with the values.
+        scores = batch * module.num_heads * (queries // batch) * \
+            (keys // batch)
+        return flops, 4 * scores * query.element_size()
+
+    return [
+        ((nn.Conv1d, nn.Conv2d, nn.Conv3d), conv),
+        ((nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d),
+         conv_transpose),
+        ((nn.Linear,), linear),
+        ((nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm,
+          nn.modules.instancenorm._InstanceNorm), norm),
+        ((nn.MultiheadAttention,), attention),
+        ((nn.Embedding, nn.EmbeddingBag), bytes_only),
+        ((nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd,
+          nn.modules.pooling._AdaptiveAvgPoolNd,
+          nn.modules.pooling._AdaptiveMaxPoolNd,
+          nn.modules.dropout._DropoutNd, nn.ReLU, nn.ReLU6, nn.LeakyReLU,
+          nn.PReLU, nn.ELU, nn.SELU, nn.GELU, nn.SiLU, nn.Mish, nn.Sigmoid,
+          nn.Tanh, nn.Hardswish, nn.Hardsigmoid, nn.Hardtanh, nn.Softmax,
+          nn.LogSoftmax), bytes_only),
+    ]
+
+
+def module_work(module, count, inputs, output):
+    """The work of one call of a counted module (see the module's
+    docstring for the rules)."""
+    from torch import nn
+
+    flops, extra = count(module, inputs, output)
+    input_bytes = nbytes(tensors_of(inputs))
+    output_bytes = nbytes(tensors_of(output))
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+        # Forward reads the rows it gathers (as many bytes as it writes);
+        # backward reads the output gradient and the ids and writes the
+        # whole table's gradient.
+        table = nbytes([module.weight])
+        return Work(0, input_bytes + 2 * output_bytes, 0,
+                    output_bytes + input_bytes + table)
+    param_bytes = nbytes(list(module.parameters()))
+    return Work(flops, input_bytes + output_bytes + param_bytes + extra,
+                2 * flops,
+                output_bytes + 2 * input_bytes + 2 * param_bytes + 2 * extra)
+
+
+class WorkCounter:
+    """Forward hooks that count each layer's work in one step: one hook per
+    counted module and per layer, which records the module's work and, for
+    a layer, the end of its forward."""
+
+    def __init__(self, model, layers):
+        kinds = counted_kinds()
+        layer_of = {id(layer.module): index
+                    for index, layer in enumerate(layers)}
+        self.events = []  # ("work", Work, layer index or None), ("end", i)
+        self.handles = []
+        for module in model.modules():
+            count = next((function for types, function in kinds
+                          if isinstance(module, types)), None)
+            layer = layer_of.get(id(module))
+            if count is None and layer is None:
+                continue
+            self.handles.append(module.register_forward_hook(
+                lambda module, inputs, output, count=count, layer=layer:
+                self._record(module, count, layer, inputs, output)))
+
+    def _record(self, module, count, layer, inputs, output):
+        if count is not None:
+            self.events.append(
+                ("work", module_work(module, count, inputs, output), layer))
+        if layer is not None:
+            self.events.append(("end", layer))
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+    def layer_work(self, count):
+        """Each of the `count` layers' Work, attributed as the times are:
+        forward, to the next layer whose forward ends; backward, to the
+        module's own layer or, for a parameter-free module, to the last
+        layer whose forward ended before it (its backward runs after the
+        next layer's and before that one's gradients are ready)."""
+        work = [Work() for _ in range(count)]
+        pending = Work()  # forward work since the last layer's end
+        last = None
+        for event in self.events:
+            if event[0] == "end":
+                last = event[1]
+                work[last].forward_flops += pending.forward_flops
+                work[last].forward_bytes += pending.forward_bytes
+                pending = Work()
+                continue
+            _, counted, layer = event
+            pending.forward_flops += counted.forward_flops
+            pending.forward_bytes += counted.forward_bytes
+            owner = layer if layer is not None else last
+            if owner is not None:
+                work[owner].backward_flops += counted.backward_flops
+                work[owner].backward_bytes += counted.backward_bytes
+        # What runs after the last layer (the tail) goes to it, as its time.
+        if last is not None:
+            work[last].forward_flops += pending.forward_flops
+            work[last].forward_bytes += pending.forward_bytes
+        return work
+
+
 # -- the training steps -------------------------------------------------------
 
 def half_precision_error(stage, error, dtype):
@@ -522,7 +744,8 @@ def input_description(model, arguments, inputs):
 
 
 def run_steps(model, layers, dtype, arguments, reporter):
-    """Runs the warmup and measured steps; returns the measured samples."""
+    """Runs the warmup and measured steps; returns the measured samples and
+    each layer's Work."""
     import torch
 
     if arguments.threads:
@@ -534,6 +757,10 @@ def run_steps(model, layers, dtype, arguments, reporter):
     if arguments.loss is not None:
         loss_function = import_function(arguments.loss, "--loss")
     recorder = Recorder(layers)
+    # The work is the same in every step: counted in the first (a warmup
+    # step unless --warmup 0), whose forward alone carries the counter's
+    # hooks.
+    counter = WorkCounter(model, layers)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     total = arguments.warmup + arguments.steps
     reporter.progress(
@@ -552,6 +779,8 @@ def run_steps(model, layers, dtype, arguments, reporter):
         loss = compute_loss(loss_function, arguments.loss, output, inputs,
                             dtype)
         forward_done = time.perf_counter()
+        if step == 0:
+            counter.remove()
         try:
             loss.backward()
         except Exception as error:
@@ -570,7 +799,7 @@ def run_steps(model, layers, dtype, arguments, reporter):
             f"step {step + 1}/{total}{' (warmup)' if warmup else ''} "
             f"{duration(time.perf_counter() - recorder.step_start)}")
     recorder.remove()
-    return samples
+    return samples, counter.layer_work(len(layers))
 
 
 def compute_loss(loss_function, spec, output, inputs, dtype):
@@ -636,16 +865,21 @@ def param_entry(param, unused):
     return entry
 
 
-def layer_entry(name, forward_us, backward_us, params, unused):
+def layer_entry(name, forward_us, backward_us, work, params, unused):
     return {"name": name,
             "forward_us": round(max(forward_us, 0.0), 3),
             "backward_us": round(max(backward_us, 0.0), 3),
+            "forward_flops": work.forward_flops,
+            "backward_flops": work.backward_flops,
+            "forward_bytes": work.forward_bytes,
+            "backward_bytes": work.backward_bytes,
             "params": [param_entry(p, unused) for p in params]}
 
 
-def build_profile(name, layers, samples, unused):
+def build_profile(name, layers, samples, work, unused):
     """The profile: the layers in the backward order of the last step, with
-    the medians of their times, then the unused parameters."""
+    the medians of their times and their `work`, then the unused
+    parameters."""
     times = [backward_times(layers, unused, s) for s in samples]
     order = times[-1][0]
 
@@ -659,15 +893,20 @@ def build_profile(name, layers, samples, unused):
         backward = statistics.median(t[1][index] for t in times)
         used = [p for p in layer.params if p.name not in unused]
         entries.append(layer_entry(layer.name, forward_median(index),
-                                   backward, used, unused))
+                                   backward, work[index], used, unused))
     # Ready at the end of backward: after every other layer, taking no
-    # backward time of their own.
+    # backward time (nor work) of their own.
     for index, layer in enumerate(layers):
         idle = [p for p in layer.params if p.name in unused]
         if idle:
-            forward = 0.0 if index in order else forward_median(index)
-            entries.append(layer_entry(layer.name, forward, 0.0, idle,
-                                       unused))
+            if index in order:
+                forward, idle_work = 0.0, Work()
+            else:
+                forward = forward_median(index)
+                idle_work = Work(work[index].forward_flops,
+                                 work[index].forward_bytes)
+            entries.append(layer_entry(layer.name, forward, 0.0, idle_work,
+                                       idle, unused))
     params = [p for e in entries for p in e["params"]]
     return {
         "format": "commopt-grad-profile",
@@ -681,6 +920,10 @@ def build_profile(name, layers, samples, unused):
         "forward_us": round(sum(e["forward_us"] for e in entries), 3),
         "update_us": round(statistics.median(s.update_us for s in samples),
                            3),
+        "update_flops": UPDATE_FLOPS_PER_ELEMENT * sum(
+            p.tensor.numel() for layer in layers for p in layer.params),
+        "update_bytes": UPDATE_ACCESSES_PER_ELEMENT * sum(
+            nbytes([p.tensor]) for layer in layers for p in layer.params),
         "layers": entries,
     }
 
@@ -724,7 +967,7 @@ def main(argv):
         f"{plural(len(params), 'parameter')} ({elements:,} elements, "
         f"{dtype_name(dtype)}) in {plural(len(layers), 'layer')}")
 
-    samples = run_steps(model, layers, dtype, arguments, reporter)
+    samples, work = run_steps(model, layers, dtype, arguments, reporter)
     unused = unused_params(layers, samples)
     if unused:
         names = [p.name for p in params if p.name in unused]
@@ -733,7 +976,7 @@ def main(argv):
             f"measured steps: {', '.join(names)}; treated as ready at the end "
             "of backward")
     name = arguments.name or arguments.model.rpartition(":")[2]
-    profile = build_profile(name, layers, samples, unused)
+    profile = build_profile(name, layers, samples, work, unused)
     text = json.dumps(profile, indent=1) + "\n"
     # Under mpirun every rank measures, so that the layers are timed under
     # the load of a data-parallel job on this machine; rank 0 writes.
@@ -755,6 +998,23 @@ def main(argv):
         f"{plural(len(profile['layers']), 'layer')}, "
         f"{plural(aliases, 'alias', 'aliases')}, "
         f"{len(unused)} unused; profile written to {written}")
+    def total(field):
+        return sum(entry[field] for entry in profile["layers"])
+
+    reporter.progress(
+        f"counted {total('forward_flops') / 1e9:,.2f} GFLOP and "
+        f"{total('forward_bytes') / 1e6:,.1f} MB forward per step, "
+        f"{total('backward_flops') / 1e9:,.2f} GFLOP and "
+        f"{total('backward_bytes') / 1e6:,.1f} MB backward")
+    kinds = tuple(t for types, _ in counted_kinds() for t in types)
+    uncounted = [layer.name for layer in layers
+                 if not isinstance(layer.module, kinds)]
+    if uncounted:
+        reporter.progress(
+            f"{plural(len(uncounted), 'layer')} of a kind whose own work is "
+            f"not counted: {', '.join(uncounted)}; with "
+            "--grad-profile-device their times count only the counted "
+            "modules around them")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ using namespace mlir::comm;
 namespace {
 
 TEST(DeviceModel, Presets) {
-  EXPECT_EQ(DeviceModel::presetNames().size(), 3u);
+  EXPECT_EQ(DeviceModel::presetNames().size(), 4u);
   for (llvm::StringRef name : DeviceModel::presetNames()) {
     llvm::Expected<DeviceModel> device = DeviceModel::preset(name);
     ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
@@ -38,6 +38,17 @@ TEST(DeviceModel, ComputeBound) {
   EXPECT_NEAR(v100.rooflineUs(1.57e9, 1e6), 100.0, 1e-9);
   // Tensor cores: 1.25e9 FLOP / 125e12 FLOP/s = 10 us.
   EXPECT_NEAR(v100.rooflineUs(1.25e9, 1e6, /*tensorCores=*/true), 10.0, 1e-9);
+}
+
+TEST(DeviceModel, A100) {
+  DeviceModel a100 = llvm::cantFail(DeviceModel::preset("a100"));
+  // 1.95e9 FLOP / 19.5e12 FLOP/s = 100 us; 1.555e6 B / 1555e9 B/s = 1 us.
+  EXPECT_NEAR(a100.rooflineUs(1.95e9, 1.555e6), 100.0, 1e-9);
+  // Dense FP16/BF16 tensor cores: 3.12e9 FLOP / 312e12 FLOP/s = 10 us.
+  EXPECT_NEAR(a100.rooflineUs(3.12e9, 1.555e6, /*tensorCores=*/true), 10.0,
+              1e-9);
+  // Memory bound: 1.555e9 B / 1555e9 B/s = 1000 us.
+  EXPECT_NEAR(a100.rooflineUs(1e6, 1.555e9), 1000.0, 1e-9);
 }
 
 TEST(DeviceModel, MemoryBound) {

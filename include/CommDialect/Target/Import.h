@@ -25,6 +25,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <string>
+
 namespace llvm {
 class SourceMgr;
 } // namespace llvm
@@ -34,6 +36,16 @@ class MLIRContext;
 
 namespace comm {
 
+/// Options of the gradient-profile import.
+struct GradProfileImportOptions {
+  /// A device preset (v100, a100, ...) or device description file. When
+  /// set, each layer's forward and backward times, and the optimizer's
+  /// update, are the device's roofline times of the FLOPs and bytes the
+  /// profile counts (docs/GradProfile.md, section 3) instead of the
+  /// measured ones; a profile without the counts is an error.
+  std::string device;
+};
+
 /// Imports commopt's JSON gradient profile (version 1) held in the main
 /// buffer of `sourceMgr`. Layers are listed in backward order; a layer's
 /// `forward_us` gives one forward step per layer when every layer has one,
@@ -41,6 +53,10 @@ namespace comm {
 /// Returns null after emitting an error that names the offending field.
 OwningOpRef<ModuleOp> importGradProfile(llvm::SourceMgr &sourceMgr,
                                         MLIRContext *context);
+/// As above, with `options`.
+OwningOpRef<ModuleOp>
+importGradProfile(llvm::SourceMgr &sourceMgr, MLIRContext *context,
+                  const GradProfileImportOptions &options);
 
 /// Imports a `graph.txt` written by pipedream's profiler held in the main
 /// buffer of `sourceMgr`. Every node but the inputs (descriptions starting

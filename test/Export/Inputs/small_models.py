@@ -145,3 +145,25 @@ def bf16_mlp():
 def not_a_loss(output, inputs):
     """--loss that returns a vector."""
     return output.sum(dim=0)
+
+
+class Counted(nn.Module):
+    """A convolution, a batch norm, an activation, pooling and a linear
+    layer: one module of each kind whose work export-counts.test checks by
+    hand."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.norm = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = self.pool(self.relu(self.norm(self.conv(x))))
+        return self.fc(torch.flatten(x, 1))
+
+
+def counted():
+    return Counted()
