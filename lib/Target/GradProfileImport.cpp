@@ -146,10 +146,20 @@ public:
 private:
   /// Parses the JSON text into `profile` and checks it.
   LogicalResult read(ProfileSpec &profile);
-  /// Scans the JSON text, which parsed, for what json::parse lets pass: a
-  /// field given twice in one object (the parser keeps the last silently).
-  /// Records where each top-level field starts in `topLevelFields`.
-  LogicalResult scanFields();
+  /// Scans the JSON text for what json::parse lets pass: a field given twice
+  /// in one object (the parser keeps the last silently), kept in
+  /// `duplicate`. Records where each top-level field starts in
+  /// `topLevelFields`, and the elements of the top-level `layers` array in
+  /// `layerSpans`. Stops, leaving `scanned` false, at text that is not
+  /// nested as JSON is.
+  void scanFields();
+  /// Parses the text in pieces: the document with an empty `layers` array
+  /// into `document`, and each layer on its own into `layers`. One
+  /// json::parse of a whole large profile costs far more: json::Value's move
+  /// is not noexcept, so the layers array copies every layer each time it
+  /// grows. False when the text has no layers array to split or a piece
+  /// does not parse (json::parse of the whole text then says where).
+  bool parseInPieces(json::Value &document, std::vector<json::Value> &layers);
   /// Checks `format` and `version` of the profile `value`.
   LogicalResult checkHeader(const json::Value &value);
   /// Reads the header's totals (`num_layers`, ...) of the profile `value`
@@ -206,6 +216,16 @@ private:
   /// The offset of each top-level field's name in the text, where errors
   /// about the field are reported.
   llvm::StringMap<size_t> topLevelFields;
+  /// What scanFields found.
+  bool scanned = false;
+  struct Duplicate {
+    std::string name;
+    size_t first, second;
+  };
+  std::optional<Duplicate> duplicate;
+  /// The top-level `layers` array, `[` to `]`, and its elements.
+  std::optional<std::pair<size_t, size_t>> layersSpan;
+  std::vector<std::pair<size_t, size_t>> layerSpans;
 };
 } // namespace
 
@@ -590,35 +610,64 @@ void GradProfileImporter::recordParameterNotes(const ProfileSpec &profile,
     module->setAttr("comm.unused", builder.getStrArrayAttr(unused));
 }
 
-LogicalResult GradProfileImporter::scanFields() {
-  // The open objects and arrays, innermost last; an object with the names of
-  // its fields so far and where each starts, an array with none.
-  SmallVector<std::optional<llvm::StringMap<size_t>>> open;
+void GradProfileImporter::scanFields() {
+  // An open object or array: an object with the names of its fields so far
+  // and where each starts.
+  struct Open {
+    bool isObject;
+    SmallVector<std::pair<std::string, size_t>, 8> fields;
+  };
+  SmallVector<Open, 4> open;
+  // The last top-level field whose name was read, whose value follows.
+  std::string topLevelField;
+  // Inside the top-level `layers` array: where its current element starts.
+  std::optional<size_t> elementStart;
+  auto endElement = [&](size_t end) {
+    StringRef element = text.slice(*elementStart, end).trim();
+    if (!element.empty())
+      layerSpans.emplace_back(element.data() - text.data(),
+                              element.data() - text.data() + element.size());
+  };
   for (size_t i = 0, e = text.size(); i < e; ++i) {
     char c = text[i];
+    bool inLayers = elementStart && open.size() == 2;
     if (c == '{' || c == '[') {
-      open.emplace_back();
-      if (c == '{')
-        open.back().emplace();
+      if (c == '[' && open.size() == 1 && topLevelField == "layers" &&
+          !layersSpan) {
+        layersSpan.emplace(i, i);
+        elementStart = i + 1;
+      }
+      open.push_back(Open{c == '{', {}});
       continue;
     }
     if (c == '}' || c == ']') {
+      if (open.empty())
+        return;
+      if (inLayers && c == ']') {
+        endElement(i);
+        layersSpan->second = i;
+        elementStart.reset();
+      }
       open.pop_back();
+      continue;
+    }
+    if (c == ',' && inLayers) {
+      endElement(i);
+      elementStart = i + 1;
       continue;
     }
     if (c != '"')
       continue;
-    // A string: a field's name when a ':' follows. The text is valid JSON,
-    // so the string ends before the text does.
+    // A string: a field's name when a ':' follows.
     size_t start = i;
     for (++i; i < e && text[i] != '"'; ++i)
       if (text[i] == '\\')
         ++i;
     size_t next = text.find_first_not_of(" \t\r\n", i + 1);
-    if (open.empty() || !open.back() || next == StringRef::npos ||
+    if (open.empty() || !open.back().isObject || next == StringRef::npos ||
         text[next] != ':')
       continue;
-    StringRef quoted = text.slice(start, i + 1);
+    StringRef quoted = text.slice(start, std::min(i + 1, e));
     std::string name = quoted.drop_front().drop_back().str();
     if (quoted.contains('\\')) {
       llvm::Expected<json::Value> decoded = json::parse(quoted);
@@ -628,42 +677,98 @@ LogicalResult GradProfileImporter::scanFields() {
       }
       name = decoded->getAsString().value_or(name).str();
     }
-    auto [it, inserted] = open.back()->try_emplace(name, start);
-    if (!inserted) {
-      FileLineColLoc first = getLoc(it->second);
-      return emitError(getLoc(start))
-             << "duplicate field \"" << name << "\" (first at line "
-             << first.getLine() << ", column " << first.getColumn() << ")";
+    auto &fields = open.back().fields;
+    auto found = llvm::find_if(
+        fields, [&](const auto &field) { return field.first == name; });
+    if (found != fields.end()) {
+      if (!duplicate)
+        duplicate = Duplicate{name, found->second, start};
+    } else {
+      fields.emplace_back(name, start);
     }
-    if (open.size() == 1)
+    if (open.size() == 1) {
       topLevelFields[name] = start;
+      topLevelField = name;
+    }
   }
-  return success();
+  scanned = open.empty();
+}
+
+bool GradProfileImporter::parseInPieces(json::Value &document,
+                                        std::vector<json::Value> &layers) {
+  if (!scanned || !layersSpan)
+    return false;
+  std::string outer = (text.take_front(layersSpan->first) + "[]" +
+                       text.drop_front(layersSpan->second + 1))
+                          .str();
+  llvm::Expected<json::Value> parsed = json::parse(outer);
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return false;
+  }
+  document = std::move(*parsed);
+  layers.clear();
+  layers.reserve(layerSpans.size());
+  for (auto [begin, end] : layerSpans) {
+    llvm::Expected<json::Value> layer = json::parse(text.slice(begin, end));
+    if (!layer) {
+      llvm::consumeError(layer.takeError());
+      return false;
+    }
+    layers.push_back(std::move(*layer));
+  }
+  return true;
 }
 
 LogicalResult GradProfileImporter::read(ProfileSpec &profile) {
-  llvm::Expected<json::Value> value = json::parse(text);
-  if (!value) {
-    // json::ParseError renders as "[<line>:<column>, byte=<offset>]: <msg>".
-    // Its column is 0-based and, for most errors, just past the character
-    // the parser stopped at: that is the character's 1-based column.
-    std::string rendered = llvm::toString(value.takeError());
-    SmallVector<StringRef, 5> match;
-    llvm::Regex pattern("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
-    unsigned line = 0, column = 0;
-    if (!pattern.match(rendered, &match) || match[1].getAsInteger(10, line) ||
-        match[2].getAsInteger(10, column))
-      return emitError(fileLoc) << "malformed JSON: " << rendered;
-    auto loc =
-        FileLineColLoc::get(fileLoc.getFilename(), line, std::max(column, 1u));
-    return emitError(loc) << "malformed JSON: " << match[3];
+  scanFields();
+  json::Value document = nullptr;
+  std::vector<json::Value> layers;
+  bool inPieces = parseInPieces(document, layers);
+  if (!inPieces) {
+    llvm::Expected<json::Value> value = json::parse(text);
+    if (!value) {
+      // json::ParseError renders as "[<line>:<column>, byte=<offset>]:
+      // <msg>". Its column is 0-based and, for most errors, just past the
+      // character the parser stopped at: that is the character's 1-based
+      // column.
+      std::string rendered = llvm::toString(value.takeError());
+      SmallVector<StringRef, 5> match;
+      llvm::Regex pattern("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
+      unsigned line = 0, column = 0;
+      if (!pattern.match(rendered, &match) || match[1].getAsInteger(10, line) ||
+          match[2].getAsInteger(10, column))
+        return emitError(fileLoc) << "malformed JSON: " << rendered;
+      auto loc = FileLineColLoc::get(fileLoc.getFilename(), line,
+                                     std::max(column, 1u));
+      return emitError(loc) << "malformed JSON: " << match[3];
+    }
+    document = std::move(*value);
   }
 
-  if (failed(scanFields()))
-    return failure();
-  if (failed(checkHeader(*value)) || !fromJSON(*value, profile, root) ||
-      failed(readTotals(*value, profile)) || failed(checkProfile(profile)) ||
-      failed(checkTotals(profile))) {
+  if (duplicate) {
+    FileLineColLoc first = getLoc(duplicate->first);
+    return emitError(getLoc(duplicate->second))
+           << "duplicate field \"" << duplicate->name << "\" (first at line "
+           << first.getLine() << ", column " << first.getColumn() << ")";
+  }
+  // `layers` is the last field fromJSON reads, so that reading the layers
+  // after the rest reports the same first error as one fromJSON would.
+  auto readLayers = [&] {
+    if (!inPieces)
+      return true;
+    // A json::Path points to its parent: both must outlive the reads.
+    json::Path rootPath(root);
+    json::Path layersPath = rootPath.field("layers");
+    profile.layers.resize(layers.size());
+    for (auto [index, layer] : llvm::enumerate(layers))
+      if (!fromJSON(layer, profile.layers[index], layersPath.index(index)))
+        return false;
+    return true;
+  };
+  if (failed(checkHeader(document)) || !fromJSON(document, profile, root) ||
+      !readLayers() || failed(readTotals(document, profile)) ||
+      failed(checkProfile(profile)) || failed(checkTotals(profile))) {
     emitPathError();
     return failure();
   }
