@@ -1,4 +1,4 @@
-//===- ImportShard.cpp - Import shard and StableHLO allreduces ------------===//
+//===- ShardToComm.cpp - Import shard and StableHLO allreduces ------------===//
 //
 // Implements `comm-import-shard`: upstream `shard.all_reduce` ops, and on a
 // best-effort basis StableHLO's `all_reduce` in generic form, become
