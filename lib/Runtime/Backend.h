@@ -132,6 +132,11 @@ enum class AllreduceAlgorithm {
   Mpi,
   /// Always the ring, with more than one rank.
   Ring,
+  /// Two levels where the ranks form several nodes of equal size, each with
+  /// more than one rank: a reduce-scatter within each node, an allreduce of
+  /// each rank's piece among the ranks holding the same piece on the other
+  /// nodes, an allgather within each node. MPI_Allreduce otherwise.
+  Hierarchical,
 };
 
 /// The MPI backend's choice of allreduce algorithm; all ranks share it.
@@ -140,7 +145,15 @@ struct AllreduceConfig {
   /// The least size in bytes reduced by the ring under Auto
   /// (COMMRT_RING_MIN_BYTES).
   int64_t ringMinBytes = int64_t(1) << 20;
+  /// The ranks of a node under Hierarchical: 0 for those sharing memory
+  /// (MPI_COMM_TYPE_SHARED), N for N consecutive ranks of the backend's
+  /// communicator (COMMRT_RANKS_PER_NODE).
+  int64_t ranksPerNode = 0;
 };
+
+/// How many allreduces of this process ran the hierarchical algorithm over
+/// more than one node (for the tests).
+int64_t hierarchicalAllreducesRun();
 
 /// Creates the MPI backend with `channels` channels over `comm`, a
 /// communicator whose error handler returns errors, reducing as `config`

@@ -22,6 +22,16 @@
 // Every rank sends and receives 2 (p - 1) / p of the buffer, the least any
 // allreduce can.
 //
+// COMMRT_ALLREDUCE=hierarchical reduces in two levels where the ranks form
+// several nodes of equal size (MPI_COMM_TYPE_SHARED, or COMMRT_RANKS_PER_NODE
+// consecutive ranks): MPI_Reduce_scatter within the node leaves each of its q
+// ranks one near-equal piece reduced over the node, MPI_Allreduce among the
+// ranks with the same place on every node (its peers) reduces that piece over
+// all nodes, and MPI_Allgatherv within the node gives every rank all pieces.
+// Only 1/q of the buffer crosses between nodes. Each communicator that plans
+// run on (every group's, every channel's) has its node and peers
+// communicators, split from it when the group or the backend is made.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
@@ -114,10 +124,72 @@ const char *threadLevelName(int level) {
   return "MPI_THREAD_MULTIPLE";
 }
 
-/// A communicator that plans run on, with its number of ranks.
+/// The number of hierarchical allreduces run (hierarchicalAllreducesRun).
+std::atomic<int64_t> hierarchicalRuns{0};
+
+/// The two levels of a communicator for the hierarchical allreduce: the
+/// ranks of this rank's node, and its peers, the ranks with the same place on
+/// the other nodes. Frees both communicators.
+struct Hierarchy {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm peers = MPI_COMM_NULL;
+  /// This rank's place on its node, and the ranks of every node.
+  int nodeRank = 0, nodeSize = 1;
+
+  Hierarchy() = default;
+  Hierarchy(const Hierarchy &) = delete;
+  Hierarchy &operator=(const Hierarchy &) = delete;
+  ~Hierarchy() {
+    if (node != MPI_COMM_NULL)
+      MPI_Comm_free(&node);
+    if (peers != MPI_COMM_NULL)
+      MPI_Comm_free(&peers);
+  }
+};
+
+/// Sets `out` to the two levels of `comm` (see Hierarchy), or to null where
+/// its ranks do not form several nodes of equal size with more than one rank
+/// each, for the flat allreduce. A node is the ranks sharing memory where
+/// `ranksPerNode` is 0, else the ranks whose rank in the backend's
+/// communicator, `baseRank`, divided by `ranksPerNode` is the same.
+/// Collective over `comm`.
+commrt_status makeHierarchy(MPI_Comm comm, int baseRank, int64_t ranksPerNode,
+                            std::shared_ptr<Hierarchy> &out) {
+  out = nullptr;
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  auto made = std::make_shared<Hierarchy>();
+  if (ranksPerNode > 0) {
+    if (int error = MPI_Comm_split(
+            comm, static_cast<int>(baseRank / ranksPerNode), rank, &made->node))
+      return failMpi("MPI_Comm_split (node)", error);
+  } else if (int error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank,
+                                             MPI_INFO_NULL, &made->node)) {
+    return failMpi("MPI_Comm_split_type", error);
+  }
+  MPI_Comm_set_errhandler(made->node, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(made->node, &made->nodeRank);
+  MPI_Comm_size(made->node, &made->nodeSize);
+  // Whether every node has as many ranks: the maximum of q and of -q.
+  int sizes[2] = {made->nodeSize, -made->nodeSize};
+  if (int error = MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm))
+    return failMpi("MPI_Allreduce (node sizes)", error);
+  if (sizes[0] != -sizes[1] || made->nodeSize == 1 || made->nodeSize == size)
+    return COMMRT_SUCCESS;
+  if (int error = MPI_Comm_split(comm, made->nodeRank, rank, &made->peers))
+    return failMpi("MPI_Comm_split (peers)", error);
+  MPI_Comm_set_errhandler(made->peers, MPI_ERRORS_RETURN);
+  out = std::move(made);
+  return COMMRT_SUCCESS;
+}
+
+/// A communicator that plans run on, with its number of ranks and, under
+/// the hierarchical allreduce over several nodes, its two levels.
 struct Ranks {
   MPI_Comm comm;
   int size;
+  std::shared_ptr<const Hierarchy> hierarchy = nullptr;
 };
 
 /// Reduces plans over MPI. Its methods only read its members, so that the
@@ -145,6 +217,9 @@ public:
 
   Reducer(const Reducer &) = delete;
   Reducer &operator=(const Reducer &) = delete;
+
+  /// The configuration the reducer was made with.
+  const AllreduceConfig &configuration() const { return config; }
 
   /// Runs `plan` over `ranks`, packing into `fusion` (grown as needed and
   /// kept for the next plan) unless it reduces in place; a ring receives
@@ -196,16 +271,21 @@ public:
 
 private:
   /// In-place allreduce of `count` elements of `dtype` at `buffer` over
-  /// `ranks`, by ring (receiving into `scratch`) or MPI_Allreduce as the
-  /// configuration says; AVG divides the sum by the number of ranks.
+  /// `ranks`, by ring or hierarchy (receiving into `scratch`) or
+  /// MPI_Allreduce as the configuration says; AVG divides the sum by the
+  /// number of ranks.
   commrt_status allreduce(void *buffer, int64_t count, commrt_dtype dtype,
                           commrt_reduce reduce, const Ranks &ranks,
                           std::vector<unsigned char> &scratch) const {
-    commrt_status status =
-        useRing(count, dtype, ranks.size)
-            ? ring({{static_cast<unsigned char *>(buffer), count}}, dtype,
-                   reduce, ranks.comm, scratch)
-            : allreduceChunked(buffer, count, dtype, reduce, ranks.comm);
+    commrt_status status;
+    if (config.algorithm == AllreduceAlgorithm::Hierarchical && ranks.hierarchy)
+      status =
+          hierarchical(buffer, count, dtype, reduce, *ranks.hierarchy, scratch);
+    else if (useRing(count, dtype, ranks.size))
+      status = ring({{static_cast<unsigned char *>(buffer), count}}, dtype,
+                    reduce, ranks.comm, scratch);
+    else
+      status = allreduceChunked(buffer, count, dtype, reduce, ranks.comm);
     if (status)
       return status;
     if (reduce == COMMRT_AVG)
@@ -232,6 +312,47 @@ private:
     return COMMRT_SUCCESS;
   }
 
+  /// Hierarchical allreduce in place (see the file comment) over the two
+  /// levels `levels`, each node's pieces reduced into `scratch`, in parts of
+  /// at most INT_MAX elements since MPI counts are ints. Piece `i` of a part
+  /// of n elements is n / q elements, one more for the first n % q. AVG is
+  /// reduced as SUM.
+  commrt_status hierarchical(void *buffer, int64_t count, commrt_dtype dtype,
+                             commrt_reduce reduce, const Hierarchy &levels,
+                             std::vector<unsigned char> &scratch) const {
+    ++hierarchicalRuns;
+    MPI_Datatype type = mpiType(dtype);
+    MPI_Op op = mpiOp(dtype, reduce);
+    const size_t width = elementSize(dtype);
+    const int q = levels.nodeSize, own = levels.nodeRank;
+    std::vector<int> counts(q), displacements(q);
+    auto *bytes = static_cast<unsigned char *>(buffer);
+    for (int64_t done = 0; done < count;) {
+      int64_t part = std::min<int64_t>(count - done, INT_MAX);
+      int64_t base = part / q, extra = part % q;
+      for (int i = 0; i < q; ++i) {
+        counts[i] = static_cast<int>(base + (i < extra ? 1 : 0));
+        displacements[i] =
+            static_cast<int>(i * base + std::min<int64_t>(i, extra));
+      }
+      if (scratch.size() < counts[0] * width)
+        scratch.resize(counts[0] * width);
+      unsigned char *at = bytes + done * width;
+      if (int error = MPI_Reduce_scatter(at, scratch.data(), counts.data(),
+                                         type, op, levels.node))
+        return failMpi("MPI_Reduce_scatter (hierarchical allreduce)", error);
+      if (int error = MPI_Allreduce(MPI_IN_PLACE, scratch.data(), counts[own],
+                                    type, op, levels.peers))
+        return failMpi("MPI_Allreduce (hierarchical allreduce)", error);
+      if (int error = MPI_Allgatherv(scratch.data(), counts[own], type, at,
+                                     counts.data(), displacements.data(), type,
+                                     levels.node))
+        return failMpi("MPI_Allgatherv (hierarchical allreduce)", error);
+      done += part;
+    }
+    return COMMRT_SUCCESS;
+  }
+
   /// The MPI datatype carrying `dtype`.
   MPI_Datatype mpiType(commrt_dtype dtype) const {
     return mpiTypeOf(dtype, type16);
@@ -242,6 +363,7 @@ private:
   bool useRing(int64_t count, commrt_dtype dtype, int size) const {
     switch (config.algorithm) {
     case AllreduceAlgorithm::Mpi:
+    case AllreduceAlgorithm::Hierarchical:
       return false;
     case AllreduceAlgorithm::Ring:
       return size > 1;
@@ -439,19 +561,16 @@ commrt_status duplicate(MPI_Comm comm, int channels,
 
 class MpiBackend final : public Backend {
 public:
-  MpiBackend(MPI_Comm comm, int channels, int threadLevel,
-             const AllreduceConfig &config, std::vector<MPI_Comm> channelComms)
-      : channelCount(channels), threadLevel(threadLevel), reducer(config) {
-    insertGroup(0, comm, std::move(channelComms));
-  }
+  /// A backend without groups; insertGroup adds group 0 next.
+  MpiBackend(int channels, int threadLevel, const AllreduceConfig &config)
+      : channelCount(channels), threadLevel(threadLevel), reducer(config) {}
 
   commrt_backend kind() const override { return COMMRT_BACKEND_MPI; }
 
   commrt_status addGroup(int group, MPI_Comm comm, int, int) override {
     std::vector<MPI_Comm> channelComms;
     COMMRT_TRY(duplicate(comm, channelCount, channelComms));
-    insertGroup(group, comm, std::move(channelComms));
-    return COMMRT_SUCCESS;
+    return insertGroup(group, comm, std::move(channelComms));
   }
 
   commrt_status run(const Plan &plan, int group) override {
@@ -489,20 +608,46 @@ public:
                             reducer.halfType());
   }
 
-private:
   /// Adds `group`, the ranks of `comm`, whose channels run on
-  /// `channelComms`.
-  void insertGroup(int group, MPI_Comm comm,
-                   std::vector<MPI_Comm> channelComms) {
+  /// `channelComms` (freed with the channels, also on failure). Under the
+  /// hierarchical allreduce, splits the node and peers communicators of
+  /// `comm` and of every channel's. Collective over `comm`.
+  commrt_status insertGroup(int group, MPI_Comm comm,
+                            std::vector<MPI_Comm> channelComms) {
     auto added = std::make_unique<Group>();
     added->ranks.comm = comm;
     MPI_Comm_size(comm, &added->ranks.size);
+    std::vector<Ranks> channelRanks;
     for (MPI_Comm channelComm : channelComms)
-      added->channels.push_back(std::make_unique<Channel>(
-          reducer, Ranks{channelComm, added->ranks.size}));
+      channelRanks.push_back(Ranks{channelComm, added->ranks.size});
+    commrt_status status = COMMRT_SUCCESS;
+    const AllreduceConfig &config = reducer.configuration();
+    if (config.algorithm == AllreduceAlgorithm::Hierarchical) {
+      // Nodes of consecutive ranks count ranks of the backend's communicator,
+      // which group 0 is being made over when there is none yet.
+      int baseRank;
+      MPI_Comm_rank(groups.empty() ? comm : groups.at(0)->ranks.comm,
+                    &baseRank);
+      std::shared_ptr<Hierarchy> levels;
+      status = makeHierarchy(comm, baseRank, config.ranksPerNode, levels);
+      added->ranks.hierarchy = levels;
+      for (Ranks &ranks : channelRanks) {
+        if (status != COMMRT_SUCCESS)
+          break;
+        status =
+            makeHierarchy(ranks.comm, baseRank, config.ranksPerNode, levels);
+        ranks.hierarchy = levels;
+      }
+    }
+    for (Ranks &ranks : channelRanks)
+      added->channels.push_back(std::make_unique<Channel>(reducer, ranks));
+    if (status != COMMRT_SUCCESS)
+      return status;
     groups[group] = std::move(added);
+    return COMMRT_SUCCESS;
   }
 
+private:
   /// Sets `found` to the group `group`.
   commrt_status find(int group, Group *&found) {
     auto it = groups.find(group);
@@ -547,7 +692,10 @@ commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,
   MPI_Query_thread(&threadLevel);
   std::vector<MPI_Comm> channelComms;
   COMMRT_TRY(duplicate(comm, channels, channelComms));
-  out = std::make_unique<MpiBackend>(comm, channels, threadLevel, config,
-                                     std::move(channelComms));
+  auto backend = std::make_unique<MpiBackend>(channels, threadLevel, config);
+  COMMRT_TRY(backend->insertGroup(0, comm, std::move(channelComms)));
+  out = std::move(backend);
   return COMMRT_SUCCESS;
 }
+
+int64_t commrt::hierarchicalAllreducesRun() { return hierarchicalRuns.load(); }

@@ -265,6 +265,7 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
         {{"COMMRT_CHANNELS", channels},
          {"COMMRT_ALLREDUCE", static_cast<int64_t>(allreduce.algorithm)},
          {"COMMRT_RING_MIN_BYTES", allreduce.ringMinBytes},
+         {"COMMRT_RANKS_PER_NODE", allreduce.ranksPerNode},
          {"COMMRT_CHECK", rt.checks.mode}}));
     rt.channels = channels;
     rt.allreduce = allreduce;

@@ -4,6 +4,7 @@
 #include "WireFormat.h"
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -256,9 +257,11 @@ commrt_status commrt::allreduceFromEnvironment(AllreduceConfig &config) {
       config.algorithm = AllreduceAlgorithm::Mpi;
     else if (std::strcmp(name, "ring") == 0)
       config.algorithm = AllreduceAlgorithm::Ring;
+    else if (std::strcmp(name, "hierarchical") == 0)
+      config.algorithm = AllreduceAlgorithm::Hierarchical;
     else
       return fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_ALLREDUCE=", name,
-                  " is not one of auto, mpi, ring");
+                  " is not one of auto, mpi, ring, hierarchical");
   }
   if (const char *text = std::getenv("COMMRT_RING_MIN_BYTES")) {
     char *end;
@@ -268,6 +271,16 @@ commrt_status commrt::allreduceFromEnvironment(AllreduceConfig &config) {
       return fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_RING_MIN_BYTES=", text,
                   " is not a number of bytes (0 or more)");
     config.ringMinBytes = value;
+  }
+  if (const char *text = std::getenv("COMMRT_RANKS_PER_NODE")) {
+    char *end;
+    errno = 0;
+    long long value = std::strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || value < 1 ||
+        value > INT_MAX)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_RANKS_PER_NODE=", text,
+                  " is not a number of ranks (1 or more)");
+    config.ranksPerNode = value;
   }
   return COMMRT_SUCCESS;
 }

@@ -34,8 +34,8 @@ commrt_status backendFromEnvironment(commrt_backend &backend);
 /// Reads the number of channels from COMMRT_CHANNELS.
 commrt_status channelsFromEnvironment(int &channels);
 
-/// Reads the MPI backend's allreduce algorithm from COMMRT_ALLREDUCE and
-/// COMMRT_RING_MIN_BYTES.
+/// Reads the MPI backend's allreduce algorithm from COMMRT_ALLREDUCE,
+/// COMMRT_RING_MIN_BYTES and COMMRT_RANKS_PER_NODE.
 commrt_status allreduceFromEnvironment(AllreduceConfig &config);
 
 /// Reads the number of channels and the allreduce algorithm from the

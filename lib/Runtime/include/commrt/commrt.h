@@ -55,9 +55,29 @@
 |* COMMRT_ERROR_INVALID_ARGUMENT):                                            *|
 |*  - COMMRT_ALLREDUCE: "auto" (default) uses the ring from                   *|
 |*    COMMRT_RING_MIN_BYTES on with more than two ranks; "mpi" always uses    *|
-|*    MPI_Allreduce; "ring" uses the ring whenever p > 1.                     *|
+|*    MPI_Allreduce; "ring" uses the ring whenever p > 1; "hierarchical"      *|
+|*    reduces in two levels where the ranks of the communicator the           *|
+|*    collective runs on (all ranks, a group, a channel's copy of either)     *|
+|*    form m > 1 nodes of q > 1 ranks each: MPI_Reduce_scatter within each    *|
+|*    node leaves each of its ranks one near-equal piece of the plan (n / q   *|
+|*    elements, one more for the first n % q; a plan is packed into one       *|
+|*    buffer first), MPI_Allreduce reduces that piece among the ranks with    *|
+|*    the same place on every node, and MPI_Allgatherv within each node gives *|
+|*    every rank the whole result, so only 1/q of the buffer crosses between  *|
+|*    nodes. Where the nodes differ in size, or there is one node or one rank *|
+|*    per node, it is MPI_Allreduce (no error). The node and peers            *|
+|*    communicators are split once per communicator, when the backend is made *|
+|*    and at commrt_group_split, so asynchronous collectives on channels are  *|
+|*    hierarchical too. Results are those of the flat reduction, exact where  *|
+|*    it is (AVG divides the total once by p); 16-bit sums are rounded to the *|
+|*    wire type at each level. The NCCL backend ignores the setting.          *|
 |*  - COMMRT_RING_MIN_BYTES: the threshold of "auto" in bytes (default        *|
 |*    1048576).                                                               *|
+|*  - COMMRT_RANKS_PER_NODE: the nodes of "hierarchical": unset, the ranks    *|
+|*    sharing memory (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED); N (1 or *|
+|*    more), the ranks of MPI_COMM_WORLD whose rank divided by N is the same  *|
+|*    (N consecutive ranks; also within a group), to emulate several nodes on *|
+|*    one machine.                                                            *|
 |*                                                                            *|
 |* A rank that died, hangs or ended early never leaves the others waiting for *|
 |* ever (lib/Runtime/Watchdog.h):                                             *|
