@@ -1,7 +1,8 @@
 // A shard module on a 2x2 grid (examples/end-to-end/shard-2x2.mlir) reduces
 // over each axis of the grid and over both: imported, planned, lowered and
 // run on 4 ranks, every rank gets the exact sums (and mean) of its own
-// group (commrt_group_split, one communicator per row and per column).
+// group (commrt_group_split, one communicator per row and per column), with
+// the flat and with the hierarchical allreduce.
 //
 // RUN: commopt-opt %S/../../examples/end-to-end/shard-2x2.mlir --comm-import-shard --comm-optimize --comm-add-step-driver=steps=1 --commopt-lower-to-llvm -o %t.lowered.mlir
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.lowered.mlir
@@ -17,6 +18,18 @@
 // RUN: FileCheck %s --check-prefix=RANK1 < %t.out/1/rank.1/stdout
 // RUN: FileCheck %s --check-prefix=RANK2 < %t.out/1/rank.2/stdout
 // RUN: FileCheck %s --check-prefix=RANK3 < %t.out/1/rank.3/stdout
+//
+// The same with the hierarchical allreduce on two emulated nodes of two
+// ranks (the rows): equal results.
+// RUN: rm -rf %t.hier
+// RUN: %mpirun -np 4 -x COMMRT_ALLREDUCE=hierarchical -x COMMRT_RANKS_PER_NODE=2 \
+// RUN:   --output-filename %t.hier mlir-runner %t.lowered.mlir \
+// RUN:   -e main -entry-point-result=void \
+// RUN:   -shared-libs=%commrt_lib,%mlir_c_runner_utils,%mlir_runner_utils
+// RUN: FileCheck %s --check-prefix=RANK0 < %t.hier/1/rank.0/stdout
+// RUN: FileCheck %s --check-prefix=RANK1 < %t.hier/1/rank.1/stdout
+// RUN: FileCheck %s --check-prefix=RANK2 < %t.hier/1/rank.2/stdout
+// RUN: FileCheck %s --check-prefix=RANK3 < %t.hier/1/rank.3/stdout
 //
 // Rank r contributes r + 1. Rows {0, 1}, {2, 3}; columns {0, 2}, {1, 3}.
 // RANK0: data =
