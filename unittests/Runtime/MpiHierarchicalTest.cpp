@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "MpiTestUtils.h"
 #include "RuntimeTestUtils.h"
 
 #include <mpi.h>
@@ -45,17 +46,6 @@ bool hierarchicalOverAllRanks() {
 void expectHierarchicalRuns(int64_t before, int64_t runs) {
   if (hierarchicalOverAllRanks())
     EXPECT_EQ(commrt::hierarchicalAllreducesRun() - before, runs);
-}
-
-/// Whether the `bytes` bytes at `data` are the same on every rank.
-bool sameOnAllRanks(const void *data, size_t bytes) {
-  std::vector<unsigned char> first(static_cast<const unsigned char *>(data),
-                                   static_cast<const unsigned char *>(data) +
-                                       bytes);
-  MPI_Bcast(first.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = std::memcmp(first.data(), data, bytes) == 0;
-  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return same;
 }
 
 /// The flat reduction of every rank's contributions at indices

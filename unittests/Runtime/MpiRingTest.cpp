@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MpiTestUtils.h"
 #include "RuntimeTestUtils.h"
 
 #include <mpi.h>
@@ -21,17 +22,6 @@
 using namespace commrt::testing;
 
 namespace {
-
-/// Whether the `bytes` bytes at `data` are the same on every rank.
-bool sameOnAllRanks(const void *data, size_t bytes) {
-  std::vector<unsigned char> first(static_cast<const unsigned char *>(data),
-                                   static_cast<const unsigned char *>(data) +
-                                       bytes);
-  MPI_Bcast(first.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = std::memcmp(first.data(), data, bytes) == 0;
-  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return same;
-}
 
 /// The sizes tried: fewer elements than ranks, odd ones, and one of several
 /// MiB.

@@ -1,0 +1,27 @@
+//===- MpiTestUtils.h - Helpers of the commrt tests under mpirun -*- C++
+//-*-===//
+
+#ifndef COMMRT_UNITTESTS_MPITESTUTILS_H
+#define COMMRT_UNITTESTS_MPITESTUTILS_H
+
+#include <mpi.h>
+
+#include <cstring>
+#include <vector>
+
+namespace commrt::testing {
+
+/// Whether the `bytes` bytes at `data` are the same on every rank.
+inline bool sameOnAllRanks(const void *data, size_t bytes) {
+  std::vector<unsigned char> first(static_cast<const unsigned char *>(data),
+                                   static_cast<const unsigned char *>(data) +
+                                       bytes);
+  MPI_Bcast(first.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+  int same = std::memcmp(first.data(), data, bytes) == 0;
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return same;
+}
+
+} // namespace commrt::testing
+
+#endif // COMMRT_UNITTESTS_MPITESTUTILS_H
