@@ -17,7 +17,8 @@ inline bool sameOnAllRanks(const void *data, size_t bytes) {
                                    static_cast<const unsigned char *>(data) +
                                        bytes);
   MPI_Bcast(first.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = std::memcmp(first.data(), data, bytes) == 0;
+  // memcmp takes no null pointer, even for no bytes.
+  int same = bytes == 0 || std::memcmp(first.data(), data, bytes) == 0;
   MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   return same;
 }
