@@ -271,22 +271,20 @@ private:
   }
 
   /// The plans comm-optimize compared (kPlanSearchAttrName), if it did.
-  ArrayRef<DictionaryAttr> getPlanSearch() {
-    auto entries =
-        getOperation()->getAttrOfType<ArrayAttr>(kPlanSearchAttrName);
-    if (!entries)
-      return {};
-    planSearch.clear();
-    for (Attribute entry : entries)
-      if (auto fields = dyn_cast<DictionaryAttr>(entry))
-        planSearch.push_back(fields);
-    return planSearch;
+  SmallVector<DictionaryAttr> getPlanSearch() {
+    SmallVector<DictionaryAttr> entries;
+    if (auto search =
+            getOperation()->getAttrOfType<ArrayAttr>(kPlanSearchAttrName))
+      for (Attribute entry : search)
+        if (auto fields = dyn_cast<DictionaryAttr>(entry))
+          entries.push_back(fields);
+    return entries;
   }
 
   /// Writes what comm-optimize compared: each option set's simulated time
   /// (all functions together) and which plan it kept.
   void printTextPlanSearch(raw_ostream &os) {
-    ArrayRef<DictionaryAttr> entries = getPlanSearch();
+    SmallVector<DictionaryAttr> entries = getPlanSearch();
     if (entries.empty())
       return;
     os << "comm-optimize: " << entries.size()
@@ -405,7 +403,8 @@ private:
         for (const FunctionEstimate &estimate : estimates)
           printJsonFunction(estimate, json);
       });
-      if (ArrayRef<DictionaryAttr> entries = getPlanSearch(); !entries.empty())
+      if (SmallVector<DictionaryAttr> entries = getPlanSearch();
+          !entries.empty())
         json.attributeArray("plan_search", [&] {
           for (DictionaryAttr entry : entries)
             json.object([&] {
@@ -461,8 +460,6 @@ private:
   /// The cluster simulated on, and where its name came from.
   PlanningCluster planningCluster;
   std::shared_ptr<const ClusterModel> clusterModel;
-  /// The entries of kPlanSearchAttrName, for the report.
-  SmallVector<DictionaryAttr> planSearch;
   std::optional<DeviceModel> deviceModel;
   SimulationMode simulationMode = SimulationMode::Step;
   /// Iterations of a steady-state simulation: the simulator's defaults.

@@ -268,14 +268,21 @@ struct StagedBuffers {
   }
 };
 
-/// Allocates `n` i64 on the stack of the function around `op`, at its entry,
-/// so that a collective in a loop does not grow the stack.
-static Value allocateI64Array(OpBuilder &b, Operation *op, int64_t n) {
+/// Allocates `n` elements of `elementType` on the stack of the function
+/// around `op`, at its entry, so that a collective in a loop does not grow
+/// the stack.
+static Value allocateArray(OpBuilder &b, Operation *op, int64_t n,
+                           Type elementType) {
   OpBuilder::InsertionGuard guard(b);
   auto function = op->getParentOfType<FunctionOpInterface>();
   b.setInsertionPointToStart(&function.getFunctionBody().front());
-  auto type = MemRefType::get({n}, b.getI64Type());
+  auto type = MemRefType::get({n}, elementType);
   return memref::AllocaOp::create(b, op->getLoc(), type);
+}
+
+/// `n` i64 on the function's stack, as allocateArray.
+static Value allocateI64Array(OpBuilder &b, Operation *op, int64_t n) {
+  return allocateArray(b, op, n, b.getI64Type());
 }
 
 /// Emits the runtime's fused-allreduce arguments before `op`: arrays of the
@@ -375,14 +382,7 @@ static FailureOr<Value> emitGroupHandle(OpBuilder &b, Operation *op,
     name += "," + std::to_string(axis);
   auto id = static_cast<int64_t>(llvm::xxh3_64bits(name) >> 1);
 
-  Value slot;
-  {
-    OpBuilder::InsertionGuard guard(b);
-    auto function = op->getParentOfType<FunctionOpInterface>();
-    b.setInsertionPointToStart(&function.getFunctionBody().front());
-    slot =
-        memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getI32Type()));
-  }
+  Value slot = allocateArray(b, op, 1, b.getI32Type());
   auto toI32 = [&](Value index) -> Value {
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
   };
