@@ -5,7 +5,8 @@
 # with each layer's time the V100 roofline of its counted FLOPs and bytes)
 # for a preset cluster, print the estimated step time of commopt's plans
 # against the policies of PyTorch DDP, Horovod and XLA, and write a timeline
-# for Perfetto.
+# for Perfetto and a picture of DDP's timeline against commopt's best plan
+# (build/demo-timeline.svg, by scripts/timeline-svg.py).
 #
 #   bash scripts/demo.sh [PROFILE.json] [CLUSTER] [DEVICE]
 #
@@ -33,14 +34,15 @@ translate=$build/bin/commopt-translate
 # threshold buckets, each started when it is closed, on one stream without
 # priorities (docs/Design.md, section 3.3).
 baseline() {
-  "$opt" "$1" -o /dev/null --comm-record-cluster="cluster=$cluster" \
+  "$opt" "$1" -o "$work/$2.mlir" --comm-record-cluster="cluster=$cluster" \
     --comm-fuse-buckets="policy=threshold $3" \
     --comm-schedule-overlap="channels=1 priorities=false" \
     --comm-estimate="report=json report-file=$work/$2.json"
 }
 
 # plan NAME SOURCE TIMES IMPORT-ARGS...: import a profile, plan it with
-# commopt and with the frameworks' policies and compare them.
+# commopt and with the frameworks' policies and compare them; with $picture
+# set, also draw DDP's timeline against commopt's best plan there.
 plan() {
   local name=$1 source=$2 times=$3
   shift 3
@@ -66,12 +68,34 @@ plan() {
   local timeline=$build/$name-timeline.json
   "$translate" --export-timeline --timeline-cluster="$cluster" \
     "$work/$name-plan.mlir" -o "$timeline"
-  /usr/bin/python3 "$root/scripts/compare-plans.py" "$work/$name" "$step" \
-    "${timeline#"$root"/}" "$times"
+  local report
+  report=$(/usr/bin/python3 "$root/scripts/compare-plans.py" "$work/$name" \
+    "$step" "${timeline#"$root"/}" "$times")
+  printf '%s\n' "$report"
+  if [[ -n $picture ]]; then
+    # The search with f16 and sparse allowed tries every combination of
+    # both, dense f32 included: its plan is commopt's best.
+    local ddp=$work/$name-ddp best=$work/$name-sparse
+    "$translate" --export-timeline --timeline-cluster="$cluster" \
+      "$ddp.mlir" -o "$build/$name-ddp-timeline.json"
+    "$translate" --export-timeline --timeline-cluster="$cluster" \
+      "$best.mlir" -o "$build/$name-best-timeline.json"
+    "$translate" --export-plan "$ddp.mlir" -o "$ddp-plan.json"
+    "$translate" --export-plan "$best.mlir" -o "$best-plan.json"
+    /usr/bin/python3 "$root/scripts/timeline-svg.py" -o "$picture" \
+      "$build/$name-ddp-timeline.json" "$build/$name-best-timeline.json" \
+      --title "$name, PyTorch DDP's policy (25 MiB buckets, 1 MiB first)" \
+      --title "$name, commopt's best plan (f16 and sparse allowed)" \
+      --plan "$ddp-plan.json" --plan "$best-plan.json"
+    echo "DDP's timeline against commopt's best plan, as a picture:" \
+      "${picture#"$root"/}"
+  fi
+  echo
 }
 
 echo "commopt-opt --comm-optimize=\"cluster=$cluster\" against DDP's, \
 Horovod's and XLA's policies"
+picture=$build/demo-timeline.svg
 if [[ $device == measured ]]; then
   plan "$(basename "$profile" .json)" "$profile" \
     "as measured by the exporter" --import-grad-profile
@@ -84,6 +108,7 @@ fi
 # profiles are beside the checkout.
 pipedream=$root/../shared/profiles/pipedream/resnet50.graph.txt
 if [[ $# -eq 0 && -f $pipedream ]]; then
+  picture=
   plan resnet50-pipedream "$pipedream" "measured by pipedream's profiler" \
     --import-pipedream
 fi

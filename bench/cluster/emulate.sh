@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 #===- emulate.sh - An emulated cluster of MPI hosts on one machine --------===#
 #
-# Builds a small "cluster" out of network namespaces so that MPI traffic goes
-# through a real TCP stack and a shaped link instead of shared memory:
+# Builds a small "cluster" out of network namespaces so that MPI traffic
+# between hosts goes through a real TCP stack and a shaped link:
 #
-#   commopt-ns0 .. commopt-ns<N-1>   one namespace per rank ("host")
+#   commopt-ns0 .. commopt-ns<N-1>   one namespace per host ("node"), with
+#                                    R ranks each (default 1); the ranks of
+#                                    one host share memory (OpenMPI's vader),
+#                                    as the GPUs of a node share NVLink
 #   commopt-p<i> <-> commopt-h<i>    a veth pair per host, the h end on a bridge
 #   commopt-br0                      the bridge (the "switch"), with an address
 #                                    of its own so that mpirun, which runs in
@@ -17,17 +20,21 @@
 # anywhere else.
 #
 # Usage:
-#   emulate.sh up N RATE       create N hosts shaped at RATE (1gbit, 10gbit,
-#                              or any tc rate such as 500mbit)
+#   emulate.sh up N RATE [R]   create N hosts shaped at RATE (1gbit, 10gbit,
+#                              or any tc rate such as 500mbit), R ranks each
 #   emulate.sh down            delete everything this script creates
-#   emulate.sh run N RATE -- PROGRAM [ARGS...]
-#                              up, then mpirun -np N PROGRAM ARGS... with one
-#                              rank per host, then down (also on failure and
-#                              on Ctrl-C)
+#   emulate.sh run N RATE [R] -- PROGRAM [ARGS...]
+#                              up, then mpirun -np N*R PROGRAM ARGS... with R
+#                              consecutive ranks per host (ranks 0..R-1 on
+#                              the first), then down (also on failure and on
+#                              Ctrl-C)
 #   emulate.sh mpirun-args     print the mpirun flags for a cluster that is up
 #
 # Environment: COMMOPT_CLUSTER_SUBNET (default 10.77.0), the first three
-# octets of the /24 to use; COMMOPT_CLUSTER_DIR (default
+# octets of the /24 to use; COMMOPT_CLUSTER_MTU (default 1500, Ethernet's;
+# 9000 for jumbo frames), the links' MTU: TCP over 1500-byte frames carries
+# at most 1448 / 1514 = 95.6% of the shaped rate as payload, over 9000-byte
+# frames 99.3%; COMMOPT_CLUSTER_DIR (default
 # /tmp/commopt-emulated-cluster), where the hostfile and rsh agent go.
 # Needs root (ip netns, tc).
 #
@@ -37,6 +44,7 @@
 set -Eeuo pipefail
 
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
+MTU=${COMMOPT_CLUSTER_MTU:-1500}
 STATE_DIR=${COMMOPT_CLUSTER_DIR:-/tmp/commopt-emulated-cluster}
 BRIDGE=commopt-br0
 # The bridge takes .254; hosts take .1 .. .N, so at most 253 hosts.
@@ -65,6 +73,14 @@ parse_rate() {
 parse_count() {
   [[ "$1" =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= MAX_HOSTS)) ||
     die "bad host count '$1' (expected 1..$MAX_HOSTS)"
+  echo "$1"
+}
+
+# Ranks per host: enough for a node of 8 GPUs' worth, more than this
+# machine's cores already.
+parse_ranks_per_host() {
+  [[ "$1" =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= 64)) ||
+    die "bad ranks per host '$1' (expected 1..64)"
   echo "$1"
 }
 
@@ -97,9 +113,12 @@ down() {
 }
 
 up() {
-  local n rate i ns
+  local n rate per i ns
   n=$(parse_count "$1")
   rate=$(parse_rate "$2")
+  per=$(parse_ranks_per_host "${3:-1}")
+  [[ "$MTU" =~ ^[0-9]+$ ]] && ((MTU >= 576 && MTU <= 9000)) ||
+    die "bad COMMOPT_CLUSTER_MTU '$MTU' (expected 576..9000)"
   [[ $(id -u) == 0 ]] || die "needs root (ip netns, tc)"
   if ip netns list | grep -q '^commopt-ns'; then
     die "a cluster is already up; run '$0 down' first"
@@ -107,7 +126,7 @@ up() {
   check_subnet_unused
 
   mkdir -p "$STATE_DIR"
-  ip link add "$BRIDGE" type bridge
+  ip link add "$BRIDGE" mtu "$MTU" type bridge
   ip addr add "$BRIDGE_ADDR/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
 
@@ -115,7 +134,8 @@ up() {
   for ((i = 0; i < n; i++)); do
     ns=commopt-ns$i
     ip netns add "$ns"
-    ip link add "commopt-h$i" type veth peer name "commopt-p$i"
+    ip link add "commopt-h$i" mtu "$MTU" type veth peer name "commopt-p$i" \
+      mtu "$MTU"
     ip link set "commopt-p$i" netns "$ns"
     ip link set "commopt-h$i" master "$BRIDGE"
     ip link set "commopt-h$i" up
@@ -128,8 +148,9 @@ up() {
     tc qdisc add dev "commopt-h$i" root tbf rate "$rate" burst 256kb latency 50ms
     ip netns exec "$ns" tc qdisc add dev "commopt-p$i" root tbf rate "$rate" \
       burst 256kb latency 50ms
-    # One slot per host: one rank per namespace, so ranks never share memory.
-    echo "$SUBNET.$((i + 1)) slots=1" >>"$STATE_DIR/hostfile"
+    # R slots per host: the ranks of one namespace share memory, those of
+    # different namespaces only the shaped link.
+    echo "$SUBNET.$((i + 1)) slots=$per" >>"$STATE_DIR/hostfile"
   done
 
   # mpirun starts its daemons through this "rsh": OpenMPI passes ssh-style
@@ -163,19 +184,23 @@ exec ip netns exec "\$ns" unshare --uts sh -c \
   "\$ns" "$STATE_DIR/tmp/\$ns" "\$@"
 EOF
   chmod +x "$STATE_DIR/rsh-agent"
-  echo "$n $rate" >"$STATE_DIR/cluster"
-  echo "emulate.sh: $n hosts at $rate on $SUBNET.0/24 (hostfile $STATE_DIR/hostfile)" >&2
+  echo "$n $rate $per" >"$STATE_DIR/cluster"
+  echo "emulate.sh: $n hosts x $per ranks at $rate on $SUBNET.0/24 (hostfile $STATE_DIR/hostfile)" >&2
 }
 
-# The flags that put one rank on each host and keep MPI's traffic (the TCP
-# BTL and the daemons' out-of-band channel) on the test subnet.
+# The flags that put R consecutive ranks on each host and keep MPI's traffic
+# between hosts (the TCP BTL and the daemons' out-of-band channel) on the
+# test subnet; ranks of one host talk through shared memory.
 mpirun_args() {
   [[ -f "$STATE_DIR/cluster" ]] || die "no cluster is up"
-  local n
+  local n per
   n=$(awk '{print $1}' "$STATE_DIR/cluster")
-  local args=(-np "$n" --hostfile "$STATE_DIR/hostfile" --map-by node
+  per=$(awk '{print $3}' "$STATE_DIR/cluster")
+  local args=(-np "$((n * per))" --hostfile "$STATE_DIR/hostfile"
+    --map-by "ppr:$per:node"
     --mca plm_rsh_agent "$STATE_DIR/rsh-agent"
-    --mca btl tcp,self
+    --mca btl tcp,self,vader
+    --mca btl_vader_single_copy_mechanism none
     --mca btl_tcp_if_include "$SUBNET.0/24"
     --mca oob_tcp_if_include "$SUBNET.0/24"
     # OpenMPI busy-polls while it waits; with more ranks than cores a spinning
@@ -187,16 +212,23 @@ mpirun_args() {
 }
 
 run() {
-  [[ $# -ge 3 && "$3" == "--" ]] || usage
-  local n=$1 rate=$2
-  shift 3
+  local n rate per=1
+  [[ $# -ge 3 ]] || usage
+  n=$1 rate=$2
+  if [[ "$3" == "--" ]]; then
+    shift 3
+  else
+    [[ $# -ge 4 && "$4" == "--" ]] || usage
+    per=$3
+    shift 4
+  fi
   [[ $# -ge 1 ]] || usage
   # Tear down whatever happens: normal exit, a failing mpirun (set -e), or a
   # signal. The signal traps exit so that the EXIT trap runs once.
   trap down EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  up "$n" "$rate"
+  up "$n" "$rate" "$per"
   local flags
   mapfile -t flags < <(mpirun_args)
   mpirun "${flags[@]}" "$@"
@@ -207,7 +239,7 @@ cmd=$1
 shift
 case "$cmd" in
 up)
-  [[ $# -eq 2 ]] || usage
+  [[ $# -eq 2 || $# -eq 3 ]] || usage
   # A failed `up` leaves nothing behind.
   trap 'down' ERR
   up "$@"

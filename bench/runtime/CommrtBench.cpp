@@ -10,6 +10,11 @@
 //                     without commrt, with the MPI library's own algorithm
 //   fused-f32         one commrt_fused_allreduce of all gradients
 //   fused-f16         the same with COMMRT_F16 on the wire, prescale 1/p
+//   fused-f32-ring    fused-f32 with the algorithm named per call
+//   fused-f32-tree    (commrt_group_fused_allreduce over all ranks):
+//   fused-f32-hierarchical  the ring, MPI_Allreduce, or the two-level
+//                     algorithm over the nodes (the default plans leave
+//                     these out: fused-f32 is one of them)
 //   sparse-allgather  commrt_sparse_allreduce (threshold select, allgather
 //   sparse-hash       exchange / threshold, hash / chunk, chunk) at the
 //   sparse-chunk      given density for every gradient of at least
@@ -52,6 +57,9 @@ enum class Plan {
   PerTensorMpi,
   FusedF32,
   FusedF16,
+  FusedF32Ring,
+  FusedF32Tree,
+  FusedF32Hierarchical,
   SparseAllgather,
   SparseHash,
   SparseChunk
@@ -80,6 +88,14 @@ static llvm::cl::list<Plan> planList(
                                 "one commrt_fused_allreduce of all gradients"),
                      clEnumValN(Plan::FusedF16, "fused-f16",
                                 "the same with f16 on the wire"),
+                     clEnumValN(Plan::FusedF32Ring, "fused-f32-ring",
+                                "fused-f32 by the ring, asked per call"),
+                     clEnumValN(Plan::FusedF32Tree, "fused-f32-tree",
+                                "fused-f32 by MPI_Allreduce, asked per call"),
+                     clEnumValN(Plan::FusedF32Hierarchical,
+                                "fused-f32-hierarchical",
+                                "fused-f32 by the two-level algorithm over "
+                                "the nodes, asked per call"),
                      clEnumValN(Plan::SparseAllgather, "sparse-allgather",
                                 "threshold selection, allgather exchange"),
                      clEnumValN(Plan::SparseHash, "sparse-hash",
@@ -208,6 +224,12 @@ llvm::StringRef planName(Plan plan) {
     return "fused-f32";
   case Plan::FusedF16:
     return "fused-f16";
+  case Plan::FusedF32Ring:
+    return "fused-f32-ring";
+  case Plan::FusedF32Tree:
+    return "fused-f32-tree";
+  case Plan::FusedF32Hierarchical:
+    return "fused-f32-hierarchical";
   case Plan::SparseAllgather:
     return "sparse-allgather";
   case Plan::SparseHash:
@@ -248,6 +270,19 @@ void runPlan(Plan plan, Gradients &g, int size) {
                                  1.0f / float(size)),
           "commrt_fused_allreduce(f16)");
     return;
+  case Plan::FusedF32Ring:
+  case Plan::FusedF32Tree:
+  case Plan::FusedF32Hierarchical: {
+    int32_t algorithm = plan == Plan::FusedF32Ring ? COMMRT_ALGORITHM_RING
+                        : plan == Plan::FusedF32Tree
+                            ? COMMRT_ALGORITHM_TREE
+                            : COMMRT_ALGORITHM_HIERARCHICAL;
+    check(commrt_group_fused_allreduce(0, g.pointers.data(), g.counts.data(), n,
+                                       COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE,
+                                       1.0f, algorithm),
+          "commrt_group_fused_allreduce");
+    return;
+  }
   default:
     break;
   }

@@ -62,16 +62,19 @@ def main():
     parser.add_argument("--master-addr", required=True)
     parser.add_argument("--master-port", default="29577")
     parser.add_argument("--ifname", default="",
-                        help="gloo's interface (default commopt-p<rank> if "
-                        "it exists, else lo)")
+                        help="gloo's interface (default the host's "
+                        "commopt-p<host> link if there is one, else lo)")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     args = parser.parse_args()
 
     rank = env_int("OMPI_COMM_WORLD_RANK", "RANK")
     world = env_int("OMPI_COMM_WORLD_SIZE", "WORLD_SIZE")
-    ifname = args.ifname or ("commopt-p%d" % rank if os.path.exists(
-        "/sys/class/net/commopt-p%d" % rank) else "lo")
+    # On the emulated cluster each host's namespace has one link,
+    # commopt-p<host>, shared by the ranks on that host.
+    links = sorted(name for name in os.listdir("/sys/class/net")
+                   if name.startswith("commopt-p"))
+    ifname = args.ifname or (links[0] if links else "lo")
     os.environ["GLOO_SOCKET_IFNAME"] = ifname
     os.environ["MASTER_ADDR"] = args.master_addr
     os.environ["MASTER_PORT"] = args.master_port

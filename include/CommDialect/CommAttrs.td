@@ -99,6 +99,36 @@ def Comm_ExchangeKindAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Comm_AlgorithmRing : I32EnumAttrCase<"ring", 1>;
+def Comm_AlgorithmTree : I32EnumAttrCase<"tree", 2>;
+def Comm_AlgorithmHierarchical : I32EnumAttrCase<"hierarchical", 3>;
+
+// The integer values are those of the runtime's commrt_algorithm (0 is
+// COMMRT_ALGORITHM_DEFAULT, a collective without the attribute).
+def Comm_AlgorithmKind : I32EnumAttr<"AlgorithmKind",
+    "how a dense allreduce is carried out",
+    [Comm_AlgorithmRing, Comm_AlgorithmTree, Comm_AlgorithmHierarchical]> {
+  let cppNamespace = "::mlir::comm";
+  let genSpecializedAttr = 0;
+}
+
+def Comm_AlgorithmKindAttr
+    : EnumAttr<Comm_Dialect, Comm_AlgorithmKind, "algorithm"> {
+  let summary = "The algorithm a dense allreduce runs";
+  let description = [{
+    `#comm.algorithm<ring>`: the pipelined ring over all ranks of the
+    collective (reduce-scatter, then allgather), bandwidth-optimal.
+    `#comm.algorithm<tree>`: latency-optimal (a double binary tree in the
+    cost model; the runtime's MPI_Allreduce or ncclAllReduce).
+    `#comm.algorithm<hierarchical>`: reduce-scatter inside each node, an
+    allreduce of the shards across nodes, allgather inside each node.
+    `comm-select-algorithm` chooses one per collective with the cost model
+    (docs/CostModel.md); a collective without it runs the runtime's default
+    (`COMMRT_ALLREDUCE`).
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Comm_GroupAttr : AttrDef<Comm_Dialect, "Group"> {
   let mnemonic = "group";
   let summary = "The process group a collective runs among";

@@ -24,6 +24,11 @@ def Comm_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+  // Checks the discardable `comm.*` attributes: that their strings are
+  // UTF-8 (they reach JSON plans and reports), and the shapes of the
+  // module-level notes the imports write (`comm.model`, `comm.source`,
+  // `comm.aliases`, `comm.unused`).
+  let hasOperationAttrVerify = 1;
 }
 
 class Comm_Op<string mnemonic, list<Trait> traits = []>

@@ -16,8 +16,8 @@ def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   let description = [{
     A collective over gradients: the gradients it reduces (a sparse
     allreduce's residual is state, not a gradient), the reduction, the type
-    the data travels in, the prescale, the process group, the parameter names
-    and the bytes it moves.
+    the data travels in, the prescale, the process group, the allreduce
+    algorithm, the parameter names and the bytes it moves.
   }];
   let methods = [
     InterfaceMethod<"The gradients the collective reduces, in order.",
@@ -50,6 +50,29 @@ def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
       "::mlir::comm::GroupAttr", "getProcessGroup", (ins), [{}], [{
         return $_op.getGroupAttr();
       }]>,
+    InterfaceMethod<[{
+        The allreduce algorithm it runs (the `algorithm` attribute); nullopt
+        for the runtime's default, and for collectives that are not a dense
+        allreduce.
+      }],
+      "::std::optional<::mlir::comm::AlgorithmKind>", "getAllreduceAlgorithm",
+      (ins), [{}], [{
+        return $_op.getAlgorithm();
+      }]>,
+    InterfaceMethod<[{
+        Makes the collective run `algorithm` (comm-select-algorithm); only on
+        dense allreduces (those whose getAllreduceAlgorithm may be set:
+        isDenseAllreduce()).
+      }],
+      "void", "setAllreduceAlgorithm",
+      (ins "::mlir::comm::AlgorithmKind":$algorithm), [{}], [{
+        $_op.setAlgorithm(algorithm);
+      }]>,
+    InterfaceMethod<[{
+        Whether the collective is a dense allreduce (comm.allreduce,
+        comm.fused_allreduce, comm.start), which has an allreduce algorithm.
+      }],
+      "bool", "isDenseAllreduce", (ins), [{}], [{ return true; }]>,
     InterfaceMethod<[{
         Whether the data may travel in a narrower type (comm-lower-precision
         sets `wire` and `prescale`).

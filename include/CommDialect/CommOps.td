@@ -39,8 +39,11 @@ defvar Comm_CollectiveAttrs = (ins
   OptionalAttr<TypeAttr>:$wire,
   OptionalAttr<F64Attr>:$prescale);
 
-// The process group a collective runs among; none means all ranks.
-defvar Comm_GroupArg = (ins OptionalAttr<Comm_GroupAttr>:$group);
+// The process group a collective runs among; none means all ranks. The
+// algorithm it runs (`comm-select-algorithm`); none means the runtime's
+// default.
+defvar Comm_GroupAndAlgorithmArgs = (ins OptionalAttr<Comm_GroupAttr>:$group,
+                            OptionalAttr<Comm_AlgorithmKindAttr>:$algorithm);
 
 // Collectives read and write their gradients and, beyond that, talk to other
 // ranks: they may not be removed or reordered by generic transformations.
@@ -58,7 +61,9 @@ def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_DenseCollectiveTraits> {
   let summary = "Allreduce of one gradient across ranks";
   let description = [{
     Reduces `input` element-wise across all ranks, or, with `group`, within
-    each process group of a device grid (see `#comm.group`). With a tensor
+    each process group of a device grid (see `#comm.group`). `algorithm`
+    (`#comm.algorithm`, optional on every dense collective) names the
+    allreduce algorithm the runtime runs; without it, the runtime's default. With a tensor
     operand the op returns the reduced tensor (of the operand's type); with
     a memref operand it reduces the buffer in place and has no result.
     `name` is the parameter's name, kept for reports.
@@ -76,12 +81,15 @@ def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_DenseCollectiveTraits> {
     // Within the rows of a 2x4 grid of ranks.
     %s = comm.allreduce %g {group = #comm.group<@grid, axes = [1]>}
         : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
+    // With the latency-optimal algorithm.
+    %t = comm.allreduce %g {algorithm = #comm.algorithm<tree>}
+        : tensor<1000xf32> -> tensor<1000xf32>
     ```
   }];
   let arguments = !con((ins Comm_Gradient:$input),
                        Comm_CollectiveAttrs,
                        (ins OptionalAttr<StrAttr>:$name),
-                       Comm_GroupArg);
+                       Comm_GroupAndAlgorithmArgs);
   let results = (outs Optional<AnyRankedTensor>:$result);
   let assemblyFormat =
       "$input attr-dict `:` type($input) (`->` type($result)^)?";
@@ -108,7 +116,7 @@ def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_DenseCollectiveTrait
   let arguments = !con((ins Variadic<Comm_Gradient>:$inputs),
                        Comm_CollectiveAttrs,
                        (ins OptionalAttr<StrArrayAttr>:$names),
-                       Comm_GroupArg);
+                       Comm_GroupAndAlgorithmArgs);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat =
       "$inputs attr-dict `:` type($inputs) (`->` type($results)^)?";
@@ -141,7 +149,7 @@ def Comm_StartOp : Comm_Op<"start", Comm_DenseCollectiveTraits> {
                             DefaultValuedAttr<ConfinedAttr<I64Attr,
                                 [IntNonNegative]>, "0">:$channel,
                             OptionalAttr<I64Attr>:$priority),
-                       Comm_GroupArg);
+                       Comm_GroupAndAlgorithmArgs);
   let results = (outs Comm_TokenType:$token);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;
@@ -175,7 +183,8 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
         ["getGradients", "getGradientNames", "getWireType",
-         "getPrescaleFactor", "getProcessGroup", "canNarrowWire",
+         "getPrescaleFactor", "getProcessGroup", "getAllreduceAlgorithm",
+         "setAllreduceAlgorithm", "isDenseAllreduce", "canNarrowWire",
          "narrowWire"]>]> {
   let summary = "Sparsified allreduce of one gradient with a residual";
   let description = [{

@@ -55,6 +55,15 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     group makes its communicator and the others find it; the collective's
     `commrt_group_` form takes the handle.
 
+    A dense collective with `algorithm` (`#comm.algorithm`, from
+    `comm-select-algorithm`) lowers to the `commrt_group_` form of the
+    fused allreduce (or of its start) as well, with group 0 (all ranks)
+    when it has no `group`, and passes the algorithm's value
+    (commrt_algorithm: ring 1, tree 2, hierarchical 3) after the prescale;
+    a grouped collective without one passes 0, COMMRT_ALGORITHM_DEFAULT
+    (the runtime's `COMMRT_ALLREDUCE`). A collective with neither keeps
+    `commrt_allreduce` or `commrt_fused_allreduce`.
+
     What planning leaves of upstream's shard dialect lowers too:
     `shard.process_linear_index` and `shard.process_multi_index` become the
     runtime's rank (row-major over the grid), every public function first
@@ -169,8 +178,8 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     gradients. A bucket is placed where its last gradient is ready, so no
     collective moves before its operands, and a bucket never spans a use of
     one of its gradients' results. Only gradients with the same reduction,
-    element type, wire settings and process group (`group`, or none) share
-    a bucket, which keeps that group; buffer-form ops, gradients of dynamic
+    element type, wire settings, process group (`group`, or none) and
+    `algorithm` (or none) share a bucket, which keeps them; buffer-form ops, gradients of dynamic
     shape and existing buckets are left alone.
 
     Policy `threshold` fills buckets up to `bucket-cap-mb` MiB (the first
@@ -240,7 +249,7 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
 
     Starts issued at one point keep the collectives' program order, and so
     do waits before one user. The start carries the collective's `reduce`,
-    `wire`, `prescale` and `group`; an allreduce's `name` becomes
+    `wire`, `prescale`, `group` and `algorithm`; an allreduce's `name` becomes
     `names = [name]`.
 
     Channels (`channels=N`, the multi-stream idea of AIACC-Training): the
@@ -327,6 +336,63 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
   let dependentDialects = [
     "::mlir::comm::CommDialect", "::mlir::tensor::TensorDialect"
   ];
+}
+
+def CommSelectAlgorithm
+    : Pass<"comm-select-algorithm", "::mlir::func::FuncOp"> {
+  let summary = "Choose the allreduce algorithm of each dense collective: "
+                "flat ring, tree or hierarchical";
+  let description = [{
+    Sets `algorithm` (`#comm.algorithm<ring|tree|hierarchical>`) on every
+    dense collective (`comm.allreduce`, `comm.fused_allreduce`,
+    `comm.start`, in tensor or buffer form), replacing one it had;
+    `convert-comm-to-runtime` passes it to the runtime, and `comm-estimate`
+    prices the collective with it. Sparse collectives are left alone (their
+    exchange is `exchange`'s).
+
+    With `algorithm=auto` (the default) each collective gets the algorithm
+    of least `allreduceCost` (docs/CostModel.md, section 2.1) for its bytes
+    on the wire (its `wire` type applied) on the cluster it runs on:
+    `cluster`'s ranks, or its process group's (ClusterModel::forGroup).
+    The candidates are ring and tree, and hierarchical where that cluster
+    has several nodes of several ranks each (with one node, or one rank per
+    node, hierarchical is the flat ring). A tie goes to the cluster's own
+    `allreduce` algorithm, so a collective never costs more than the
+    cluster's algorithm would make it cost; a collective of dynamic shape,
+    whose bytes are unknown, gets the cluster's algorithm. Small collectives
+    are latency-bound and get the tree (2 lg(p) latency terms against the
+    ring's 2 (p - 1)), large ones the ring (bandwidth-optimal) or, on nodes
+    joined by a slow network, hierarchical.
+
+    `algorithm=ring`, `tree` or `hierarchical` gives every collective that
+    algorithm. Hierarchical on a cluster (or a collective's process group)
+    of one node, or of one rank per node, is an error naming the cluster
+    and the collective: there is no second level to reduce in.
+
+    Example, `--comm-select-algorithm=cluster=ethernet10-16`:
+
+    ```mlir
+    %b = comm.allreduce %gb {name = "fc.bias"}
+        : tensor<1000xf32> -> tensor<1000xf32>
+    %w = comm.allreduce %gw {name = "fc.weight"}
+        : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
+    // becomes
+    %b = comm.allreduce %gb {algorithm = #comm.algorithm<tree>,
+                             name = "fc.bias"}
+        : tensor<1000xf32> -> tensor<1000xf32>
+    %w = comm.allreduce %gw {algorithm = #comm.algorithm<ring>,
+                             name = "fc.weight"}
+        : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
+    ```
+  }];
+  let options = [
+    CommChoiceOption<"algorithm", "algorithm", "AlgorithmChoice", "Auto",
+                     "Allreduce algorithm of every dense collective, or auto: "
+                     "the cheapest per collective (default: auto)",
+                     "COMMOPT_ALGORITHM_VALUES">,
+    CommClusterOption
+  ];
+  let dependentDialects = ["::mlir::comm::CommDialect"];
 }
 
 def CommLowerPrecision : Pass<"comm-lower-precision", "::mlir::func::FuncOp"> {

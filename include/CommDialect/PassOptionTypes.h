@@ -35,6 +35,10 @@ enum class ReportFormat { Text, Json, None };
 /// model.
 enum class SparseExchangeChoice { Auto, Allgather, Hash, Chunk };
 
+/// comm-select-algorithm's allreduce algorithm (`algorithm`): the cheapest
+/// by the cost model per collective, or one for all.
+enum class AlgorithmChoice { Auto, Ring, Tree, Hierarchical };
+
 /// comm-sparsify's selection for the allgather and hash exchanges
 /// (`select`).
 enum class SparseSelectChoice { Threshold, Topk };
@@ -77,6 +81,14 @@ getChoiceHint<SparseSelectChoice>(llvm::StringRef value) {
                  "hash-balanced exchange"),                                    \
       clEnumValN(::mlir::comm::SparseExchangeChoice::Chunk, "chunk",           \
                  "chunked exchange")
+#define COMMOPT_ALGORITHM_VALUES                                               \
+  clEnumValN(::mlir::comm::AlgorithmChoice::Auto, "auto",                      \
+             "per collective, the cheapest by the cost model"),                \
+      clEnumValN(::mlir::comm::AlgorithmChoice::Ring, "ring", "flat ring"),    \
+      clEnumValN(::mlir::comm::AlgorithmChoice::Tree, "tree",                  \
+                 "latency-optimal tree"),                                      \
+      clEnumValN(::mlir::comm::AlgorithmChoice::Hierarchical, "hierarchical",  \
+                 "intra-node, then inter-node, then intra-node")
 #define COMMOPT_SPARSE_SELECT_VALUES                                           \
   clEnumValN(::mlir::comm::SparseSelectChoice::Threshold, "threshold",         \
              "entries above a sampled threshold"),                             \
@@ -97,6 +109,7 @@ COMMOPT_CHOICE_PARSER(EstimateMode)
 COMMOPT_CHOICE_PARSER(ReportFormat)
 COMMOPT_CHOICE_PARSER(SparseExchangeChoice)
 COMMOPT_CHOICE_PARSER(SparseSelectChoice)
+COMMOPT_CHOICE_PARSER(AlgorithmChoice)
 #undef COMMOPT_CHOICE_PARSER
 
 #endif // COMMDIALECT_PASSOPTIONTYPES_H

@@ -122,6 +122,13 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Gradients smaller than this many bytes stay in full "
                      "precision (default: 65536)"),
       llvm::cl::init(CommLowerPrecisionOptions().minBytes)};
+  Option<AlgorithmChoice> algorithm{
+      *this, "algorithm",
+      llvm::cl::desc("Allreduce algorithm of the dense collectives "
+                     "(comm-select-algorithm): auto, the cheapest per "
+                     "collective, or one for all (default: auto)"),
+      llvm::cl::init(CommSelectAlgorithmOptions().algorithm),
+      llvm::cl::values(COMMOPT_ALGORITHM_VALUES)};
   Option<bool> sparse{
       *this, "sparse",
       llvm::cl::desc("Let gradients go sparse where the cost model says it "
@@ -189,7 +196,8 @@ verifyOptimizeOptions(const OptimizeOptions &options,
 /// recorded on the module (`comm-record-cluster`), dense or sparse
 /// per gradient (`comm-sparsify`, with `sparse`), wire precision
 /// (`comm-lower-precision`, with `wire`), tensor fusion
-/// (`comm-fuse-buckets`), overlap scheduling (`comm-schedule-overlap`) and,
+/// (`comm-fuse-buckets`), overlap scheduling (`comm-schedule-overlap`), the
+/// allreduce algorithm of each collective (`comm-select-algorithm`) and,
 /// with `estimate`, `comm-estimate`.
 void buildOptimizePipeline(OpPassManager &pm, const OptimizeOptions &options);
 

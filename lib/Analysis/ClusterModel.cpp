@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <cmath>
 #include <limits>
 #include <map>
 #include <vector>
@@ -67,9 +68,34 @@ comm::symbolizeChannelSharing(llvm::StringRef text) {
   return detail::symbolizeEnum(kSharingSpellings, text);
 }
 
+double LinkLevel::secondsPerByte(double betaUsPerByte) {
+  // x / 1e6 * 1e6 is one ulp off x for some x (4.192 Gbit/s); a neighbour
+  // of the quotient then gives x back. Multiplying by 1e6 skips some
+  // doubles, for which no candidate fits; representableBeta never yields
+  // one.
+  double quotient = betaUsPerByte / kUsPerSecond;
+  if (!std::isfinite(quotient) || quotient * kUsPerSecond == betaUsPerByte)
+    return quotient;
+  double below = quotient, above = quotient;
+  for (int step = 0; step < 3; ++step) {
+    below = std::nextafter(below, -std::numeric_limits<double>::infinity());
+    if (below * kUsPerSecond == betaUsPerByte)
+      return below;
+    above = std::nextafter(above, std::numeric_limits<double>::infinity());
+    if (above * kUsPerSecond == betaUsPerByte)
+      return above;
+  }
+  return quotient;
+}
+
+double LinkLevel::representableBeta(double betaUsPerByte) {
+  return secondsPerByte(betaUsPerByte) * kUsPerSecond;
+}
+
 LinkLevel LinkLevel::fromBandwidth(double alphaUs, double gigabitsPerSecond) {
   // 8 bits per byte; 1 Gbit/s moves 1e9 / 8 bytes per second.
-  return LinkLevel{alphaUs, 8.0 * kUsPerSecond / (gigabitsPerSecond * 1e9)};
+  return LinkLevel{alphaUs, representableBeta(8.0 * kUsPerSecond /
+                                              (gigabitsPerSecond * 1e9))};
 }
 
 double LinkLevel::bandwidthGbps() const {
@@ -265,7 +291,7 @@ llvm::json::Value ClusterModel::toJSON() const {
   auto level = [](const LinkLevel &l) {
     return llvm::json::Object{
         {"alpha_us", l.alphaUs},
-        {"beta_s_per_byte", l.betaUsPerByte / kUsPerSecond}};
+        {"beta_s_per_byte", LinkLevel::secondsPerByte(l.betaUsPerByte)}};
   };
   return llvm::json::Object{
       {"format", kFormat},
@@ -307,8 +333,9 @@ constexpr double kMgwfbp10GbeBSeconds = 7.395651186836712e-10;
 /// 2(p-1) alpha = a and 2(p-1)/p beta = b.
 LinkLevel ringLevelFromFit(double aUs, double bSecondsPerByte, int64_t p) {
   double steps = 2.0 * static_cast<double>(p - 1);
-  return LinkLevel{aUs / steps, bSecondsPerByte * kUsPerSecond *
-                                    static_cast<double>(p) / steps};
+  return LinkLevel{aUs / steps, LinkLevel::representableBeta(
+                                    bSecondsPerByte * kUsPerSecond *
+                                    static_cast<double>(p) / steps)};
 }
 
 /// Per-step latency of a 56 Gb/s InfiniBand ring, from MG-WFBP's fit.

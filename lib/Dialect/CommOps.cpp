@@ -393,6 +393,17 @@ std::optional<double> SparseAllReduceOp::getPrescaleFactor() {
 
 GroupAttr SparseAllReduceOp::getProcessGroup() { return {}; }
 
+// The exchange is `exchange`'s, not a dense allreduce's algorithm.
+std::optional<AlgorithmKind> SparseAllReduceOp::getAllreduceAlgorithm() {
+  return std::nullopt;
+}
+
+void SparseAllReduceOp::setAllreduceAlgorithm(AlgorithmKind) {
+  llvm_unreachable("a sparse allreduce has no allreduce algorithm");
+}
+
+bool SparseAllReduceOp::isDenseAllreduce() { return false; }
+
 bool SparseAllReduceOp::canNarrowWire() { return false; }
 
 void SparseAllReduceOp::narrowWire(Type, std::optional<double>) {

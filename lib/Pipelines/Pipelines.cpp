@@ -139,6 +139,12 @@ void comm::buildPlanningPasses(OpPassManager &pm,
   overlap.priorities = options.priorities;
   overlap.partitionMb = options.partitionMb;
   funcPm.addPass(createCommScheduleOverlap(overlap));
+  // On the collectives as they will run: fused, split and in their wire
+  // type.
+  CommSelectAlgorithmOptions select;
+  select.algorithm = options.algorithm;
+  select.cluster = options.cluster;
+  funcPm.addPass(createCommSelectAlgorithm(select));
 }
 
 void comm::buildOptimizePipeline(OpPassManager &pm,
@@ -198,10 +204,12 @@ static void registerCheckedPipeline(
 
 ArrayRef<StringRef> comm::getCommOptPassArguments() {
   static constexpr StringRef arguments[] = {
-      "comm-optimize",        "commopt-lower-to-llvm",  "comm-import-shard",
-      "comm-record-cluster",  "comm-sparsify",          "comm-lower-precision",
-      "comm-fuse-buckets",    "comm-schedule-overlap",  "comm-estimate",
-      "comm-add-step-driver", "convert-comm-to-runtime"};
+      "comm-optimize",         "commopt-lower-to-llvm",
+      "comm-import-shard",     "comm-record-cluster",
+      "comm-sparsify",         "comm-lower-precision",
+      "comm-fuse-buckets",     "comm-schedule-overlap",
+      "comm-select-algorithm", "comm-estimate",
+      "comm-add-step-driver",  "convert-comm-to-runtime"};
   return arguments;
 }
 

@@ -54,6 +54,8 @@ struct Plan {
   commrt_reduce reduce = COMMRT_SUM;
   int32_t wire = COMMRT_WIRE_NONE;
   float prescale = 1.0f;
+  /// How the plan is reduced; DEFAULT follows the backend's configuration.
+  commrt_algorithm algorithm = COMMRT_ALGORITHM_DEFAULT;
 
   /// Whether the plan reduces its one buffer in place, with nothing to pack.
   bool inPlace() const {

@@ -25,11 +25,15 @@
 // COMMRT_ALLREDUCE=hierarchical reduces in two levels where the ranks form
 // several nodes of equal size (MPI_COMM_TYPE_SHARED, or COMMRT_RANKS_PER_NODE
 // consecutive ranks): MPI_Reduce_scatter within the node leaves each of its q
-// ranks one near-equal piece reduced over the node, MPI_Allreduce among the
-// ranks with the same place on every node (its peers) reduces that piece over
+// ranks one near-equal piece reduced over the node, an allreduce among the
+// ranks with the same place on every node (its peers; the ring for pieces of
+// COMMRT_RING_MIN_BYTES or more, MPI_Allreduce below) reduces that piece over
 // all nodes, and MPI_Allgatherv within the node gives every rank all pieces.
-// Only 1/q of the buffer crosses between nodes. Each communicator that plans
-// run on (every group's, every channel's) has its node and peers
+// Only 1/q of the buffer crosses between nodes. The buffer goes in parts of
+// 16 MiB, pipelined: while one part crosses between nodes, the next one is
+// reduce-scattered and the one before allgathered within the node
+// (nonblocking MPI_Ireduce_scatter and MPI_Iallgatherv). Each communicator that
+// plans run on (every group's, every channel's) has its node and peers
 // communicators, split from it when the group or the backend is made.
 //
 //===----------------------------------------------------------------------===//
@@ -123,6 +127,11 @@ const char *threadLevelName(int level) {
   }
   return "MPI_THREAD_MULTIPLE";
 }
+
+/// The bytes of one part of the hierarchical allreduce: large enough that a
+/// part's collectives within the node cost little beside its crossing
+/// between nodes, small enough that the pipeline of parts fills quickly.
+constexpr int64_t kHierarchyPartBytes = int64_t(16) << 20;
 
 /// The number of hierarchical allreduces run (hierarchicalAllreducesRun).
 std::atomic<int64_t> hierarchicalRuns{0};
@@ -229,11 +238,12 @@ public:
                     std::vector<unsigned char> &scratch) const {
     if (plan.inPlace())
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
-                       ranks, scratch);
+                       plan.algorithm, ranks, scratch);
     // A ring reads and writes the buffers where they are: packing them into
     // the fusion buffer would only copy.
     if (plan.wire == COMMRT_WIRE_NONE && plan.prescale == 1.0f &&
-        useRing(plan.total, plan.dtype, ranks.size)) {
+        methodFor(plan.algorithm, plan.total, plan.dtype, ranks) ==
+            Method::Ring) {
       std::vector<Span> spans;
       for (size_t i = 0; i < plan.buffers.size(); ++i)
         spans.push_back(
@@ -255,7 +265,8 @@ public:
       next += plan.counts[i] * elementSize(travel);
     }
     COMMRT_TRY(allreduce(fusion.data(), plan.total, travel,
-                         travelReduce(plan.wire, plan.reduce), ranks, scratch));
+                         travelReduce(plan.wire, plan.reduce), plan.algorithm,
+                         ranks, scratch));
     double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
                                plan.prescale, ranks.size);
     next = fusion.data();
@@ -270,22 +281,64 @@ public:
   MPI_Datatype halfType() const { return type16; }
 
 private:
+  /// How a reduction runs (methodFor).
+  enum class Method { Ring, Mpi, Hierarchical };
+
+  /// How `count` elements of `dtype` are reduced over `ranks`: as
+  /// `algorithm` says, or for COMMRT_ALGORITHM_DEFAULT as the configuration
+  /// says (see commrt.h). The ring needs more than one rank, the hierarchy
+  /// several nodes of more than one rank.
+  Method methodFor(commrt_algorithm algorithm, int64_t count,
+                   commrt_dtype dtype, const Ranks &ranks) const {
+    const Method flat = ranks.size > 1 ? Method::Ring : Method::Mpi;
+    switch (algorithm) {
+    case COMMRT_ALGORITHM_RING:
+      return flat;
+    case COMMRT_ALGORITHM_TREE:
+      return Method::Mpi;
+    case COMMRT_ALGORITHM_HIERARCHICAL:
+      return ranks.hierarchy ? Method::Hierarchical : flat;
+    case COMMRT_ALGORITHM_DEFAULT:
+      break;
+    }
+    switch (config.algorithm) {
+    case AllreduceAlgorithm::Mpi:
+      return Method::Mpi;
+    case AllreduceAlgorithm::Hierarchical:
+      return ranks.hierarchy ? Method::Hierarchical : Method::Mpi;
+    case AllreduceAlgorithm::Ring:
+      return flat;
+    case AllreduceAlgorithm::Auto:
+      break;
+    }
+    return ranks.size > 2 && count * static_cast<int64_t>(elementSize(dtype)) >=
+                                 config.ringMinBytes
+               ? Method::Ring
+               : Method::Mpi;
+  }
+
   /// In-place allreduce of `count` elements of `dtype` at `buffer` over
   /// `ranks`, by ring or hierarchy (receiving into `scratch`) or
-  /// MPI_Allreduce as the configuration says; AVG divides the sum by the
-  /// number of ranks.
+  /// MPI_Allreduce as methodFor says; AVG divides the sum by the number of
+  /// ranks.
   commrt_status allreduce(void *buffer, int64_t count, commrt_dtype dtype,
-                          commrt_reduce reduce, const Ranks &ranks,
+                          commrt_reduce reduce, commrt_algorithm algorithm,
+                          const Ranks &ranks,
                           std::vector<unsigned char> &scratch) const {
     commrt_status status;
-    if (config.algorithm == AllreduceAlgorithm::Hierarchical && ranks.hierarchy)
+    switch (methodFor(algorithm, count, dtype, ranks)) {
+    case Method::Hierarchical:
       status =
           hierarchical(buffer, count, dtype, reduce, *ranks.hierarchy, scratch);
-    else if (useRing(count, dtype, ranks.size))
+      break;
+    case Method::Ring:
       status = ring({{static_cast<unsigned char *>(buffer), count}}, dtype,
                     reduce, ranks.comm, scratch);
-    else
+      break;
+    case Method::Mpi:
       status = allreduceChunked(buffer, count, dtype, reduce, ranks.comm);
+      break;
+    }
     if (status)
       return status;
     if (reduce == COMMRT_AVG)
@@ -314,9 +367,9 @@ private:
 
   /// Hierarchical allreduce in place (see the file comment) over the two
   /// levels `levels`, each node's pieces reduced into `scratch`, in parts of
-  /// at most INT_MAX elements since MPI counts are ints. Piece `i` of a part
-  /// of n elements is n / q elements, one more for the first n % q. AVG is
-  /// reduced as SUM.
+  /// kHierarchyPartBytes whose three phases are pipelined. Piece `i` of a
+  /// part of n elements is n / q elements, one more for the first n % q.
+  /// AVG is reduced as SUM.
   commrt_status hierarchical(void *buffer, int64_t count, commrt_dtype dtype,
                              commrt_reduce reduce, const Hierarchy &levels,
                              std::vector<unsigned char> &scratch) const {
@@ -325,53 +378,82 @@ private:
     MPI_Op op = mpiOp(dtype, reduce);
     const size_t width = elementSize(dtype);
     const int q = levels.nodeSize, own = levels.nodeRank;
-    std::vector<int> counts(q), displacements(q);
-    auto *bytes = static_cast<unsigned char *>(buffer);
-    for (int64_t done = 0; done < count;) {
-      int64_t part = std::min<int64_t>(count - done, INT_MAX);
+    // The parts, pipelined: while one part crosses between nodes, the next
+    // is reduce-scattered and the last allgathered within the node.
+    const int64_t partCount = std::clamp<int64_t>(
+        kHierarchyPartBytes / static_cast<int64_t>(width), 1, INT_MAX);
+    struct Part {
+      unsigned char *at;
+      std::vector<int> counts, displacements;
+      MPI_Request scatter = MPI_REQUEST_NULL, gather = MPI_REQUEST_NULL;
+    };
+    std::vector<Part> parts;
+    for (int64_t done = 0; done < count; done += partCount) {
+      int64_t part = std::min(count - done, partCount);
       int64_t base = part / q, extra = part % q;
+      Part made{static_cast<unsigned char *>(buffer) + done * width,
+                std::vector<int>(q), std::vector<int>(q)};
       for (int i = 0; i < q; ++i) {
-        counts[i] = static_cast<int>(base + (i < extra ? 1 : 0));
-        displacements[i] =
+        made.counts[i] = static_cast<int>(base + (i < extra ? 1 : 0));
+        made.displacements[i] =
             static_cast<int>(i * base + std::min<int64_t>(i, extra));
       }
-      if (scratch.size() < counts[0] * width)
-        scratch.resize(counts[0] * width);
-      unsigned char *at = bytes + done * width;
-      if (int error = MPI_Reduce_scatter(at, scratch.data(), counts.data(),
-                                         type, op, levels.node))
-        return failMpi("MPI_Reduce_scatter (hierarchical allreduce)", error);
-      if (int error = MPI_Allreduce(MPI_IN_PLACE, scratch.data(), counts[own],
-                                    type, op, levels.peers))
-        return failMpi("MPI_Allreduce (hierarchical allreduce)", error);
-      if (int error = MPI_Allgatherv(scratch.data(), counts[own], type, at,
-                                     counts.data(), displacements.data(), type,
-                                     levels.node))
-        return failMpi("MPI_Allgatherv (hierarchical allreduce)", error);
-      done += part;
+      parts.push_back(std::move(made));
     }
+    // Two slots of one piece each: part j is reduced into slot j % 2.
+    const int64_t slotBytes = parts[0].counts[0] * static_cast<int64_t>(width);
+    if (static_cast<int64_t>(scratch.size()) < 2 * slotBytes)
+      scratch.resize(2 * slotBytes);
+    auto slot = [&](size_t j) { return scratch.data() + (j % 2) * slotBytes; };
+    auto scatter = [&](size_t j) -> commrt_status {
+      if (int error =
+              MPI_Ireduce_scatter(parts[j].at, slot(j), parts[j].counts.data(),
+                                  type, op, levels.node, &parts[j].scatter))
+        return failMpi("MPI_Ireduce_scatter (hierarchical allreduce)", error);
+      return COMMRT_SUCCESS;
+    };
+    auto wait = [](MPI_Request &request) -> commrt_status {
+      if (int error = MPI_Wait(&request, MPI_STATUS_IGNORE))
+        return failMpi("MPI_Wait (hierarchical allreduce)", error);
+      return COMMRT_SUCCESS;
+    };
+    // The ring's receive slots.
+    std::vector<unsigned char> ringScratch;
+    COMMRT_TRY(scatter(0));
+    for (size_t j = 0; j < parts.size(); ++j) {
+      Part &part = parts[j];
+      COMMRT_TRY(wait(part.scatter));
+      if (j + 1 < parts.size()) {
+        // Slot (j + 1) % 2 is free once part j - 1 is gathered from it.
+        if (j > 0)
+          COMMRT_TRY(wait(parts[j - 1].gather));
+        COMMRT_TRY(scatter(j + 1));
+      }
+      // Across nodes, large pieces take the ring: OpenMPI's allreduce over
+      // TCP reaches about half the link rate, and this is the level where
+      // the link is slow. Its waits also progress the node's collectives.
+      const int piece = part.counts[own];
+      if (static_cast<int64_t>(piece) * static_cast<int64_t>(width) >=
+          config.ringMinBytes) {
+        COMMRT_TRY(ringAllreduce({{slot(j), piece}}, type, width, op,
+                                 levels.peers, ringScratch));
+      } else if (int error = MPI_Allreduce(MPI_IN_PLACE, slot(j), piece, type,
+                                           op, levels.peers)) {
+        return failMpi("MPI_Allreduce (hierarchical allreduce)", error);
+      }
+      if (int error = MPI_Iallgatherv(
+              slot(j), piece, type, part.at, part.counts.data(),
+              part.displacements.data(), type, levels.node, &part.gather))
+        return failMpi("MPI_Iallgatherv (hierarchical allreduce)", error);
+    }
+    for (Part &part : parts)
+      COMMRT_TRY(wait(part.gather));
     return COMMRT_SUCCESS;
   }
 
   /// The MPI datatype carrying `dtype`.
   MPI_Datatype mpiType(commrt_dtype dtype) const {
     return mpiTypeOf(dtype, type16);
-  }
-
-  /// Whether `count` elements of `dtype` are reduced by the ring among
-  /// `size` ranks.
-  bool useRing(int64_t count, commrt_dtype dtype, int size) const {
-    switch (config.algorithm) {
-    case AllreduceAlgorithm::Mpi:
-    case AllreduceAlgorithm::Hierarchical:
-      return false;
-    case AllreduceAlgorithm::Ring:
-      return size > 1;
-    case AllreduceAlgorithm::Auto:
-      break;
-    }
-    return size > 2 && count * static_cast<int64_t>(elementSize(dtype)) >=
-                           config.ringMinBytes;
   }
 
   /// The MPI op reducing `dtype` with `reduce`; AVG sums.
@@ -609,9 +691,10 @@ public:
   }
 
   /// Adds `group`, the ranks of `comm`, whose channels run on
-  /// `channelComms` (freed with the channels, also on failure). Under the
-  /// hierarchical allreduce, splits the node and peers communicators of
-  /// `comm` and of every channel's. Collective over `comm`.
+  /// `channelComms` (freed with the channels, also on failure). Splits the
+  /// node and peers communicators of `comm` and of every channel's, for the
+  /// hierarchical allreduce, which a plan may ask for whatever the
+  /// configuration. Collective over `comm`.
   commrt_status insertGroup(int group, MPI_Comm comm,
                             std::vector<MPI_Comm> channelComms) {
     auto added = std::make_unique<Group>();
@@ -622,7 +705,7 @@ public:
       channelRanks.push_back(Ranks{channelComm, added->ranks.size});
     commrt_status status = COMMRT_SUCCESS;
     const AllreduceConfig &config = reducer.configuration();
-    if (config.algorithm == AllreduceAlgorithm::Hierarchical) {
+    if (added->ranks.size > 1) {
       // Nodes of consecutive ranks count ranks of the backend's communicator,
       // which group 0 is being made over when there is none yet.
       int baseRank;

@@ -3,7 +3,8 @@
 // The buffer is cut into one near-equal segment per rank; a reduce-scatter of
 // p - 1 steps sends a segment to the right neighbour and reduces the one
 // received from the left into the buffer, leaving each rank with one fully
-// reduced segment, then an allgather of p - 1 steps circulates those.
+// reduced segment, then an allgather of p - 1 steps circulates those. The
+// steps are pipelined into each other piece by piece (see Ring).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +22,8 @@ namespace {
 constexpr int kRingTag = 0x636d;
 
 /// The most bytes of one ring message: small enough that a piece is reduced
-/// while the next one travels, large enough that per-message costs stay
-/// small.
+/// and forwarded while the next ones travel, large enough that per-message
+/// costs stay small.
 constexpr int64_t kRingPieceBytes = int64_t(1) << 20;
 
 /// A message of the ring: the elements [begin, begin + count) of the
@@ -35,25 +36,28 @@ struct Message {
   MPI_Datatype type = MPI_DATATYPE_NULL;
 };
 
-/// One ring allreduce (see ringAllreduce).
+/// One ring allreduce (see ringAllreduce), pipelined across its steps.
+///
+/// The reduce-scatter and the allgather are 2 (p - 1) steps; step s sends
+/// segment sent(s) to the right and receives segment received(s) from the
+/// left, and sent(s + 1) == received(s): what a step receives (and, in the
+/// reduce-scatter, reduces) is what the next step forwards. Every step moves
+/// its segment in the same number of pieces, and message g = s * pieces + k
+/// is piece k of step s. Piece k of step s + 1 is sent as soon as piece k of
+/// step s is in, so a rank never waits for a whole step to drain before it
+/// forwards: the link stays busy across step boundaries, and each received
+/// piece is reduced while later ones travel. Messages are sent and received
+/// in increasing g on every rank, which MPI's ordering of messages between
+/// two ranks on one tag and communicator matches up.
 class Ring {
 public:
   Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
        MPI_Op op, MPI_Comm comm, std::vector<unsigned char> &scratch);
 
-  /// Runs the reduce-scatter, then the allgather.
+  /// Runs the reduce-scatter and the allgather.
   commrt_status run();
 
 private:
-  /// The messages of one step: segment `sent` goes to the right while
-  /// segment `received` comes from the left, into scratch to be reduced
-  /// into the spans when `reduces`, or straight into the spans.
-  struct Step {
-    int sent, received;
-    bool reduces;
-    std::vector<MPI_Request> sends, receives;
-  };
-
   /// The first element of segment `segment`, and its number of elements.
   int64_t segmentBegin(int segment) const {
     return segment * base + std::min<int64_t>(segment, extra);
@@ -65,14 +69,31 @@ private:
   /// `segment` modulo the number of ranks.
   int wrap(int segment) const { return (segment % size + size) % size; }
 
+  /// Whether step `s` is part of the reduce-scatter.
+  bool reduces(int64_t s) const { return s < size - 1; }
+
+  /// The segment step `s` sends to the right and the one it receives from
+  /// the left. Reduce-scatter: after step s, segment rank - s - 1 holds the
+  /// reduction over ranks rank - s - 1 .. rank, and at its end this rank
+  /// owns segment rank + 1 fully reduced. Allgather: the fully reduced
+  /// segments go around the ring.
+  int sentAt(int64_t s) const {
+    return reduces(s) ? wrap(rank - static_cast<int>(s))
+                      : wrap(rank + 1 - static_cast<int>(s - (size - 1)));
+  }
+  int receivedAt(int64_t s) const {
+    return reduces(s) ? wrap(rank - static_cast<int>(s) - 1)
+                      : wrap(rank - static_cast<int>(s - (size - 1)));
+  }
+
   /// The elements of piece `piece` of a segment of `total` elements.
   int64_t pieceOf(int64_t total, int64_t piece) const {
     return std::clamp<int64_t>(total - piece * pieceCount, 0, pieceCount);
   }
 
-  /// The half of scratch that receives piece `piece`.
-  unsigned char *scratchFor(int64_t piece) const {
-    return scratch.data() + (piece % 2) * scratchCount * width;
+  /// The scratch slot that receives message `g` of the reduce-scatter.
+  unsigned char *scratchFor(int64_t g) const {
+    return scratch.data() + (g % kWindow) * scratchCount * width;
   }
 
   /// Makes the message of the `count` elements at `begin` in the spans.
@@ -83,18 +104,19 @@ private:
   commrt_status reduceInto(const unsigned char *from, int64_t begin,
                            int64_t n) const;
 
-  /// Runs one step (see Step).
-  commrt_status step(int sent, int received, bool reduces);
+  /// Posts the send of message `g`.
+  commrt_status postSend(int64_t g);
 
-  /// Posts the receive and the send of piece `piece` of `step`.
-  commrt_status post(Step &step, int64_t piece);
+  /// Posts the receive of message `g`: into scratch in the reduce-scatter,
+  /// in place in the allgather, once the send that read that place is done.
+  commrt_status postReceive(int64_t g);
 
-  /// Posts every piece of `step` ahead of the next, reducing each received
-  /// piece while the next one travels.
-  commrt_status receiveAndReduce(Step &step);
+  /// Waits for every message posted.
+  commrt_status complete();
 
-  /// Waits for every message of `step`.
-  commrt_status complete(Step &step);
+  /// Receives posted ahead of the one being waited for; in the
+  /// reduce-scatter each has a scratch slot of one piece.
+  static constexpr int64_t kWindow = 4;
 
   const std::vector<Span> &spans;
   const MPI_Datatype type;
@@ -107,11 +129,14 @@ private:
   std::vector<int64_t> offsets;
   /// Segment sizes (see ringAllreduce).
   int64_t base, extra;
-  /// The elements of a full piece, and of each half of scratch.
+  /// The elements of a full piece, and of each scratch slot.
   int64_t pieceCount, scratchCount;
   /// The pieces of every step of every rank, some of them empty, so that
   /// each send meets its receive.
   int64_t pieces;
+  /// The messages of all steps, indexed by g.
+  int64_t messages;
+  std::vector<MPI_Request> sends, receives;
 };
 
 Ring::Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
@@ -130,26 +155,38 @@ Ring::Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
   base = count / size;
   extra = count % size;
   pieceCount = std::max<int64_t>(1, kRingPieceBytes / width);
-  // Two pieces: one being received while the other is reduced.
   scratchCount = std::min(segmentCount(0), pieceCount);
   pieces =
       std::max<int64_t>(1, (segmentCount(0) + pieceCount - 1) / pieceCount);
+  messages = 2 * static_cast<int64_t>(size - 1) * pieces;
+  sends.assign(messages, MPI_REQUEST_NULL);
+  receives.assign(messages, MPI_REQUEST_NULL);
 }
 
 commrt_status Ring::run() {
-  if (scratch.size() < 2 * scratchCount * width)
-    scratch.resize(2 * scratchCount * width);
-  // Reduce-scatter: after step s, segment rank - s - 1 holds the reduction
-  // over ranks rank - s - 1 .. rank; at the end this rank owns segment
-  // rank + 1 fully reduced.
-  for (int s = 0; s < size - 1; ++s)
-    COMMRT_TRY(step(wrap(rank - s), wrap(rank - s - 1), /*reduces=*/true));
-  // Allgather: pass the fully reduced segments around the ring.
-  for (int s = 0; s < size - 1; ++s)
-    COMMRT_TRY(step(wrap(rank + 1 - s), wrap(rank - s), /*reduces=*/false));
-  return COMMRT_SUCCESS;
+  if (scratch.size() < kWindow * scratchCount * width)
+    scratch.resize(kWindow * scratchCount * width);
+  // Step 0 sends this rank's own data: all of it can go at once.
+  for (int64_t g = 0; g < std::min(pieces, messages); ++g)
+    COMMRT_TRY(postSend(g));
+  int64_t receivesPosted = 0;
+  for (int64_t g = 0; g < messages; ++g) {
+    // Slot (g + kWindow - 1) % kWindow was freed by message g - 1.
+    for (; receivesPosted < std::min(messages, g + kWindow); ++receivesPosted)
+      COMMRT_TRY(postReceive(receivesPosted));
+    if (int error = MPI_Wait(&receives[g], MPI_STATUS_IGNORE))
+      return failMpi("MPI_Wait (ring allreduce)", error);
+    const int64_t s = g / pieces, piece = g % pieces;
+    if (reduces(s))
+      COMMRT_TRY(reduceInto(scratchFor(g),
+                            segmentBegin(receivedAt(s)) + piece * pieceCount,
+                            pieceOf(segmentCount(receivedAt(s)), piece)));
+    // What came in goes on to the right in the next step.
+    if (g + pieces < messages)
+      COMMRT_TRY(postSend(g + pieces));
+  }
+  return complete();
 }
-
 commrt_status Ring::message(int64_t begin, int64_t count, Message &out) const {
   out = Message{MPI_BOTTOM, 0, type};
   if (count == 0)
@@ -200,38 +237,14 @@ commrt_status Ring::reduceInto(const unsigned char *from, int64_t begin,
   return COMMRT_SUCCESS;
 }
 
-commrt_status Ring::step(int sent, int received, bool reduces) {
-  Step step{sent, received, reduces,
-            std::vector<MPI_Request>(pieces, MPI_REQUEST_NULL),
-            std::vector<MPI_Request>(pieces, MPI_REQUEST_NULL)};
-  if (reduces) {
-    COMMRT_TRY(receiveAndReduce(step));
-  } else {
-    for (int64_t piece = 0; piece < pieces; ++piece)
-      COMMRT_TRY(post(step, piece));
-  }
-  return complete(step);
-}
-
-commrt_status Ring::post(Step &step, int64_t piece) {
-  const int64_t receiving = pieceOf(segmentCount(step.received), piece);
-  const int64_t receiveAt = segmentBegin(step.received) + piece * pieceCount;
-  Message into;
-  if (step.reduces)
-    into = Message{scratchFor(piece), static_cast<int>(receiving), type};
-  else
-    COMMRT_TRY(message(receiveAt, receiving, into));
-  int error = MPI_Irecv(into.buffer, into.count, into.type, left, kRingTag,
-                        comm, &step.receives[piece]);
-  if (into.type != type)
-    MPI_Type_free(&into.type);
-  if (error)
-    return failMpi("MPI_Irecv (ring allreduce)", error);
+commrt_status Ring::postSend(int64_t g) {
+  const int64_t s = g / pieces, piece = g % pieces;
+  const int segment = sentAt(s);
   Message from;
-  COMMRT_TRY(message(segmentBegin(step.sent) + piece * pieceCount,
-                     pieceOf(segmentCount(step.sent), piece), from));
-  error = MPI_Isend(from.buffer, from.count, from.type, right, kRingTag, comm,
-                    &step.sends[piece]);
+  COMMRT_TRY(message(segmentBegin(segment) + piece * pieceCount,
+                     pieceOf(segmentCount(segment), piece), from));
+  int error = MPI_Isend(from.buffer, from.count, from.type, right, kRingTag,
+                        comm, &sends[g]);
   if (from.type != type)
     MPI_Type_free(&from.type);
   if (error)
@@ -239,25 +252,33 @@ commrt_status Ring::post(Step &step, int64_t piece) {
   return COMMRT_SUCCESS;
 }
 
-commrt_status Ring::receiveAndReduce(Step &step) {
-  COMMRT_TRY(post(step, 0));
-  for (int64_t piece = 0; piece < pieces; ++piece) {
-    if (piece + 1 < pieces)
-      COMMRT_TRY(post(step, piece + 1));
-    if (int error = MPI_Wait(&step.receives[piece], MPI_STATUS_IGNORE))
+commrt_status Ring::postReceive(int64_t g) {
+  const int64_t s = g / pieces, piece = g % pieces;
+  const int segment = receivedAt(s);
+  const int64_t count = pieceOf(segmentCount(segment), piece);
+  Message into;
+  if (reduces(s)) {
+    into = Message{scratchFor(g), static_cast<int>(count), type};
+  } else {
+    // The allgather overwrites the segment that reduce-scatter step
+    // s - (p - 1) sent from: that send must be done first.
+    const int64_t sentFrom = (s - (size - 1)) * pieces + piece;
+    if (int error = MPI_Wait(&sends[sentFrom], MPI_STATUS_IGNORE))
       return failMpi("MPI_Wait (ring allreduce)", error);
-    COMMRT_TRY(reduceInto(scratchFor(piece),
-                          segmentBegin(step.received) + piece * pieceCount,
-                          pieceOf(segmentCount(step.received), piece)));
+    COMMRT_TRY(
+        message(segmentBegin(segment) + piece * pieceCount, count, into));
   }
+  int error = MPI_Irecv(into.buffer, into.count, into.type, left, kRingTag,
+                        comm, &receives[g]);
+  if (into.type != type)
+    MPI_Type_free(&into.type);
+  if (error)
+    return failMpi("MPI_Irecv (ring allreduce)", error);
   return COMMRT_SUCCESS;
 }
 
-commrt_status Ring::complete(Step &step) {
-  if (int error = MPI_Waitall(static_cast<int>(pieces), step.receives.data(),
-                              MPI_STATUSES_IGNORE))
-    return failMpi("MPI_Waitall (ring allreduce)", error);
-  if (int error = MPI_Waitall(static_cast<int>(pieces), step.sends.data(),
+commrt_status Ring::complete() {
+  if (int error = MPI_Waitall(static_cast<int>(messages), sends.data(),
                               MPI_STATUSES_IGNORE))
     return failMpi("MPI_Waitall (ring allreduce)", error);
   return COMMRT_SUCCESS;

@@ -30,8 +30,9 @@ struct Span {
 /// `type` (`width` bytes each) reduced with `op`, over `comm`, receiving
 /// into `scratch` (grown as needed and kept by the caller). Segment `s` is
 /// `count / size` elements, one more for the first `count % size`; some may
-/// be empty. Each step moves its segment in pieces of at most 1 MiB,
-/// pipelined: the next piece is on the wire while the last one is reduced.
+/// be empty. Each step moves its segment in pieces of at most 1 MiB, and the
+/// steps are pipelined: a piece goes on to the right as soon as it has come
+/// in from the left and been reduced, while the next pieces travel.
 /// Collective over `comm`, whose ranks carry one collective at a time.
 commrt_status ringAllreduce(const std::vector<Span> &spans, MPI_Datatype type,
                             size_t width, MPI_Op op, MPI_Comm comm,

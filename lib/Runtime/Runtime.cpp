@@ -407,13 +407,15 @@ int32_t queryGroup(const char *function, int32_t group, Value &&value) {
 commrt_status fusedAllreduce(const char *function, int32_t group,
                              void *const *buffers, const int64_t *counts,
                              int32_t nbuffers, int32_t dtype, int32_t reduce,
-                             int32_t wire, float prescale) {
+                             int32_t wire, float prescale, int32_t algorithm) {
   Plan plan;
   return inGroupCollective(
       function, group,
       [&] {
-        return checkFusedAllreduce(buffers, counts, nbuffers, dtype, reduce,
-                                   wire, prescale, plan);
+        return withAlgorithm(checkFusedAllreduce(buffers, counts, nbuffers,
+                                                 dtype, reduce, wire, prescale,
+                                                 plan),
+                             algorithm, plan);
       },
       [&](int64_t) { return runPlan(plan, group); });
 }
@@ -424,16 +426,19 @@ commrt_status fusedAllreduceStart(const char *function, int32_t group,
                                   void *const *buffers, const int64_t *counts,
                                   int32_t nbuffers, int32_t dtype,
                                   int32_t reduce, int32_t wire, float prescale,
-                                  int32_t channel, int64_t *handle) {
+                                  int32_t algorithm, int32_t channel,
+                                  int64_t *handle) {
   if (handle)
     *handle = 0;
   Plan plan;
   return inGroupCollective(
       function, group,
       [&] {
-        return checkStart(checkFusedAllreduce(buffers, counts, nbuffers, dtype,
+        return checkStart(
+            withAlgorithm(checkFusedAllreduce(buffers, counts, nbuffers, dtype,
                                               reduce, wire, prescale, plan),
-                          channel, runtime().channels, handle);
+                          algorithm, plan),
+            channel, runtime().channels, handle);
       },
       [&](int64_t collective) {
         return startPlan(plan, group, channel, collective, handle);
@@ -600,7 +605,8 @@ int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
                                int32_t nbuffers, int32_t dtype, int32_t reduce,
                                int32_t wire, float prescale) {
   return fusedAllreduce("commrt_fused_allreduce", /*group=*/0, buffers, counts,
-                        nbuffers, dtype, reduce, wire, prescale);
+                        nbuffers, dtype, reduce, wire, prescale,
+                        COMMRT_ALGORITHM_DEFAULT);
 }
 
 int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
@@ -635,9 +641,9 @@ int32_t commrt_fused_allreduce_start(void *const *buffers,
                                      int32_t dtype, int32_t reduce,
                                      int32_t wire, float prescale,
                                      int32_t channel, int64_t *handle) {
-  return fusedAllreduceStart("commrt_fused_allreduce_start", /*group=*/0,
-                             buffers, counts, nbuffers, dtype, reduce, wire,
-                             prescale, channel, handle);
+  return fusedAllreduceStart(
+      "commrt_fused_allreduce_start", /*group=*/0, buffers, counts, nbuffers,
+      dtype, reduce, wire, prescale, COMMRT_ALGORITHM_DEFAULT, channel, handle);
 }
 
 int32_t commrt_group_split(int64_t id, int32_t color, int32_t key,
@@ -710,20 +716,21 @@ int32_t commrt_group_size(int32_t group) {
 int32_t commrt_group_fused_allreduce(int32_t group, void *const *buffers,
                                      const int64_t *counts, int32_t nbuffers,
                                      int32_t dtype, int32_t reduce,
-                                     int32_t wire, float prescale) {
+                                     int32_t wire, float prescale,
+                                     int32_t algorithm) {
   return fusedAllreduce("commrt_group_fused_allreduce", group, buffers, counts,
-                        nbuffers, dtype, reduce, wire, prescale);
+                        nbuffers, dtype, reduce, wire, prescale, algorithm);
 }
 
 int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
                                            const int64_t *counts,
                                            int32_t nbuffers, int32_t dtype,
                                            int32_t reduce, int32_t wire,
-                                           float prescale, int32_t channel,
-                                           int64_t *handle) {
+                                           float prescale, int32_t algorithm,
+                                           int32_t channel, int64_t *handle) {
   return fusedAllreduceStart("commrt_group_fused_allreduce_start", group,
                              buffers, counts, nbuffers, dtype, reduce, wire,
-                             prescale, channel, handle);
+                             prescale, algorithm, channel, handle);
 }
 
 int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,

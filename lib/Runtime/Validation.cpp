@@ -459,6 +459,19 @@ Checked commrt::inGroup(Checked checked, int32_t group) {
   return checked;
 }
 
+Checked commrt::withAlgorithm(Checked checked, int32_t algorithm, Plan &plan) {
+  if (checked.status == COMMRT_SUCCESS) {
+    if (algorithm < COMMRT_ALGORITHM_DEFAULT ||
+        algorithm > COMMRT_ALGORITHM_HIERARCHICAL)
+      checked.status = fail(COMMRT_ERROR_INVALID_ARGUMENT, "algorithm ",
+                            algorithm, " is not a commrt_algorithm (0..3)");
+    else
+      plan.algorithm = static_cast<commrt_algorithm>(algorithm);
+  }
+  checked.shared.push_back({"algorithm", algorithm});
+  return checked;
+}
+
 Plan commrt::singlePlan(void *buffer, int64_t count, int32_t dtype,
                         int32_t reduce, int32_t wire, float prescale) {
   Plan plan;

@@ -120,6 +120,10 @@ Checked checkGroupSplit(int64_t id, int32_t color, const int32_t *group);
 /// COMMRT_CHECKS_FIRST_OF_EACH.
 Checked inGroup(Checked checked, int32_t group);
 
+/// Adds to the `checked` arguments of a fused allreduce its `algorithm`,
+/// which must be a commrt_algorithm, and sets it in `plan`.
+Checked withAlgorithm(Checked checked, int32_t algorithm, Plan &plan);
+
 /// The plan of an allreduce of one buffer, whose arguments are valid.
 Plan singlePlan(void *buffer, int64_t count, int32_t dtype, int32_t reduce,
                 int32_t wire, float prescale);

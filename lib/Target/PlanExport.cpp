@@ -11,10 +11,13 @@
 
 #include "CommDialect/Target/Export.h"
 
+#include "ExportNames.h"
+
 #include "CommDialect/CommDialect.h"
 #include "CommOpt/Analysis/ClusterModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
@@ -264,6 +267,23 @@ static void writeCollective(llvm::json::OStream &json,
     prescale = start.getPrescaleAttr();
   }
   json.attribute("reduce", stringifyReduceKind(reduce));
+  // A collective among the process groups of a grid names them; one among
+  // all ranks has no `group`.
+  if (auto group = op->getAttrOfType<GroupAttr>("group")) {
+    json.attributeObject("group", [&] {
+      json.attribute("grid", group.getGrid().getValue());
+      if (auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+              op, group.getGrid()))
+        json.attributeArray("shape", [&] {
+          for (int64_t size : grid.getShape())
+            json.value(size);
+        });
+      json.attributeArray("axes", [&] {
+        for (int64_t axis : group.getAxes())
+          json.value(axis);
+      });
+    });
+  }
   json.attribute("wire", wire ? getDtypeName(wire.getValue()) : "none");
   json.attribute("prescale", prescale ? prescale.getValueAsDouble() : 1.0);
   if (auto start = dyn_cast<StartOp>(op)) {
@@ -326,13 +346,19 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
   FailureOr<SmallVector<PlannedCollective>> plan = collectPlan(func);
   if (failed(plan) || failed(verifyCoverage(func, *plan)))
     return failure();
+  std::string modelName = getModelName(module);
+  if (failed(detail::checkExportedName(module, "export-plan", "the model name",
+                                       modelName)) ||
+      failed(detail::checkExportedName(func, "export-plan", "function name",
+                                       func.getSymName())))
+    return failure();
 
   llvm::json::OStream json(os, /*IndentSize=*/1);
   json.object([&] {
     json.attribute("format", "commopt-plan");
     json.attribute("version", kPlanFormatVersion);
     json.attribute("generator", "commopt-translate --export-plan");
-    json.attribute("model", getModelName(module));
+    json.attribute("model", modelName);
     json.attribute("function", func.getSymName());
     json.attribute("world_size", ranks.getInt());
     json.attributeObject("cluster", [&] {

@@ -11,7 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommDialect/Target/Export.h"
+
 #include "CommOpt/Analysis/PlanningCluster.h"
+#include "ExportNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/JSON.h"
@@ -191,6 +193,9 @@ LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
+    if (failed(detail::checkExportedName(func, "export-timeline",
+                                         "function name", func.getSymName())))
+      return failure();
     FailureOr<StepModel> model = buildStepModel(func, *cluster, *device);
     if (failed(model))
       return failure();
@@ -204,6 +209,9 @@ LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
   }
 
   std::string modelName = getModelName(module);
+  if (failed(detail::checkExportedName(module, "export-timeline",
+                                       "the model name", modelName)))
+    return failure();
   os << "{\"displayTimeUnit\": \"ms\",\n\"otherData\": ";
   {
     llvm::json::OStream json(os);

@@ -48,7 +48,8 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
                                           ReduceKind::avg, /*wire=*/nullptr,
                                           /*prescale=*/nullptr,
                                           builder.getStringAttr(gradient.name),
-                                          /*group=*/nullptr)
+                                          /*group=*/nullptr,
+                                          /*algorithm=*/nullptr)
                           .getResult());
 }
 

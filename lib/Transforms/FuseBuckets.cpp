@@ -34,18 +34,20 @@ constexpr size_t kNoDeadline = std::numeric_limits<size_t>::max();
 
 /// What gradients must agree on to share one collective: a bucket is
 /// reduced with one reduction, one element type and wire setting, among
-/// one set of ranks (null group: all ranks).
+/// one set of ranks (null group: all ranks), by one allreduce algorithm
+/// (null: the runtime's default).
 struct BucketKey {
   ReduceKind reduce;
   Type elementType;
   TypeAttr wire;
   FloatAttr prescale;
   GroupAttr group;
+  AlgorithmKindAttr algorithm;
 
   bool operator==(const BucketKey &other) const {
     return reduce == other.reduce && elementType == other.elementType &&
            wire == other.wire && prescale == other.prescale &&
-           group == other.group;
+           group == other.group && algorithm == other.algorithm;
   }
 };
 
@@ -113,7 +115,8 @@ SmallVector<Candidate> collectCandidates(Block &block) {
     candidates.push_back(
         {allreduce,
          {allreduce.getReduce(), type.getElementType(), allreduce.getWireAttr(),
-          allreduce.getPrescaleAttr(), allreduce.getGroupAttr()},
+          allreduce.getPrescaleAttr(), allreduce.getGroupAttr(),
+          allreduce.getAlgorithmAttr()},
          *getGradientBytes(type, wire),
          positions.lookup(&op),
          deadline});
@@ -193,7 +196,8 @@ void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
   auto fused = FusedAllReduceOp::create(
       builder, builder.getFusedLoc(locations), types, inputs,
       last.getReduceAttr(), last.getWireAttr(), last.getPrescaleAttr(),
-      anyName ? builder.getArrayAttr(names) : ArrayAttr(), last.getGroupAttr());
+      anyName ? builder.getArrayAttr(names) : ArrayAttr(), last.getGroupAttr(),
+      last.getAlgorithmAttr());
   for (auto [index, result] : llvm::zip(bucket, fused.getResults())) {
     AllReduceOp member = candidates[index].op;
     member.getResult().replaceAllUsesWith(result);

@@ -247,8 +247,8 @@ private:
   }
 
   /// A start of a collective over `gradients` with the attributes of
-  /// `collective`, its group included (an allreduce's `name` becomes
-  /// `names`). Its channel is assigned later.
+  /// `collective`, its group and algorithm included (an allreduce's `name`
+  /// becomes `names`). Its channel is assigned later.
   StartOp createStart(Operation *collective, ValueRange gradients,
                       std::optional<int64_t> priority) {
     auto from = cast<CollectiveOpInterface>(collective);
@@ -258,6 +258,9 @@ private:
     FloatAttr prescale;
     if (std::optional<double> factor = from.getPrescaleFactor())
       prescale = builder.getF64FloatAttr(*factor);
+    AlgorithmKindAttr algorithm;
+    if (std::optional<AlgorithmKind> kind = from.getAllreduceAlgorithm())
+      algorithm = AlgorithmKindAttr::get(builder.getContext(), *kind);
     // The names of the gradients taken, unless none has one.
     ArrayAttr names;
     SmallVector<StringRef> allNames = from.getGradientNames();
@@ -269,7 +272,7 @@ private:
         gradients, from.getReduceKind(), wire, prescale, names,
         /*channel=*/0,
         priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr(),
-        from.getProcessGroup());
+        from.getProcessGroup(), algorithm);
     created.insert(start);
     return start;
   }

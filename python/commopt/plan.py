@@ -205,6 +205,11 @@ def parse_plan(document, source="plan"):
         prescale = float(_field(entry, "prescale", (int, float), where, 1.0))
         _require(math.isfinite(prescale) and prescale != 0, where,
                  f"prescale {prescale} is not finite and nonzero")
+        group = entry.get("group")
+        _require(group is None, where,
+                 "runs among the process groups of a grid "
+                 f"({json.dumps(group)}); the training bridge reduces "
+                 "among all ranks")
         channel = _field(entry, "channel", int, where, None)
         _require(channel is None or channel >= 0, where,
                  f"channel {channel} is negative")

@@ -3,7 +3,7 @@
 
 // CHECK-LABEL: func.func @step
 // CHECK: %[[B:.*]] = comm.compute() {cost_us = 1.000000e+01 : f64, layer = 0 : i64
-// CHECK-NEXT: %[[T:.*]] = comm.start %{{.*}}, %[[B]] {names = ["l1.w", "l0.w"], priority = 0 : i64
+// CHECK-NEXT: %[[T:.*]] = comm.start %{{.*}}, %[[B]] {algorithm = #comm.algorithm<tree>, names = ["l1.w", "l0.w"], priority = 0 : i64
 // CHECK-NEXT: %[[R:.*]]:2 = comm.wait %[[T]]
 // CHECK-NEXT: return %[[R]]#0, %[[R]]#1
 func.func @step() -> (tensor<1000xf32>, tensor<1000xf32>) {

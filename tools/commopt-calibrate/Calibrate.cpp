@@ -6,8 +6,11 @@
 // size (each repetition starts after an MPI_Barrier and counts the slowest
 // rank's time), fits T(n) = a + b n by least squares, converts the fit to the
 // per-step ring alpha and beta of the cost model, and writes a
-// `commopt-cluster` v1 description (docs/CostModel.md). Rank 0 prints the
-// measured and fitted times per size.
+// `commopt-cluster` v1 description (docs/CostModel.md). With several nodes
+// of more than one rank (--ranks-per-node), a second sweep times the
+// allreduce within every node at once and gives the intra-node level; the
+// sweep over all ranks gives the inter-node one. Rank 0 prints the measured
+// and fitted times per size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -136,14 +139,41 @@ Options parseOptions(int argc, char **argv) {
 /// Aborts every rank when a runtime call fails, so that none waits forever.
 void check(int32_t status) { commrt_abort_on_error(status); }
 
-/// The slowest rank's time of one allreduce of `count` floats, in us.
-double timeOnce(std::vector<float> &buffer, int64_t count) {
+/// The slowest rank's time of one allreduce of `count` floats among the
+/// ranks of `group` (0: all ranks, commrt_allreduce; else every node's group
+/// at once, as the hierarchical allreduce runs them), in us.
+double timeOnce(std::vector<float> &buffer, int64_t count, int32_t group) {
   MPI_Barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime();
-  check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
+  if (group == 0) {
+    check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
+  } else {
+    void *buffers[] = {buffer.data()};
+    check(commrt_group_fused_allreduce(group, buffers, &count, 1, COMMRT_F32,
+                                       COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                       COMMRT_ALGORITHM_DEFAULT));
+  }
   double local = (MPI_Wtime() - start) * 1e6, slowest = 0;
   MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return slowest;
+}
+
+/// The median time of the allreduce among `group` (see timeOnce) at each of
+/// `sizes`.
+std::vector<Sample> sweep(const std::vector<int64_t> &sizes, int repetitions,
+                          std::vector<float> &buffer, int32_t group) {
+  std::vector<Sample> samples;
+  for (int64_t bytes : sizes) {
+    int64_t count = bytes / 4;
+    // One untimed run: connections, the runtime's buffers and page faults
+    // belong to no repetition.
+    timeOnce(buffer, count, group);
+    std::vector<double> times;
+    for (int r = 0; r < repetitions; ++r)
+      times.push_back(timeOnce(buffer, count, group));
+    samples.push_back({double(bytes), median(times)});
+  }
+  return samples;
 }
 
 std::string formatBytes(int64_t bytes) {
@@ -183,16 +213,19 @@ int main(int argc, char **argv) {
 
   std::vector<int64_t> sizes = sweepSizes(options.minBytes, options.maxBytes);
   std::vector<float> buffer(options.maxBytes / 4, 1.0f);
-  std::vector<Sample> samples;
-  for (int64_t bytes : sizes) {
-    int64_t count = bytes / 4;
-    // One untimed run: connections, the runtime's buffers and page faults
-    // belong to no repetition.
-    timeOnce(buffer, count);
-    std::vector<double> times;
-    for (int r = 0; r < options.repetitions; ++r)
-      times.push_back(timeOnce(buffer, count));
-    samples.push_back({double(bytes), median(times)});
+  std::vector<Sample> samples =
+      sweep(sizes, options.repetitions, buffer, /*group=*/0);
+  // Several nodes of more than one rank: the ring within each node measures
+  // the intra-node level, which the ring over all ranks, bounded by the
+  // links between nodes, does not.
+  const int64_t q = options.ranksPerNode;
+  const bool twoLevels = q > 1 && q < ranks;
+  std::vector<Sample> nodeSamples;
+  if (twoLevels) {
+    int32_t node = 0;
+    check(commrt_group_split(/*id=*/0x63616c6962,
+                             static_cast<int32_t>(rank / q), rank, &node));
+    nodeSamples = sweep(sizes, options.repetitions, buffer, node);
   }
 
   if (rank != 0) {
@@ -203,6 +236,13 @@ int main(int argc, char **argv) {
   llvm::Expected<LinearFit> fit = fitLinear(samples, options.fit);
   if (!fit)
     return fail(llvm::toString(fit.takeError()));
+  std::optional<LinearFit> nodeFit;
+  if (twoLevels) {
+    llvm::Expected<LinearFit> fitted = fitLinear(nodeSamples, options.fit);
+    if (!fitted)
+      return fail(llvm::toString(fitted.takeError()));
+    nodeFit = *fitted;
+  }
   std::string source = llvm::formatv(
       "calibrated with commopt-calibrate on {0}: commrt_allreduce of f32 sums "
       "on {1} ranks, {2}..{3} ({4} sizes, median of {5} repetitions), "
@@ -215,8 +255,16 @@ int main(int argc, char **argv) {
       fit->interceptClamped ? " (intercept clamped to 0)" : "",
       fit->rmsResidualUs, fit->maxRelativeError * 100,
       options.fit == FitError::Absolute ? "absolute" : "relative");
-  llvm::Expected<ClusterModel> cluster = makeCalibratedCluster(
-      *fit, ranks, options.ranksPerNode, options.name, source);
+  if (nodeFit)
+    source += llvm::formatv(
+        "; intra-node level from the allreduce within each node of {0} "
+        "ranks, all nodes at once: a = {1:f3} us, b = {2:e4} s/B, RMS "
+        "residual {3:f1} us, max relative error {4:f1}%",
+        q, nodeFit->interceptUs, nodeFit->slopeUsPerByte * 1e-6,
+        nodeFit->rmsResidualUs, nodeFit->maxRelativeError * 100);
+  llvm::Expected<ClusterModel> cluster =
+      makeCalibratedCluster(*fit, ranks, options.ranksPerNode, options.name,
+                            source, nodeFit ? &*nodeFit : nullptr);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
 
@@ -243,6 +291,24 @@ int main(int argc, char **argv) {
       fit->interceptUs, fit->slopeUsPerByte * 1e-6,
       fit->interceptClamped ? " (intercept clamped to 0)" : "", ranks,
       level.alphaUs, level.betaUsPerByte * 1e-6, level.bandwidthGbps());
+  if (nodeFit) {
+    // The same check within a node: measured, fitted, and the model's ring
+    // over one node's ranks on the intra-node level.
+    ClusterModel oneNode = *cluster;
+    oneNode.ranks = q;
+    llvm::outs() << "within each node of " << q << " ranks:\n";
+    for (const Sample &sample : nodeSamples)
+      llvm::outs() << llvm::formatv(
+          "| {0,10} | {1,14:f1} | {2,14:f1} | {3,14:f1} |\n",
+          formatBytes(int64_t(sample.bytes)), sample.timeUs,
+          nodeFit->predictUs(sample.bytes),
+          mlir::comm::allreduceCost(oneNode, sample.bytes).totalUs());
+    llvm::outs() << llvm::formatv(
+        "intra-node ring per step over {0} ranks: alpha = {1:f3} us, beta = "
+        "{2:e4} s/B ({3:f2} Gbit/s)\n",
+        q, cluster->intra.alphaUs, cluster->intra.betaUsPerByte * 1e-6,
+        cluster->intra.bandwidthGbps());
+  }
 
   std::error_code error;
   llvm::raw_fd_ostream file(options.output, error, llvm::sys::fs::OF_Text);

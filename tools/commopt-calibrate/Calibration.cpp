@@ -108,10 +108,19 @@ commopt::calibrate::ringLevelFromFit(const LinearFit &fit, int64_t ranks) {
 
 llvm::Expected<ClusterModel> commopt::calibrate::makeCalibratedCluster(
     const LinearFit &fit, int64_t ranks, int64_t ranksPerNode, std::string name,
-    std::string source) {
+    std::string source, const LinearFit *nodeFit) {
   llvm::Expected<LinkLevel> level = ringLevelFromFit(fit, ranks);
   if (!level)
     return level.takeError();
+  const bool twoLevels =
+      ranksPerNode > 1 && ranksPerNode < ranks && ranks % ranksPerNode == 0;
+  LinkLevel intra = *level;
+  if (nodeFit && twoLevels) {
+    llvm::Expected<LinkLevel> node = ringLevelFromFit(*nodeFit, ranksPerNode);
+    if (!node)
+      return node.takeError();
+    intra = *node;
+  }
   ClusterModel cluster;
   cluster.name = std::move(name);
   cluster.source = std::move(source);
@@ -119,7 +128,7 @@ llvm::Expected<ClusterModel> commopt::calibrate::makeCalibratedCluster(
   cluster.ranksPerNode = ranksPerNode;
   cluster.algorithm = AllreduceAlgorithm::Ring;
   cluster.channels = 1;
-  cluster.intra = *level;
+  cluster.intra = intra;
   cluster.inter = *level;
   if (llvm::Error error = cluster.verify())
     return std::move(error);

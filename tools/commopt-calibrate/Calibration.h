@@ -70,13 +70,16 @@ llvm::Expected<mlir::comm::LinkLevel> ringLevelFromFit(const LinearFit &fit,
                                                        int64_t ranks);
 
 /// The cluster a calibration describes: `ranks` ranks in nodes of
-/// `ranksPerNode`, a ring allreduce, one channel, and the fitted level as the
-/// flat level (inter-node when there are several nodes, intra-node
-/// otherwise). The other level, which a flat ring does not measure, gets the
-/// same figures. Verified before it is returned.
+/// `ranksPerNode`, a ring allreduce, one channel, and the level of `fit`, a
+/// ring over all ranks, as the flat level (inter-node when there are several
+/// nodes, intra-node otherwise). With several nodes of more than one rank,
+/// `nodeFit`, when given, is a ring within each node and gives the
+/// intra-node level; without it, the level a flat ring does not measure gets
+/// the same figures. Verified before it is returned.
 llvm::Expected<mlir::comm::ClusterModel>
 makeCalibratedCluster(const LinearFit &fit, int64_t ranks, int64_t ranksPerNode,
-                      std::string name, std::string source);
+                      std::string name, std::string source,
+                      const LinearFit *nodeFit = nullptr);
 
 /// Sizes from `minBytes` to `maxBytes`, doubling (the last one is
 /// `maxBytes` even when it is not a doubling of the previous one).

@@ -22,6 +22,7 @@
 
 using namespace commopt::calibrate;
 using mlir::comm::ClusterModel;
+using mlir::comm::LinkLevel;
 
 namespace {
 
@@ -161,6 +162,48 @@ TEST(Calibration, WrittenJsonLoadsBack) {
       makeCalibratedCluster(fit, 4, 3, "bad", "synthetic fit");
   ASSERT_FALSE(bool(bad));
   llvm::consumeError(bad.takeError());
+}
+
+TEST(Calibration, NodeFitGivesTheIntraNodeLevel) {
+  LinearFit flat, node;
+  flat.interceptUs = 300;
+  flat.slopeUsPerByte = 1.2e-2; // a ring over 2 nodes of 2 at ~1 Gbit/s
+  node.interceptUs = 20;
+  node.slopeUsPerByte = 4e-4; // a ring within a node, through memory
+  llvm::Expected<ClusterModel> cluster =
+      makeCalibratedCluster(flat, 4, 2, "two-level", "synthetic", &node);
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  // Each level reproduces the ring it was fitted on: the flat ring over all
+  // four ranks (inter-node level) and a ring over one node's two ranks.
+  llvm::Expected<LinkLevel> inter = ringLevelFromFit(flat, 4);
+  llvm::Expected<LinkLevel> intra = ringLevelFromFit(node, 2);
+  ASSERT_TRUE(bool(inter) && bool(intra));
+  EXPECT_EQ(cluster->inter.alphaUs, inter->alphaUs);
+  EXPECT_EQ(cluster->inter.betaUsPerByte, inter->betaUsPerByte);
+  EXPECT_EQ(cluster->intra.alphaUs, intra->alphaUs);
+  EXPECT_EQ(cluster->intra.betaUsPerByte, intra->betaUsPerByte);
+  ClusterModel node2 = *cluster;
+  node2.ranks = 2;
+  node2.ranksPerNode = 2;
+  for (double bytes : {4.0, 67108864.0})
+    EXPECT_NEAR(mlir::comm::allreduceCost(node2, bytes).totalUs(),
+                node.predictUs(bytes), 1e-9 * node.predictUs(bytes));
+  // Hierarchical: the node ring's halves around the inter-node ring over
+  // the two nodes, each priced on its level.
+  double bytes = 1e8;
+  double expected =
+      2 * (node.interceptUs / 2 + bytes / 2 * intra->betaUsPerByte) +
+      2 * (inter->alphaUs + bytes / 2 * inter->betaUsPerByte);
+  EXPECT_NEAR(mlir::comm::allreduceCost(
+                  *cluster, bytes, mlir::comm::AllreduceAlgorithm::Hierarchical)
+                  .totalUs(),
+              expected, 1e-9 * expected);
+
+  // One node, or one rank per node: there is no second level to fit.
+  llvm::Expected<ClusterModel> flatOnly =
+      makeCalibratedCluster(flat, 4, 1, "flat", "synthetic", &node);
+  ASSERT_TRUE(bool(flatOnly));
+  EXPECT_EQ(flatOnly->intra, flatOnly->inter);
 }
 
 TEST(Calibration, SweepSizesAndMedian) {

@@ -13,8 +13,12 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <random>
+#include <vector>
 
 using namespace mlir::comm;
 
@@ -118,11 +122,117 @@ TEST(ClusterModel, PresetsRoundTripThroughJSON) {
     EXPECT_EQ(back->algorithm, cluster.algorithm);
     EXPECT_EQ(back->channels, cluster.channels);
     EXPECT_EQ(back->sharing, cluster.sharing);
-    // beta travels in s/B and is stored in us/B: equal up to rounding.
-    EXPECT_DOUBLE_EQ(back->intra.alphaUs, cluster.intra.alphaUs);
-    EXPECT_DOUBLE_EQ(back->intra.betaUsPerByte, cluster.intra.betaUsPerByte);
-    EXPECT_DOUBLE_EQ(back->inter.alphaUs, cluster.inter.alphaUs);
-    EXPECT_DOUBLE_EQ(back->inter.betaUsPerByte, cluster.inter.betaUsPerByte);
+    // beta travels in s/B and is stored in us/B, and reads back exactly.
+    EXPECT_EQ(back->intra.alphaUs, cluster.intra.alphaUs);
+    EXPECT_EQ(back->intra.betaUsPerByte, cluster.intra.betaUsPerByte);
+    EXPECT_EQ(back->inter.alphaUs, cluster.inter.alphaUs);
+    EXPECT_EQ(back->inter.betaUsPerByte, cluster.inter.betaUsPerByte);
+  }
+}
+
+/// `cluster` written by toJSON and read back.
+ClusterModel roundTrip(const ClusterModel &cluster) {
+  llvm::Expected<ClusterModel> back =
+      ClusterModel::fromJSON(print(cluster.toJSON()));
+  if (!back) {
+    ADD_FAILURE() << llvm::toString(back.takeError());
+    return ClusterModel();
+  }
+  return *back;
+}
+
+/// baseCluster() with the intra level given by `field` = `value`.
+std::string clusterWithIntra(llvm::StringRef field, double value) {
+  llvm::json::Object object = baseCluster();
+  level(object, "intra") =
+      llvm::json::Object{{"alpha_us", 2.0}, {field, value}};
+  return print(std::move(object));
+}
+
+TEST(ClusterModel, BetaRoundTripsExactly) {
+  // The model keeps beta in us/B, the file in s/B, and x / 1e6 * 1e6 is
+  // one ulp off x for some x: 4.192 Gbit/s was one (commopt-cluster-fuzzer).
+  std::vector<double> gbps = {4.192, 1.0,    10.0,   25.0,  56.0,  100.0,
+                              126.0, 1200.0, 1e-300, 1e300, 0.001, 3.0};
+  std::vector<double> seconds = {1e-9,
+                                 6.6666666666666663e-12,
+                                 1e-310,
+                                 std::numeric_limits<double>::denorm_min(),
+                                 std::numeric_limits<double>::min(),
+                                 1e295,
+                                 std::numeric_limits<double>::max() / 1e6};
+  std::mt19937_64 random(20261125);
+  std::uniform_real_distribution<double> mantissa(1.0, 10.0);
+  std::uniform_int_distribution<int> exponent(-12, 6);
+  std::uniform_int_distribution<uint64_t> bits(
+      0x0010000000000000ull, 0x7fefffffffffffffull); // positive normals
+  for (int i = 0; i < 4000; ++i) {
+    double value = mantissa(random) * std::pow(10.0, exponent(random));
+    gbps.push_back(value);
+    seconds.push_back(value * 1e-9);
+    double any;
+    uint64_t word = bits(random);
+    std::memcpy(&any, &word, sizeof(any));
+    if (std::isfinite(any * 1e6))
+      seconds.push_back(any);
+    if (std::isfinite(1e-3 / any) && 1e-3 / any > 0)
+      gbps.push_back(any);
+  }
+  size_t checked = 0;
+  auto check = [&](llvm::StringRef field, double value) {
+    llvm::Expected<ClusterModel> cluster =
+        ClusterModel::fromJSON(clusterWithIntra(field, value));
+    if (!cluster) {
+      // Out of range (a beta that overflows, or rounds to 0).
+      llvm::consumeError(cluster.takeError());
+      return;
+    }
+    ++checked;
+    double beta = cluster->intra.betaUsPerByte;
+    EXPECT_EQ(LinkLevel::representableBeta(beta), beta)
+        << field.str() << " " << llvm::formatv("{0:e17}", value).str();
+    EXPECT_EQ(LinkLevel::secondsPerByte(beta) * 1e6, beta)
+        << field.str() << " " << llvm::formatv("{0:e17}", value).str();
+    ClusterModel back = roundTrip(*cluster);
+    EXPECT_EQ(back.intra.betaUsPerByte, beta)
+        << field.str() << " " << llvm::formatv("{0:e17}", value).str();
+    EXPECT_TRUE(back == *cluster)
+        << field.str() << " " << llvm::formatv("{0:e17}", value).str();
+  };
+  for (double value : gbps)
+    check("bandwidth_gbps", value);
+  for (double value : seconds)
+    check("beta_s_per_byte", value);
+  EXPECT_GT(checked, 8000u);
+
+  // A file's beta_s_per_byte is kept as read, times 1e6.
+  llvm::Expected<ClusterModel> exact =
+      ClusterModel::fromJSON(clusterWithIntra("beta_s_per_byte", 1e-9));
+  ASSERT_TRUE(bool(exact)) << llvm::toString(exact.takeError());
+  EXPECT_EQ(exact->intra.betaUsPerByte, 1e-9 * 1e6);
+}
+
+TEST(ClusterModel, RepresentableBetaIsNearAndStable) {
+  std::mt19937_64 random(7);
+  std::uniform_int_distribution<uint64_t> bits(0x0010000000000000ull,
+                                               0x7fefffffffffffffull);
+  for (int i = 0; i < 10000; ++i) {
+    uint64_t word = bits(random);
+    double beta;
+    std::memcpy(&beta, &word, sizeof(beta));
+    double representable = LinkLevel::representableBeta(beta);
+    if (beta / 1e6 < std::numeric_limits<double>::min())
+      continue; // subnormal seconds per byte keep fewer digits
+    EXPECT_LE(std::abs(representable - beta), 4e-16 * beta) << beta;
+    EXPECT_EQ(LinkLevel::representableBeta(representable), representable);
+    EXPECT_EQ(LinkLevel::secondsPerByte(representable) * 1e6, representable);
+  }
+}
+
+TEST(ClusterModel, PresetBetasRoundTripExactly) {
+  for (llvm::StringRef name : ClusterModel::presetNames()) {
+    ClusterModel cluster = llvm::cantFail(ClusterModel::preset(name));
+    EXPECT_TRUE(roundTrip(cluster) == cluster) << name.str();
   }
 }
 

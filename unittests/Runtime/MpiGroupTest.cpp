@@ -170,7 +170,8 @@ TEST(Group, SplitIsCachedWithoutCommunicating) {
   void *buffers[] = {buffer.data()};
   int64_t counts[] = {5};
   ASSERT_EQ(commrt_group_fused_allreduce(rows, buffers, counts, 1, COMMRT_F32,
-                                         COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f),
+                                         COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                         COMMRT_ALGORITHM_DEFAULT),
             COMMRT_SUCCESS)
       << commrt_last_error();
   EXPECT_EQ(buffer[0], static_cast<float>(membersOf(kRows).size()));
@@ -183,14 +184,16 @@ TEST(Group, UnknownHandlesFail) {
   int64_t counts[] = {4};
   EXPECT_TRUE(failedWith(
       commrt_group_fused_allreduce(unknown, buffers, counts, 1, COMMRT_F32,
-                                   COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f),
+                                   COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                   COMMRT_ALGORITHM_DEFAULT),
       COMMRT_ERROR_INVALID_ARGUMENT,
       "commrt_group_fused_allreduce: group 9999 is not a process group"));
   int64_t handle = 5;
-  EXPECT_TRUE(failedWith(commrt_group_fused_allreduce_start(
-                             -3, buffers, counts, 1, COMMRT_F32, COMMRT_SUM,
-                             COMMRT_WIRE_NONE, 1.0f, 0, &handle),
-                         COMMRT_ERROR_INVALID_ARGUMENT, "group -3"));
+  EXPECT_TRUE(failedWith(
+      commrt_group_fused_allreduce_start(-3, buffers, counts, 1, COMMRT_F32,
+                                         COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                         COMMRT_ALGORITHM_DEFAULT, 0, &handle),
+      COMMRT_ERROR_INVALID_ARGUMENT, "group -3"));
   EXPECT_EQ(handle, 0);
   EXPECT_TRUE(failedWith(
       commrt_group_sparse_allreduce(unknown, data, residual, 4, 1.0,
@@ -235,7 +238,8 @@ TEST(Group, ChecksRunAmongTheGroup) {
   void *buffers[] = {buffer.data()};
   int64_t counts[] = {second ? 7 : 8};
   int32_t status = commrt_group_fused_allreduce(
-      rows, buffers, counts, 1, COMMRT_F64, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f);
+      rows, buffers, counts, 1, COMMRT_F64, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+      COMMRT_ALGORITHM_DEFAULT);
   if (members.size() > 1)
     EXPECT_TRUE(failedWith(status, COMMRT_ERROR_MISMATCH,
                            "commrt_group_fused_allreduce: ranks disagree on "
@@ -268,9 +272,9 @@ protected:
     void *buffers[] = {first.data(), nullptr, second.data()};
     int64_t counts[] = {static_cast<int64_t>(first.size()), 0,
                         static_cast<int64_t>(second.size())};
-    ASSERT_EQ(commrt_group_fused_allreduce(group, buffers, counts, 3,
-                                           param.dtype, param.reduce,
-                                           COMMRT_WIRE_NONE, 1.0f),
+    ASSERT_EQ(commrt_group_fused_allreduce(
+                  group, buffers, counts, 3, param.dtype, param.reduce,
+                  COMMRT_WIRE_NONE, 1.0f, COMMRT_ALGORITHM_DEFAULT),
               COMMRT_SUCCESS)
         << commrt_last_error();
     auto expected = [&](int64_t i) {
@@ -320,7 +324,8 @@ TEST(Group, GroupZeroIsAllRanks) {
   void *buffers[] = {buffer.data()};
   int64_t counts[] = {100};
   ASSERT_EQ(commrt_group_fused_allreduce(0, buffers, counts, 1, COMMRT_F32,
-                                         COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f),
+                                         COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                         COMMRT_ALGORITHM_DEFAULT),
             COMMRT_SUCCESS)
       << commrt_last_error();
   for (size_t i = 0; i < buffer.size(); ++i)
@@ -342,7 +347,7 @@ TEST(Group, WireF16IsCloseWithAvg) {
   int64_t counts[] = {count};
   ASSERT_EQ(commrt_group_fused_allreduce(columns, buffers, counts, 1,
                                          COMMRT_F32, COMMRT_AVG, COMMRT_F16,
-                                         0.5f),
+                                         0.5f, COMMRT_ALGORITHM_DEFAULT),
             COMMRT_SUCCESS)
       << commrt_last_error();
   for (int64_t i = 0; i < count; ++i) {
@@ -380,12 +385,14 @@ TEST(Group, AsyncOnTwoChannelsOverTwoGroups) {
     // all ranks on channel 0 among them, all in flight together.
     ASSERT_EQ(commrt_group_fused_allreduce_start(
                   rows, rowBuffers, counts, 1, COMMRT_F32, COMMRT_SUM,
-                  COMMRT_WIRE_NONE, 1.0f, 0, &rowHandle),
+                  COMMRT_WIRE_NONE, 1.0f, COMMRT_ALGORITHM_DEFAULT, 0,
+                  &rowHandle),
               COMMRT_SUCCESS)
         << commrt_last_error();
     ASSERT_EQ(commrt_group_fused_allreduce_start(
                   columns, columnBuffers, counts, 1, COMMRT_F32, COMMRT_SUM,
-                  COMMRT_WIRE_NONE, 1.0f, 1, &columnHandle),
+                  COMMRT_WIRE_NONE, 1.0f, COMMRT_ALGORITHM_DEFAULT, 1,
+                  &columnHandle),
               COMMRT_SUCCESS)
         << commrt_last_error();
     ASSERT_EQ(commrt_fused_allreduce_start(worldBuffers, counts, 1, COMMRT_F32,

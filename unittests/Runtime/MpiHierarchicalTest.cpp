@@ -29,16 +29,23 @@ using namespace commrt::testing;
 
 namespace {
 
-/// Whether the settings make the allreduces of all ranks hierarchical: the
-/// algorithm asked for, and nodes of COMMRT_RANKS_PER_NODE ranks that are
-/// several, of equal size, with more than one rank each.
-bool hierarchicalOverAllRanks() {
-  const char *algorithm = std::getenv("COMMRT_ALLREDUCE");
+/// Whether COMMRT_RANKS_PER_NODE makes all ranks several nodes of equal
+/// size with more than one rank each, where a plan that asks for the
+/// hierarchical algorithm gets it.
+bool ranksFormNodes() {
   const char *perNode = std::getenv("COMMRT_RANKS_PER_NODE");
-  if (!algorithm || std::strcmp(algorithm, "hierarchical") != 0 || !perNode)
+  if (!perNode)
     return false;
   int q = std::atoi(perNode);
   return q > 1 && q < size() && size() % q == 0;
+}
+
+/// Whether the settings make the allreduces of all ranks hierarchical: the
+/// algorithm asked for, and nodes (ranksFormNodes).
+bool hierarchicalOverAllRanks() {
+  const char *algorithm = std::getenv("COMMRT_ALLREDUCE");
+  return algorithm && std::strcmp(algorithm, "hierarchical") == 0 &&
+         ranksFormNodes();
 }
 
 /// Expects the hierarchical algorithm to have run `runs` times since
@@ -84,8 +91,10 @@ std::vector<double> flatReduction(commrt_reduce reduce, int64_t first,
 //===----------------------------------------------------------------------===//
 
 /// The sizes of the exact sums: none, fewer elements than a node's ranks, an
-/// odd one, and one of several MiB that no node size divides.
-const int64_t kCounts[] = {0, 1, 3, 1000, (int64_t(1) << 20) + 7};
+/// odd one, one of several MiB that no node size divides, and one of several
+/// of the hierarchical allreduce's 16-MiB parts, the last one short.
+const int64_t kCounts[] = {
+    0, 1, 3, 1000, (int64_t(1) << 20) + 7, (int64_t(1) << 23) + 5};
 
 using SumCase = std::tuple<commrt_dtype, int64_t>;
 
@@ -282,6 +291,140 @@ TEST(Hierarchical, AsyncOnTwoChannels) {
 }
 
 //===----------------------------------------------------------------------===//
+// The algorithm of each call
+//===----------------------------------------------------------------------===//
+
+/// Fills fused f32 buffers of `kFusedCounts` with the contributions.
+void fillFused(std::vector<std::vector<float>> &buffers,
+               std::vector<void *> &pointers) {
+  int64_t total = 0;
+  for (int64_t count : kFusedCounts) {
+    buffers.emplace_back(count);
+    for (int64_t i = 0; i < count; ++i)
+      buffers.back()[i] = static_cast<float>(contribution(rank(), total + i));
+    total += count;
+  }
+  for (std::vector<float> &buffer : buffers)
+    pointers.push_back(buffer.data());
+}
+
+/// Expects the buffers of fillFused to hold the exact sum over all ranks.
+void expectFusedSum(const std::vector<std::vector<float>> &buffers) {
+  int64_t total = 0;
+  for (const std::vector<float> &buffer : buffers)
+    total += static_cast<int64_t>(buffer.size());
+  std::vector<double> flat = flatReduction(COMMRT_SUM, 0, total);
+  int64_t first = 0;
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    for (size_t i = 0; i < buffers[b].size(); ++i)
+      ASSERT_EQ(buffers[b][i], static_cast<float>(flat[first + i]))
+          << "buffer " << b << " index " << i;
+    first += static_cast<int64_t>(buffers[b].size());
+  }
+}
+
+class PerCallAlgorithmTest : public ::testing::TestWithParam<commrt_algorithm> {
+};
+
+/// Whatever COMMRT_ALLREDUCE says, a call's algorithm decides how it runs:
+/// the hierarchical one wherever the ranks form nodes, the others never
+/// (the default follows COMMRT_ALLREDUCE); the sum is exact either way.
+TEST_P(PerCallAlgorithmTest, RunsAsAskedWithTheExactSum) {
+  const commrt_algorithm algorithm = GetParam();
+  std::vector<std::vector<float>> buffers;
+  std::vector<void *> pointers;
+  fillFused(buffers, pointers);
+  int64_t before = commrt::hierarchicalAllreducesRun();
+  ASSERT_EQ(commrt_group_fused_allreduce(
+                0, pointers.data(), kFusedCounts, std::size(kFusedCounts),
+                COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f, algorithm),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int64_t expected = 0;
+  if (algorithm == COMMRT_ALGORITHM_HIERARCHICAL)
+    expected = ranksFormNodes() ? 1 : 0;
+  else if (algorithm == COMMRT_ALGORITHM_DEFAULT)
+    expected = hierarchicalOverAllRanks() ? 1 : 0;
+  EXPECT_EQ(commrt::hierarchicalAllreducesRun() - before, expected);
+  expectFusedSum(buffers);
+}
+
+TEST_P(PerCallAlgorithmTest, StartedOnAChannelRunsAsAsked) {
+  const commrt_algorithm algorithm = GetParam();
+  std::vector<std::vector<float>> buffers;
+  std::vector<void *> pointers;
+  fillFused(buffers, pointers);
+  int64_t before = commrt::hierarchicalAllreducesRun();
+  int64_t handle = 0;
+  ASSERT_EQ(commrt_group_fused_allreduce_start(
+                0, pointers.data(), kFusedCounts, std::size(kFusedCounts),
+                COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f, algorithm,
+                commrt_channels() - 1, &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+  if (algorithm == COMMRT_ALGORITHM_HIERARCHICAL)
+    EXPECT_EQ(commrt::hierarchicalAllreducesRun() - before,
+              ranksFormNodes() ? 1 : 0);
+  expectFusedSum(buffers);
+}
+
+/// The name of a test of `algorithm`.
+std::string
+algorithmName(const ::testing::TestParamInfo<commrt_algorithm> &info) {
+  static const char *const names[] = {"Default", "Ring", "Tree",
+                                      "Hierarchical"};
+  return names[info.param];
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, PerCallAlgorithmTest,
+                         ::testing::Values(COMMRT_ALGORITHM_DEFAULT,
+                                           COMMRT_ALGORITHM_RING,
+                                           COMMRT_ALGORITHM_TREE,
+                                           COMMRT_ALGORITHM_HIERARCHICAL),
+                         algorithmName);
+
+TEST(PerCallAlgorithm, UnknownAlgorithmIsRejected) {
+  float value = 1.0f;
+  void *pointers[] = {&value};
+  const int64_t counts[] = {1};
+  EXPECT_TRUE(failedWith(
+      commrt_group_fused_allreduce(0, pointers, counts, 1, COMMRT_F32,
+                                   COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f, 7),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_group_fused_allreduce: algorithm 7 is not a "
+      "commrt_algorithm (0..3)"));
+  int64_t handle = -1;
+  EXPECT_TRUE(failedWith(commrt_group_fused_allreduce_start(
+                             0, pointers, counts, 1, COMMRT_F32, COMMRT_SUM,
+                             COMMRT_WIRE_NONE, 1.0f, -1, 0, &handle),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_group_fused_allreduce_start: algorithm -1 is "
+                         "not a commrt_algorithm (0..3)"));
+  EXPECT_EQ(handle, 0);
+}
+
+TEST(PerCallAlgorithm, RanksThatDisagreeOnTheAlgorithmFailOnEveryRank) {
+  if (size() < 2)
+    GTEST_SKIP() << "needs two ranks";
+  float value = 1.0f;
+  void *pointers[] = {&value};
+  const int64_t counts[] = {1};
+  // Checks on for this call: a new collective is checked by default, but a
+  // run with COMMRT_CHECK=0 must still not hang here.
+  ASSERT_EQ(commrt_set_consistency_checks(COMMRT_CHECKS_EVERY_CALL),
+            COMMRT_SUCCESS);
+  int32_t status = commrt_group_fused_allreduce(
+      0, pointers, counts, 1, COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+      rank() == 0 ? COMMRT_ALGORITHM_RING : COMMRT_ALGORITHM_TREE);
+  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_MISMATCH,
+                         "commrt_group_fused_allreduce: ranks disagree on "
+                         "algorithm (min 1, max 2)"));
+  ASSERT_EQ(commrt_set_consistency_checks(COMMRT_CHECKS_FIRST_OF_EACH),
+            COMMRT_SUCCESS);
+}
+
+//===----------------------------------------------------------------------===//
 // Process groups
 //===----------------------------------------------------------------------===//
 
@@ -308,9 +451,9 @@ void expectGroupSum(int32_t group, const std::vector<int> &members) {
     pointers.push_back(buffers.back().data());
     first += count;
   }
-  ASSERT_EQ(commrt_group_fused_allreduce(group, pointers.data(), counts.data(),
-                                         2, COMMRT_F32, COMMRT_SUM,
-                                         COMMRT_WIRE_NONE, 1.0f),
+  ASSERT_EQ(commrt_group_fused_allreduce(
+                group, pointers.data(), counts.data(), 2, COMMRT_F32,
+                COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f, COMMRT_ALGORITHM_DEFAULT),
             COMMRT_SUCCESS)
       << commrt_last_error();
   first = 0;

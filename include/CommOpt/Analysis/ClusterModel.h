@@ -73,10 +73,22 @@ struct LinkLevel {
   double betaUsPerByte = 0;
 
   /// A level given by its latency and its bandwidth in gigabits per second
-  /// (10^9 bit/s).
+  /// (10^9 bit/s). Its beta is a representableBeta.
   static LinkLevel fromBandwidth(double alphaUs, double gigabitsPerSecond);
   /// The level's bandwidth in gigabits per second.
   double bandwidthGbps() const;
+
+  /// The seconds per byte that a description file holds for
+  /// `betaUsPerByte`: a double s whose s * 1e6, as the reader computes it,
+  /// is `betaUsPerByte` exactly, when one exists (always for a
+  /// representableBeta); otherwise the nearest to betaUsPerByte / 1e6.
+  static double secondsPerByte(double betaUsPerByte);
+  /// `betaUsPerByte` if a file can hold it exactly in seconds per byte
+  /// (secondsPerByte), else the nearest beta that one can: s * 1e6 for
+  /// s = betaUsPerByte / 1e6, one ulp or so off. Every beta the reader
+  /// and the presets build is one, so that a cluster written by
+  /// ClusterModel::toJSON reads back equal.
+  static double representableBeta(double betaUsPerByte);
 
   bool operator==(const LinkLevel &other) const {
     return alphaUs == other.alphaUs && betaUsPerByte == other.betaUsPerByte;

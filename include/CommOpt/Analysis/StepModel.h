@@ -21,7 +21,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +60,39 @@ double estimateComputeUs(Operation *op, const DeviceModel &device);
 /// zero-sized.
 double getCollectiveBytes(TypeRange types, Type wire);
 
+/// The cost model's allreduce algorithm for the dialect's `algorithm`, and
+/// back.
+AllreduceAlgorithm getAllreduceAlgorithm(AlgorithmKind algorithm);
+AlgorithmKind getAlgorithmKind(AllreduceAlgorithm algorithm);
+
+/// Whether `cluster` (all ranks, or a process group's: ClusterModel::forGroup)
+/// can run a hierarchical allreduce that differs from a flat one: several
+/// nodes of several ranks each.
+bool canRunHierarchical(const ClusterModel &cluster);
+
+/// The clusters collectives run on, for pricing them: all ranks of
+/// `cluster`, or the ranks and links of a collective's process group
+/// (ClusterModel::forGroup), made once per group. A group on a grid of
+/// dynamic size is priced among all ranks (it does not say who is grouped
+/// with whom).
+class CollectiveClusters {
+public:
+  explicit CollectiveClusters(const ClusterModel &cluster) : cluster(cluster) {}
+
+  /// The cluster `op` runs on; valid as long as this object.
+  const ClusterModel &get(CollectiveOpInterface op);
+
+private:
+  const ClusterModel &cluster;
+  SymbolTableCollection symbols;
+  llvm::DenseMap<Attribute, std::unique_ptr<ClusterModel>> groups;
+};
+
+/// The cost of the dense allreduce `op` of `bytes` on `cluster` (the one it
+/// runs on): with its `algorithm` when it has one, else the cluster's.
+CollectiveCost getDenseAllreduceCost(CollectiveOpInterface op,
+                                     const ClusterModel &cluster, double bytes);
+
 /// The cost model's exchange scheme for `exchange`.
 SparseExchangeScheme getSparseExchangeScheme(ExchangeKind exchange);
 
@@ -78,9 +114,10 @@ std::string getModelName(ModuleOp module);
 /// A comm.wait after the last compute task gives its collective no wait
 /// point when the collective carries layers: in steady state the next step's
 /// forward of those layers waits for it (otherwise, the next step's start).
-/// Collective costs come from `cluster`. Fails, with a diagnostic on the op,
-/// on a comm.start whose comm.wait lies in another block, or whose channel
-/// the cluster does not have.
+/// Collective costs come from `cluster` (a process group's from the group's
+/// cluster), dense ones by their `algorithm` when they have one. Fails, with a
+/// diagnostic on the op, on a comm.start whose comm.wait lies in another block,
+/// or whose channel the cluster does not have.
 FailureOr<StepModel> buildStepModel(func::FuncOp func,
                                     const ClusterModel &cluster,
                                     const DeviceModel &device);

@@ -25,6 +25,63 @@ double mlir::comm::getCollectiveBytes(TypeRange types, Type wire) {
   return bytes;
 }
 
+AllreduceAlgorithm mlir::comm::getAllreduceAlgorithm(AlgorithmKind algorithm) {
+  switch (algorithm) {
+  case AlgorithmKind::ring:
+    return AllreduceAlgorithm::Ring;
+  case AlgorithmKind::tree:
+    return AllreduceAlgorithm::Tree;
+  case AlgorithmKind::hierarchical:
+    return AllreduceAlgorithm::Hierarchical;
+  }
+  llvm_unreachable("unknown algorithm kind");
+}
+
+AlgorithmKind mlir::comm::getAlgorithmKind(AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+  case AllreduceAlgorithm::Ring:
+    return AlgorithmKind::ring;
+  case AllreduceAlgorithm::Tree:
+    return AlgorithmKind::tree;
+  case AllreduceAlgorithm::Hierarchical:
+    return AlgorithmKind::hierarchical;
+  }
+  llvm_unreachable("unknown allreduce algorithm");
+}
+
+bool mlir::comm::canRunHierarchical(const ClusterModel &cluster) {
+  return cluster.nodes() > 1 && cluster.ranksPerNode > 1;
+}
+
+const ClusterModel &CollectiveClusters::get(CollectiveOpInterface op) {
+  GroupAttr group = op.getProcessGroup();
+  if (!group)
+    return cluster;
+  auto found = groups.find(group);
+  if (found != groups.end())
+    return found->second ? *found->second : cluster;
+  // The verifier has checked that the grid exists and the axes fit it.
+  auto grid =
+      symbols.lookupNearestSymbolFrom<shard::GridOp>(op, group.getGrid());
+  ArrayRef<int64_t> shape = grid.getShape();
+  std::unique_ptr<ClusterModel> &model = groups[group];
+  // A grid of dynamic size does not say who is grouped with whom: priced
+  // among all ranks (a null entry).
+  if (!llvm::any_of(shape, ShapedType::isDynamic))
+    model = std::make_unique<ClusterModel>(
+        cluster.forGroup(shape, group.getAxes()));
+  return model ? *model : cluster;
+}
+
+CollectiveCost mlir::comm::getDenseAllreduceCost(CollectiveOpInterface op,
+                                                 const ClusterModel &cluster,
+                                                 double bytes) {
+  std::optional<AlgorithmKind> algorithm = op.getAllreduceAlgorithm();
+  return allreduceCost(cluster, bytes,
+                       algorithm ? getAllreduceAlgorithm(*algorithm)
+                                 : cluster.algorithm);
+}
+
 SparseExchangeScheme
 mlir::comm::getSparseExchangeScheme(ExchangeKind exchange) {
   switch (exchange) {
@@ -214,33 +271,15 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   };
   // The cluster a collective runs on: all of `cluster`'s ranks, or the
   // ranks of its process group (ClusterModel::forGroup).
-  SymbolTableCollection symbols;
-  llvm::DenseMap<Attribute, ClusterModel> groupClusters;
-  auto clusterOf = [&](CollectiveOpInterface op) -> const ClusterModel & {
-    GroupAttr group = op.getProcessGroup();
-    if (!group)
-      return cluster;
-    auto found = groupClusters.find(group);
-    if (found != groupClusters.end())
-      return found->second;
-    // The verifier has checked that the grid exists and the axes fit it.
-    auto grid =
-        symbols.lookupNearestSymbolFrom<shard::GridOp>(op, group.getGrid());
-    ArrayRef<int64_t> shape = grid.getShape();
-    // A grid of dynamic size does not say who is grouped with whom: priced
-    // among all ranks.
-    if (llvm::any_of(shape, ShapedType::isDynamic))
-      return cluster;
-    return groupClusters
-        .try_emplace(group, cluster.forGroup(shape, group.getAxes()))
-        .first->second;
-  };
-  // A dense allreduce of `inputs`, in the `wire` type when not null.
+  CollectiveClusters clusters(cluster);
+  // A dense allreduce of `inputs`, in the `wire` type when not null, by its
+  // algorithm (else the cluster's).
   auto addAllreduce = [&](CollectiveOpInterface op, ValueRange inputs,
                           Type wire, std::string label) -> CollectiveTask & {
     double bytes = getCollectiveBytes(inputs.getTypes(), wire);
-    return addCollective(op, inputs, allreduceCost(clusterOf(op), bytes), bytes,
-                         std::move(label));
+    return addCollective(op, inputs,
+                         getDenseAllreduceCost(op, clusters.get(op), bytes),
+                         bytes, std::move(label));
   };
 
   // The step is the function's top-level block: a collective inside a
@@ -273,7 +312,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           sparse.getChunkElements().value_or(kDefaultSparseChunkElements));
       addCollective(
           &op, sparse.getGrad(),
-          sparseAllreduceCost(clusterOf(cast<CollectiveOpInterface>(op)),
+          sparseAllreduceCost(clusters.get(cast<CollectiveOpInterface>(op)),
                               getSparseExchangeScheme(sparse.getExchange()),
                               gradient),
           getCollectiveBytes(sparse.getGrad().getType(), Type()),

@@ -395,18 +395,52 @@ static FailureOr<Value> emitGroupHandle(OpBuilder &b, Operation *op,
   return Value(memref::LoadOp::create(b, loc, slot, zero));
 }
 
-/// `name` for a collective of all ranks; for one over a process group, its
-/// `commrt_group_` form, whose first argument is the group's handle.
-static FailureOr<std::string> prependGroup(OpBuilder &b, Operation *op,
+/// The runtime's code for an allreduce algorithm (the dialect's values are
+/// commrt_algorithm's); COMMRT_ALGORITHM_DEFAULT for none.
+static int32_t getRuntimeAlgorithm(std::optional<AlgorithmKind> algorithm) {
+  if (!algorithm)
+    return COMMRT_ALGORITHM_DEFAULT;
+  return static_cast<int32_t>(*algorithm);
+}
+
+static_assert(static_cast<int>(AlgorithmKind::ring) == COMMRT_ALGORITHM_RING &&
+              static_cast<int>(AlgorithmKind::tree) == COMMRT_ALGORITHM_TREE &&
+              static_cast<int>(AlgorithmKind::hierarchical) ==
+                  COMMRT_ALGORITHM_HIERARCHICAL);
+
+/// Whether the fused allreduce (or its start) `op` needs the runtime's
+/// `commrt_group_` form: it runs over a process group or names its
+/// algorithm.
+static bool needsGroupForm(Operation *op) {
+  auto collective = cast<CollectiveOpInterface>(op);
+  return collective.getProcessGroup() ||
+         collective.getAllreduceAlgorithm().has_value();
+}
+
+/// `name` (a fused allreduce, or its start, whose `callArgs` end with the
+/// prescale) for a collective of all ranks with the runtime's default
+/// algorithm. Otherwise its `commrt_group_` form: the group's handle (0, all
+/// ranks, without a group) goes first, and the algorithm
+/// (COMMRT_ALGORITHM_DEFAULT without one) after the prescale.
+static FailureOr<std::string> useGroupForm(OpBuilder &b, Operation *op,
                                            StringRef name,
                                            SmallVectorImpl<Value> &callArgs) {
-  GroupAttr group = cast<CollectiveOpInterface>(op).getProcessGroup();
-  if (!group)
+  if (!needsGroupForm(op))
     return name.str();
-  FailureOr<Value> handle = emitGroupHandle(b, op, group);
-  if (failed(handle))
-    return failure();
-  callArgs.insert(callArgs.begin(), *handle);
+  auto collective = cast<CollectiveOpInterface>(op);
+  Value handle;
+  if (GroupAttr group = collective.getProcessGroup()) {
+    FailureOr<Value> split = emitGroupHandle(b, op, group);
+    if (failed(split))
+      return failure();
+    handle = *split;
+  } else {
+    handle = arith::ConstantIntOp::create(b, op->getLoc(), 0, 32);
+  }
+  callArgs.push_back(arith::ConstantIntOp::create(
+      b, op->getLoc(), getRuntimeAlgorithm(collective.getAllreduceAlgorithm()),
+      32));
+  callArgs.insert(callArgs.begin(), handle);
   return ("commrt_group_" + name.drop_front(StringRef("commrt_").size())).str();
 }
 
@@ -541,7 +575,7 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
     Location loc = op.getLoc();
     Value single = buffers.front();
     if (buffers.size() == 1 && args->wire == COMMRT_WIRE_NONE &&
-        args->prescale == 1.0f && !op.getGroupAttr() &&
+        args->prescale == 1.0f && !needsGroupForm(op) &&
         isContiguous(cast<MemRefType>(single.getType()))) {
       Value count = rewriter.createOrFold<arith::IndexCastOp>(
           loc, rewriter.getI64Type(), getElementCount(rewriter, loc, single));
@@ -557,7 +591,7 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
     SmallVector<Value> callArgs =
         getFusedCallArguments(rewriter, op, staged, *args);
     FailureOr<std::string> callee =
-        prependGroup(rewriter, op, "commrt_fused_allreduce", callArgs);
+        useGroupForm(rewriter, op, "commrt_fused_allreduce", callArgs);
     if (failed(callee) ||
         failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
       return failure();
@@ -587,13 +621,14 @@ struct StartLowering : public OpConversionPattern<StartOp> {
         StagedBuffers::stage(rewriter, loc, adaptor.getInputs());
     SmallVector<Value> callArgs =
         getFusedCallArguments(rewriter, start, staged, *args);
+    FailureOr<std::string> callee =
+        useGroupForm(rewriter, start, "commrt_fused_allreduce_start", callArgs);
+    if (failed(callee))
+      return failure();
     callArgs.push_back(
         arith::ConstantIntOp::create(rewriter, loc, start.getChannel(), 32));
     callArgs.push_back(getDataPointer(rewriter, loc, slot));
-    FailureOr<std::string> callee =
-        prependGroup(rewriter, start, "commrt_fused_allreduce_start", callArgs);
-    if (failed(callee) ||
-        failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
+    if (failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
       return failure();
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     SmallVector<Value> token = {

@@ -21,7 +21,9 @@ shard.grid @grid(shape = 2x3)
 // CHECK: %[[KEY:.*]] = arith.index_cast %[[COL]] : index to i32
 // CHECK: call @commrt_group_split(%[[ROWS_ID:c[0-9]+_i64]], %[[COLOR]], %[[KEY]], %{{.*}}) : (i64, i32, i32, !llvm.ptr) -> i32
 // CHECK: %[[ROWS:.*]] = memref.load
-// CHECK: call @commrt_group_fused_allreduce(%[[ROWS]], %{{.*}}, %{{.*}}, %c2_i32, %c0_i32, %c1_i32, %c-1_i32, %{{cst.*}}) : (i32, !llvm.ptr, !llvm.ptr, i32, i32, i32, i32, f32) -> i32
+// Without an `algorithm`, the runtime's default (COMMRT_ALGORITHM_DEFAULT,
+// 0) after the prescale.
+// CHECK: call @commrt_group_fused_allreduce(%[[ROWS]], %{{.*}}, %{{.*}}, %c2_i32, %c0_i32, %c1_i32, %c-1_i32, %{{cst[_0-9]*}}, %c0_i32) : (i32, !llvm.ptr, !llvm.ptr, i32, i32, i32, i32, f32, i32) -> i32
 
 // Columns (axis 0): color = column, key = row; a single gradient goes
 // through the group's fused allreduce too.
@@ -35,7 +37,7 @@ shard.grid @grid(shape = 2x3)
 
 // A start on a channel, on the rows.
 // CHECK: call @commrt_group_split(%[[ROWS_ID]],
-// CHECK: call @commrt_group_fused_allreduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32, %c0_i32, %c-1_i32, %{{cst[_0-9]*}}, %c1_i32, %{{.*}}) : (i32, !llvm.ptr, !llvm.ptr, i32, i32, i32, i32, f32, i32, !llvm.ptr) -> i32
+// CHECK: call @commrt_group_fused_allreduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32, %c0_i32, %c-1_i32, %{{cst[_0-9]*}}, %c0_i32, %c1_i32, %{{.*}}) : (i32, !llvm.ptr, !llvm.ptr, i32, i32, i32, i32, f32, i32, i32, !llvm.ptr) -> i32
 // CHECK: call @commrt_wait(
 
 // Without a group: the collectives of all ranks.

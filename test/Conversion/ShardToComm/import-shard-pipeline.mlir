@@ -21,8 +21,11 @@ shard.grid @grid(shape = 2x4)
 
 // The cost-model pipeline (comm-optimize) keeps the groups apart as well.
 // OPT-LABEL: func.func @train_step
-// OPT: comm.start %{{.*}}#0, %{{.*}}#0 {group = #comm.group<@grid, axes = [0]>, priority = 0 : i64} : tensor<256x64xf32>, tensor<512x64xf32>
-// OPT-NEXT: comm.start %{{.*}}#1, %{{.*}}#1 {channel = 1 : i64, priority = 0 : i64} : tensor<64xf32>, tensor<64xf32>
+// Each bucket gets its algorithm on the ranks it runs on: the 2-rank
+// columns the ring (the tree's latency, half its bandwidth term), the
+// 512-byte bucket of all 64 ranks the tree (latency-bound).
+// OPT: comm.start %{{.*}}#0, %{{.*}}#0 {algorithm = #comm.algorithm<ring>, group = #comm.group<@grid, axes = [0]>, priority = 0 : i64} : tensor<256x64xf32>, tensor<512x64xf32>
+// OPT-NEXT: comm.start %{{.*}}#1, %{{.*}}#1 {algorithm = #comm.algorithm<tree>, channel = 1 : i64, priority = 0 : i64} : tensor<64xf32>, tensor<64xf32>
 // OPT-NOT: shard.all_reduce
 func.func @train_step() -> (tensor<256x64xf32>, tensor<64xf32>, tensor<512x64xf32>, tensor<64xf32>) {
   %fc:2 = comm.compute () {cost_us = 100.0, layer = 1, name = "fc", phase = #comm.phase<backward>}

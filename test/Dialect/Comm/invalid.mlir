@@ -89,6 +89,24 @@ func.func @unknown_reduce(%g: tensor<4xf32>) {
 
 // -----
 
+func.func @unknown_algorithm(%g: tensor<4xf32>) {
+  // expected-error @+2 {{expected ::mlir::comm::AlgorithmKind to be one of: ring, tree, hierarchical}}
+  // expected-error @+1 {{failed to parse Comm_AlgorithmKindAttr parameter 'value' which is to be a `::mlir::comm::AlgorithmKind`}}
+  %0 = comm.allreduce %g {algorithm = #comm.algorithm<rings>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @algorithm_not_an_algorithm(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.start' op attribute 'algorithm' failed to satisfy constraint: The algorithm a dense allreduce runs}}
+  %t = comm.start %g {algorithm = 1 : i32} : tensor<4xf32>
+  %r = comm.wait %t : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @empty_fused() {
   // expected-error @+1 {{'comm.fused_allreduce' op expects at least one gradient}}
   "comm.fused_allreduce"() : () -> ()
@@ -396,5 +414,73 @@ func.func @bucket_name_not_utf8(%a: tensor<4xf32>, %b: tensor<2xf32>) {
 func.func @compute_name_not_utf8() {
   // expected-error @+1 {{'comm.compute' op name '...' is not valid UTF-8 at byte 0}}
   comm.compute() {cost_us = 1.0 : f64, name = "\FF"} : () -> ()
+  return
+}
+
+// -----
+
+// The module-level notes of the imports go into JSON too (the model's name
+// into plans, timelines and reports).
+// expected-error @+1 {{'builtin.module' op attribute 'comm.model' holds 'two...', which is not valid UTF-8 at byte 3: names go into JSON plans and reports}}
+module attributes {comm.model = "two\FFlayers"} {}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'comm.aliases' holds 'embed...', which is not valid UTF-8 at byte 5}}
+module attributes {comm.aliases = {"embed\C3" = ["head.weight"]}} {}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'comm.aliases' holds 'head...', which is not valid UTF-8 at byte 4}}
+module attributes {comm.aliases = {embed = ["head\80"]}} {}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'comm.unused' holds 'aux...', which is not valid UTF-8 at byte 3}}
+module attributes {comm.unused = ["fc", "aux\FE"]} {}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'comm.model' must be a string (the model's name), got 3 : i64}}
+module attributes {comm.model = 3} {}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'comm.unused' must be an array of strings (the parameters that get no gradient), got "aux"}}
+module attributes {comm.unused = "aux"} {}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'comm.aliases' must be a dictionary from a parameter's name to the array of its other names, got ["head"]}}
+module attributes {comm.aliases = ["head"]} {}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'comm.aliases' must map 'embed' to an array of strings (its other names), got "head"}}
+module attributes {comm.aliases = {embed = "head"}} {}
+
+// -----
+
+module {
+  // expected-error @+1 {{'func.func' op attribute 'comm.model' belongs on the module}}
+  func.func @f() attributes {comm.model = "x"} {
+    return
+  }
+}
+
+// -----
+
+// Every comm attribute, here an estimate's cluster.
+func.func @estimate_not_utf8() attributes {comm.estimate = {cluster = "nv\FF"}} {
+  return
+}
+// expected-error @-3 {{'func.func' op attribute 'comm.estimate' holds 'nv...', which is not valid UTF-8 at byte 2}}
+
+// -----
+
+shard.grid @"g\FF"(shape = 2)
+func.func @grid_name_not_utf8(%g: tensor<4xf32>) {
+  // expected-error @+1 {{#comm.group grid name 'g...' is not valid UTF-8 at byte 1: names go into JSON plans and reports}}
+  %0 = comm.allreduce %g {group = #comm.group<@"g\FF", axes = [0]>} : tensor<4xf32> -> tensor<4xf32>
   return
 }

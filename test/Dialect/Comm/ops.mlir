@@ -79,6 +79,29 @@ func.func @groups(%w: tensor<64xf32>, %b: tensor<8xf32>, %m: memref<8xf32>)
   return %0, %r : tensor<64xf32>, tensor<8xf32>
 }
 
+// The allreduce algorithm, on every dense collective, with or without a
+// group, in tensor and in buffer form.
+// CHECK-LABEL: func.func @algorithms
+func.func @algorithms(%w: tensor<64xf32>, %b: tensor<8xf32>, %m: memref<8xf32>)
+    -> (tensor<64xf32>, tensor<8xf32>) {
+  // CHECK: comm.allreduce %{{.*}} {algorithm = #comm.algorithm<ring>} : tensor<64xf32> -> tensor<64xf32>
+  %0 = comm.allreduce %w {algorithm = #comm.algorithm<ring>}
+      : tensor<64xf32> -> tensor<64xf32>
+  // CHECK: comm.fused_allreduce %{{.*}}, %{{.*}} {algorithm = #comm.algorithm<tree>, reduce = #comm.reduce<avg>} : tensor<64xf32>, tensor<8xf32>
+  %1:2 = comm.fused_allreduce %w, %b {reduce = #comm.reduce<avg>, algorithm = #comm.algorithm<tree>}
+      : tensor<64xf32>, tensor<8xf32> -> tensor<64xf32>, tensor<8xf32>
+  // CHECK: %[[T:.*]] = comm.start %{{.*}} {algorithm = #comm.algorithm<hierarchical>, channel = 1 : i64, group = #comm.group<@grid, axes = [1]>} : tensor<8xf32>
+  %t = comm.start %b {channel = 1, group = #comm.group<@grid, axes = [1]>,
+                      algorithm = #comm.algorithm<hierarchical>} : tensor<8xf32>
+  // CHECK: comm.wait %[[T]] : tensor<8xf32>
+  %r = comm.wait %t : tensor<8xf32>
+  // CHECK: comm.allreduce %{{.*}} {algorithm = #comm.algorithm<tree>, group = #comm.group<@grid, axes = [2]>} : memref<8xf32>
+  comm.allreduce %m {group = #comm.group<@grid, axes = [2]>, algorithm = #comm.algorithm<tree>} : memref<8xf32>
+  // CHECK: comm.fused_allreduce %{{.*}} {algorithm = #comm.algorithm<ring>} : memref<8xf32>
+  comm.fused_allreduce %m {algorithm = #comm.algorithm<ring>} : memref<8xf32>
+  return %0, %r : tensor<64xf32>, tensor<8xf32>
+}
+
 // CHECK-LABEL: func.func @compute
 func.func @compute(%x: tensor<32x2048xf32>) {
   // CHECK: comm.compute() {cost_us = 0.000000e+00 : f64} : () -> ()

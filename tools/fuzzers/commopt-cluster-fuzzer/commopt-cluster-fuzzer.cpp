@@ -19,10 +19,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 
 using namespace mlir::comm;
 
@@ -79,30 +77,6 @@ static void simulate(const ClusterModel &cluster) {
   llvm::consumeError(simulateSteadyState(step, options).takeError());
 }
 
-/// Whether the beta `readBack` from the JSON that toJSON wrote for `beta`
-/// is `beta` up to the rounding of the unit conversion: the model keeps
-/// microseconds per byte and the file seconds per byte, and x / 1e6 * 1e6
-/// is not always x (one ulp off for one bandwidth in a few). A beta whose
-/// seconds per byte are subnormal keeps fewer digits in the file.
-static bool isSameBeta(double readBack, double beta) {
-  if (readBack == beta ||
-      std::abs(beta / 1e6) < std::numeric_limits<double>::min())
-    return true;
-  return std::abs(readBack - beta) <= 1e-15 * std::abs(beta);
-}
-
-/// Whether `readBack` is `cluster` read back from its toJSON: equal but for
-/// the betas' rounding (isSameBeta).
-static bool isSameCluster(const ClusterModel &readBack,
-                          const ClusterModel &cluster) {
-  ClusterModel rounded = readBack;
-  if (isSameBeta(readBack.intra.betaUsPerByte, cluster.intra.betaUsPerByte))
-    rounded.intra.betaUsPerByte = cluster.intra.betaUsPerByte;
-  if (isSameBeta(readBack.inter.betaUsPerByte, cluster.inter.betaUsPerByte))
-    rounded.inter.betaUsPerByte = cluster.inter.betaUsPerByte;
-  return rounded == cluster;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
   llvm::Expected<ClusterModel> cluster = ClusterModel::fromJSON(text);
@@ -122,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::report_fatal_error(
         llvm::Twine("toJSON wrote a cluster that does not read: ") +
         llvm::toString(again.takeError()) + "\n" + printed);
-  if (!isSameCluster(*again, *cluster))
+  if (!(*again == *cluster))
     llvm::report_fatal_error(llvm::Twine("toJSON wrote another cluster: ") +
                              printed);
 

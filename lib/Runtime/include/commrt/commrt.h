@@ -43,10 +43,12 @@
 |* (send a segment to the right neighbour, reduce the one received from the   *|
 |* left into the buffer) and an allgather of p - 1 steps, on the communicator *|
 |* the collective runs on (a channel's own for asynchronous ones). Each step  *|
-|* moves its segment in pipelined pieces of 1 MiB, so a piece is reduced      *|
-|* while the next travels. Each rank sends and receives 2 (p - 1) / p of the  *|
-|* buffer, so large messages approach the link rate where OpenMPI's default   *|
-|* allreduce over TCP reaches about half of it. Results are the same on every *|
+|* moves its segment in pieces of 1 MiB, and the steps are pipelined: a piece *|
+|* goes on to the right as soon as it has come in from the left and been      *|
+|* reduced, while the next ones travel, so the link stays busy across steps.  *|
+|* Each rank sends and receives 2 (p - 1) / p of the buffer, so large         *|
+|* messages approach the link rate where OpenMPI's default allreduce over TCP *|
+|* reaches about half of it. Results are the same on every                    *|
 |* rank; AVG divides the sum afterwards. 16-bit sums are rounded to the wire  *|
 |* type at every step of the reduce-scatter, as MPI_Allreduce's are; which    *|
 |* order an element is summed in depends on its segment. Environment, read at *|
@@ -61,11 +63,13 @@
 |*    form m > 1 nodes of q > 1 ranks each: MPI_Reduce_scatter within each    *|
 |*    node leaves each of its ranks one near-equal piece of the plan (n / q   *|
 |*    elements, one more for the first n % q; a plan is packed into one       *|
-|*    buffer first), MPI_Allreduce reduces that piece among the ranks with    *|
-|*    the same place on every node, and MPI_Allgatherv within each node gives *|
+|*    buffer first), an allreduce reduces that piece among the ranks with the *|
+|*    same place on every node (the ring from COMMRT_RING_MIN_BYTES on,       *|
+|*    MPI_Allreduce below), and MPI_Allgatherv within each node gives         *|
 |*    every rank the whole result, so only 1/q of the buffer crosses between  *|
-|*    nodes. Where the nodes differ in size, or there is one node or one rank *|
-|*    per node, it is MPI_Allreduce (no error). The node and peers            *|
+|*    nodes; parts of 16 MiB are pipelined through the three phases. Where    *|
+|*    the nodes differ in size, or there is one node or one rank per node, it *|
+|*    is MPI_Allreduce (no error). The node and peers                         *|
 |*    communicators are split once per communicator, when the backend is made *|
 |*    and at commrt_group_split, so asynchronous collectives on channels are  *|
 |*    hierarchical too. Results are those of the flat reduction, exact where  *|
@@ -171,6 +175,26 @@ typedef enum commrt_exchange {
   COMMRT_EXCHANGE_HASH = 1,
   COMMRT_EXCHANGE_CHUNK = 2,
 } commrt_exchange;
+
+/* How the group forms of the fused allreduce reduce (their `algorithm`
+ * argument). Values are part of the ABI and match #comm.algorithm<...>.
+ *  - DEFAULT: as COMMRT_ALLREDUCE says (see the top of this file).
+ *  - RING: the pipelined ring, with more than one rank.
+ *  - TREE: the latency-optimal algorithm of the transport: MPI_Allreduce,
+ *    for which OpenMPI picks recursive doubling or a tree by size.
+ *  - HIERARCHICAL: a reduce-scatter within each node, an allreduce of each
+ *    rank's piece across the nodes, an allgather within each node, where
+ *    the group's ranks form several nodes of more than one rank each (as
+ *    COMMRT_ALLREDUCE=hierarchical, whose COMMRT_RANKS_PER_NODE it follows);
+ *    the ring otherwise.
+ * The NCCL backend runs ncclAllReduce whatever the algorithm: NCCL picks its
+ * own (NCCL_ALGO). Results are those of the reduction, exact where it is. */
+typedef enum commrt_algorithm {
+  COMMRT_ALGORITHM_DEFAULT = 0,
+  COMMRT_ALGORITHM_RING = 1,
+  COMMRT_ALGORITHM_TREE = 2,
+  COMMRT_ALGORITHM_HIERARCHICAL = 3,
+} commrt_algorithm;
 
 /* The chunk size of chunk selection when the program names none: the default
  * of the `chunk_elements` attribute of comm.sparse_allreduce. */
@@ -434,7 +458,9 @@ int32_t commrt_group_rank(int32_t group);
 int32_t commrt_group_size(int32_t group);
 
 /* commrt_fused_allreduce among the ranks of `group` only (0: all ranks,
- * exactly commrt_fused_allreduce); AVG divides by the group's size. The
+ * exactly commrt_fused_allreduce), reduced by `algorithm` (a
+ * commrt_algorithm; COMMRT_ALGORITHM_DEFAULT is what commrt_fused_allreduce
+ * runs); AVG divides by the group's size. The
  * consistency checks run among the group's ranks, over the group's
  * communicator, and also compare the group. A handle that no split returned
  * fails with COMMRT_ERROR_INVALID_ARGUMENT naming it, at once and on the
@@ -443,7 +469,8 @@ int32_t commrt_group_size(int32_t group);
 int32_t commrt_group_fused_allreduce(int32_t group, void *const *buffers,
                                      const int64_t *counts, int32_t nbuffers,
                                      int32_t dtype, int32_t reduce,
-                                     int32_t wire, float prescale);
+                                     int32_t wire, float prescale,
+                                     int32_t algorithm);
 
 /* commrt_fused_allreduce_start among the ranks of `group`, on `channel` of
  * the group; waited with commrt_wait like any handle. */
@@ -451,8 +478,8 @@ int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
                                            const int64_t *counts,
                                            int32_t nbuffers, int32_t dtype,
                                            int32_t reduce, int32_t wire,
-                                           float prescale, int32_t channel,
-                                           int64_t *handle);
+                                           float prescale, int32_t algorithm,
+                                           int32_t channel, int64_t *handle);
 
 /* commrt_sparse_allreduce among the ranks of `group` (AVG divides by the
  * group's size; the hash exchange's owners are the group's ranks). */
