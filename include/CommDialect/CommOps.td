@@ -181,9 +181,10 @@ def Comm_WaitOp : Comm_Op<"wait", [
 
 def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
         ["getGradients", "getGradientNames", "getWireType",
-         "getPrescaleFactor", "getProcessGroup", "getAllreduceAlgorithm",
+         "getPrescaleFactor", "getAllreduceAlgorithm",
          "setAllreduceAlgorithm", "isDenseAllreduce", "canNarrowWire",
          "narrowWire"]>]> {
   let summary = "Sparsified allreduce of one gradient with a residual";
@@ -229,6 +230,9 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
     exchange allreduces, and the other exchanges send pairs of individually
     selected entries. `chunk_elements` may be given only for that pairing.
     `density` is in (0, 1]; `name` is the parameter's name, for reports.
+    With `group` (`#comm.group`, as on the dense collectives) every step
+    runs within each process group of the grid: the exchange, the chunk
+    norms and `avg`'s division count the group's ranks only.
 
     With tensors the op returns `reduced` and `residual_out`, of the
     operands' type. With memrefs (after bufferization) it works in place and
@@ -269,6 +273,11 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
     comm.sparse_allreduce %g, %r {chunk_elements = 4096 : i64,
         density = 1.000000e-02 : f64, exchange = #comm.exchange<chunk>,
         select = #comm.select<chunk>} : memref<1024x1024xf32>, memref<1024x1024xf32>
+
+    // Within each row of a 2x2 grid (`shard.grid @grid(shape = 2x2)`).
+    comm.sparse_allreduce %e, %s {density = 1.000000e-03 : f64,
+        exchange = #comm.exchange<hash>, group = #comm.group<@grid, axes = [1]>,
+        select = #comm.select<topk>} : memref<4096xf32>, memref<4096xf32>
     ```
   }];
   let arguments = (ins Comm_FloatGradient:$grad,
@@ -280,7 +289,8 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
                            "::mlir::comm::ReduceKind::sum">:$reduce,
                        OptionalAttr<ConfinedAttr<I64Attr,
                            [IntPositive]>>:$chunk_elements,
-                       OptionalAttr<StrAttr>:$name);
+                       OptionalAttr<StrAttr>:$name,
+                       OptionalAttr<Comm_GroupAttr>:$group);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $grad `,` $residual_in attr-dict `:` type($grad) `,` type($residual_in)

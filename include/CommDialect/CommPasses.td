@@ -614,19 +614,22 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     form for), and of at least `min-bytes` bytes (small gradients are latency
     bound and stay dense). Fused buckets, `comm.start`/`comm.wait` and ops
     in buffer form are left alone. For a candidate of `n` elements, the pass
-    compares the dense allreduce, `allreduceCost(cluster, bytes)`, with the
-    sparse exchange at `density`, `sparseAllreduceCost(cluster, scheme,
+    compares the dense allreduce, `allreduceCost(cluster, bytes)` (with the
+    op's `algorithm` when it has one), with the sparse exchange at `density`,
+    `sparseAllreduceCost(cluster, scheme,
     {n, density, value bytes, 4-byte indices, chunk-elements})` (8-byte
     indices beyond 2^32 elements), for the scheme `exchange` names, or for
     each of `allgather`, `hash`, `chunk` with `exchange=auto`, which takes the
     cheapest (the first in that order on a tie). The gradient goes sparse
     only when that cost is strictly below the dense one, so dense stays where
-    sparse would not pay, e.g. everywhere on a cluster of one rank.
+    sparse would not pay, e.g. everywhere on a cluster of one rank. An
+    allreduce over a process group (`group`) is priced on its group's ranks
+    and links (ClusterModel::forGroup), as comm-estimate prices it.
 
     Selection is `select` (`threshold`, RedSync's, or `topk`), except with the
     chunk exchange, which needs chunk selection (and gets
-    `chunk_elements = chunk-elements`). The op keeps the allreduce's `reduce`
-    and `name`.
+    `chunk_elements = chunk-elements`). The op keeps the allreduce's
+    `reduce`, `name` and `group`.
 
     Each sparsified gradient gets its residual, zero at first, in a private
     mutable `ml_program.global` named after the parameter (`fc.weight`

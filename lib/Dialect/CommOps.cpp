@@ -391,8 +391,6 @@ std::optional<double> SparseAllReduceOp::getPrescaleFactor() {
   return std::nullopt;
 }
 
-GroupAttr SparseAllReduceOp::getProcessGroup() { return {}; }
-
 // The exchange is `exchange`'s, not a dense allreduce's algorithm.
 std::optional<AlgorithmKind> SparseAllReduceOp::getAllreduceAlgorithm() {
   return std::nullopt;
@@ -408,6 +406,11 @@ bool SparseAllReduceOp::canNarrowWire() { return false; }
 
 void SparseAllReduceOp::narrowWire(Type, std::optional<double>) {
   llvm_unreachable("a sparse allreduce sends its gradient's own type");
+}
+
+LogicalResult
+SparseAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroup(*this, getGroupAttr(), symbolTable);
 }
 
 LogicalResult SparseAllReduceOp::verify() {

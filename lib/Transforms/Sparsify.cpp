@@ -100,21 +100,26 @@ struct CommSparsifyPass : public WithCheckedOptions<
                          << llvm::toString(parsed.takeError());
       return signalPassFailure();
     }
-    clusterModel = std::move(*parsed);
+    std::shared_ptr<const ClusterModel> clusterModel = std::move(*parsed);
+    CollectiveClusters clusters(*clusterModel);
     SmallVector<AllReduceOp> allreduces;
     getOperation()->walk(
         [&](AllReduceOp allreduce) { allreduces.push_back(allreduce); });
     SymbolTableCollection symbolTables;
     for (AllReduceOp allreduce : allreduces)
-      if (std::optional<ExchangeKind> scheme = chooseExchange(allreduce))
+      if (std::optional<ExchangeKind> scheme =
+              chooseExchange(allreduce, clusters))
         sparsify(allreduce, *scheme, symbolTables);
   }
 
 private:
   /// The exchange that makes `allreduce` cheapest when sparse, or nullopt
   /// when it stays dense: it is not a candidate, or no sparse exchange costs
-  /// less than the dense allreduce.
-  std::optional<ExchangeKind> chooseExchange(AllReduceOp allreduce) const {
+  /// less than the dense allreduce. Both are priced on the ranks the
+  /// allreduce runs among (its process group's, when it has one), the dense
+  /// one with its `algorithm`.
+  std::optional<ExchangeKind>
+  chooseExchange(AllReduceOp allreduce, CollectiveClusters &clusters) const {
     auto type = dyn_cast<RankedTensorType>(allreduce.getInput().getType());
     if (!type || !type.hasStaticShape() ||
         !isa<FloatType>(type.getElementType()))
@@ -131,14 +136,16 @@ private:
     if (bytes < minBytes)
       return std::nullopt;
 
+    auto collective = cast<CollectiveOpInterface>(allreduce.getOperation());
+    const ClusterModel &cluster = clusters.get(collective);
     double bestUs =
-        allreduceCost(*clusterModel, static_cast<double>(bytes)).totalUs();
+        getDenseAllreduceCost(collective, cluster, static_cast<double>(bytes))
+            .totalUs();
     std::optional<ExchangeKind> best;
     for (ExchangeKind candidate : exchanges) {
-      double us =
-          sparseAllreduceCost(*clusterModel, getSparseExchangeScheme(candidate),
-                              gradient)
-              .totalUs();
+      double us = sparseAllreduceCost(
+                      cluster, getSparseExchangeScheme(candidate), gradient)
+                      .totalUs();
       if (us < bestUs) {
         bestUs = us;
         best = candidate;
@@ -180,16 +187,13 @@ private:
         SelectKindAttr::get(context, chunked ? SelectKind::chunk : selectKind),
         ExchangeKindAttr::get(context, exchange), allreduce.getReduceAttr(),
         chunked ? builder.getI64IntegerAttr(chunkElements) : IntegerAttr(),
-        allreduce.getNameAttr());
+        allreduce.getNameAttr(), allreduce.getGroupAttr());
     ml_program::GlobalStoreOp::create(builder, loc, symbolRef,
                                       sparse.getResidualOut());
     allreduce.getResult().replaceAllUsesWith(sparse.getReduced());
     allreduce.erase();
   }
 
-  /// The cluster the costs are computed on: the `cluster` option, else the
-  /// module's.
-  std::shared_ptr<const ClusterModel> clusterModel;
   /// The exchanges to choose from: one, or all with `exchange=auto`.
   SmallVector<ExchangeKind, 3> exchanges;
   /// Selection of the allgather and hash exchanges.

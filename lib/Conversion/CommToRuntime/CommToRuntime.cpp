@@ -663,7 +663,8 @@ struct WaitLowering : public OpConversionPattern<WaitOp> {
 /// where they are not contiguous): the gradient receives the reduced
 /// gradient and the residual the new residual. Without `chunk_elements`,
 /// chunk selection gets the runtime's COMMRT_DEFAULT_CHUNK_ELEMENTS, the
-/// attribute's documented default.
+/// attribute's documented default. With `group`,
+/// `commrt_group_sparse_allreduce` on the calling rank's group.
 struct SparseAllReduceLowering : public OpConversionPattern<SparseAllReduceOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -690,9 +691,16 @@ struct SparseAllReduceLowering : public OpConversionPattern<SparseAllReduceOp> {
             rewriter, loc,
             sparse.getChunkElements().value_or(COMMRT_DEFAULT_CHUNK_ELEMENTS),
             64)};
+    StringRef callee = "commrt_sparse_allreduce";
+    if (GroupAttr group = sparse.getGroupAttr()) {
+      FailureOr<Value> handle = emitGroupHandle(rewriter, sparse, group);
+      if (failed(handle))
+        return failure();
+      callArgs.insert(callArgs.begin(), *handle);
+      callee = "commrt_group_sparse_allreduce";
+    }
     RuntimeCallBuilder runtime(sparse);
-    if (failed(runtime.emitCheckedCall(rewriter, loc, "commrt_sparse_allreduce",
-                                       callArgs)))
+    if (failed(runtime.emitCheckedCall(rewriter, loc, callee, callArgs)))
       return failure();
     StagedBuffers::writeBack(rewriter, loc, staged.copies);
     rewriter.eraseOp(sparse);

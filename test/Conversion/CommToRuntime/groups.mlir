@@ -40,11 +40,17 @@ shard.grid @grid(shape = 2x3)
 // CHECK: call @commrt_group_fused_allreduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32, %c0_i32, %c-1_i32, %{{cst[_0-9]*}}, %c0_i32, %c1_i32, %{{.*}}) : (i32, !llvm.ptr, !llvm.ptr, i32, i32, i32, i32, f32, i32, i32, !llvm.ptr) -> i32
 // CHECK: call @commrt_wait(
 
+// A sparse allreduce over the columns: commrt_group_sparse_allreduce takes
+// the handle first, then commrt_sparse_allreduce's arguments.
+// CHECK: call @commrt_group_split(%[[COLS_ID]],
+// CHECK: %[[COLS:.*]] = memref.load
+// CHECK: call @commrt_group_sparse_allreduce(%[[COLS]], %{{.*}}, %{{.*}}, %c8_i64, %{{cst[_0-9]*}}, %c0_i32, %c1_i32, %c0_i32, %c32768_i64) : (i32, !llvm.ptr, !llvm.ptr, i64, f64, i32, i32, i32, i64) -> i32
+
 // Without a group: the collectives of all ranks.
 // CHECK: call @commrt_allreduce(
 // CHECK-NOT: commrt_group
 // CHECK: return
-func.func @groups(%m: memref<4xf32>, %n: memref<8xf32>) {
+func.func @groups(%m: memref<4xf32>, %n: memref<8xf32>, %r: memref<8xf32>) {
   comm.fused_allreduce %m, %n {group = #comm.group<@grid, axes = [1]>,
                                reduce = #comm.reduce<avg>}
       : memref<4xf32>, memref<8xf32>
@@ -52,6 +58,9 @@ func.func @groups(%m: memref<4xf32>, %n: memref<8xf32>) {
   %t = comm.start %m {group = #comm.group<@grid, axes = [1]>, channel = 1 : i64}
       : memref<4xf32>
   comm.wait %t
+  comm.sparse_allreduce %n, %r {density = 2.500000e-01 : f64,
+      exchange = #comm.exchange<hash>, group = #comm.group<@grid, axes = [0]>,
+      select = #comm.select<topk>} : memref<8xf32>, memref<8xf32>
   comm.allreduce %m : memref<4xf32>
   return
 }

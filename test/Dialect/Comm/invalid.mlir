@@ -346,6 +346,30 @@ func.func @group_axis_out_of_range(%g: tensor<4xf32>) {
 
 shard.grid @line(shape = 8)
 
+func.func @sparse_group_axis_out_of_range(%g: tensor<8xf32>, %r: tensor<8xf32>) {
+  // expected-error @+1 {{'comm.sparse_allreduce' op group axis 1 is out of range: grid @line has 1 axis}}
+  %0:2 = comm.sparse_allreduce %g, %r {density = 0.5 : f64,
+      exchange = #comm.exchange<allgather>, group = #comm.group<@line, axes = [1]>,
+      select = #comm.select<topk>}
+      : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_group_unknown_grid(%g: tensor<8xf32>, %r: tensor<8xf32>) {
+  // expected-error @+1 {{'comm.sparse_allreduce' op group refers to an unknown grid @nowhere}}
+  %0:2 = comm.sparse_allreduce %g, %r {density = 0.5 : f64,
+      exchange = #comm.exchange<allgather>, group = #comm.group<@nowhere, axes = [0]>,
+      select = #comm.select<topk>}
+      : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+shard.grid @line(shape = 8)
+
 func.func @fused_group_axis_out_of_range(%a: tensor<4xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{'comm.fused_allreduce' op group axis 1 is out of range: grid @line has 1 axis}}
   %0:2 = comm.fused_allreduce %a, %b {group = #comm.group<@line, axes = [1]>}

@@ -76,6 +76,16 @@ func.func @groups(%w: tensor<64xf32>, %b: tensor<8xf32>, %m: memref<8xf32>)
   %r = comm.wait %t : tensor<8xf32>
   // CHECK: comm.allreduce %{{.*}} {group = #comm.group<@grid, axes = [2]>} : memref<8xf32>
   comm.allreduce %m {group = #comm.group<@grid, axes = [2]>} : memref<8xf32>
+  // A sparse allreduce runs among a group too, in both forms.
+  // CHECK: comm.sparse_allreduce %{{.*}}, %{{.*}} {density = 2.500000e-01 : f64, exchange = #comm.exchange<hash>, group = #comm.group<@grid, axes = [0, 1]>, select = #comm.select<topk>} : tensor<64xf32>, tensor<64xf32> -> tensor<64xf32>, tensor<64xf32>
+  %s:2 = comm.sparse_allreduce %w, %w {density = 0.25 : f64,
+      exchange = #comm.exchange<hash>, group = #comm.group<@grid, axes = [0, 1]>,
+      select = #comm.select<topk>}
+      : tensor<64xf32>, tensor<64xf32> -> tensor<64xf32>, tensor<64xf32>
+  // CHECK: comm.sparse_allreduce %{{.*}}, %{{.*}} {density = 5.000000e-01 : f64, exchange = #comm.exchange<allgather>, group = #comm.group<@grid, axes = [2]>, select = #comm.select<threshold>} : memref<8xf32>, memref<8xf32>
+  comm.sparse_allreduce %m, %m {density = 0.5 : f64,
+      exchange = #comm.exchange<allgather>, group = #comm.group<@grid, axes = [2]>,
+      select = #comm.select<threshold>} : memref<8xf32>, memref<8xf32>
   return %0, %r : tensor<64xf32>, tensor<8xf32>
 }
 
