@@ -14,6 +14,12 @@
 # minus its median under ddp.no_sync() (the same backward, no allreduce).
 # Every timed backward starts after a barrier and counts the slowest rank.
 #
+# Then gloo's own allreduce of one flat f32 tensor of all the gradients'
+# elements (plan=gloo-allreduce), the operation commrt-bench's fused f32
+# plans run: dist.all_reduce after a barrier, the slowest rank, its sum
+# checked exact. DDP's figure above leaves out the part of its buckets'
+# allreduces that overlaps the backward; this one leaves out nothing.
+#
 # Launched one process per rank by mpirun (for placement only; torch does not
 # use MPI): the rank and world size come from OMPI_COMM_WORLD_RANK/SIZE (or
 # RANK/WORLD_SIZE), rendezvous is env:// at --master-addr. On the emulated
@@ -53,6 +59,36 @@ class Flat(nn.Module):
 
     def forward(self):
         return self.scale * sum(p.sum() for p in self.params)
+
+
+def time_flat_allreduce(label, count, rank, world, args, ifname):
+    """Times gloo's allreduce of one f32 tensor of `count` elements, each
+    rank contributing rank + 1, and prints its RESULT line on rank 0.
+    Returns whether every rank got the exact sum p(p + 1)/2."""
+    flat = torch.empty(count, dtype=torch.float32)
+    times = []
+    ok = True
+    for run in range(args.warmup + args.repetitions):
+        flat.fill_(rank + 1.0)
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(flat)
+        elapsed = torch.tensor([time.perf_counter() - start],
+                               dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        if run == 0:
+            flag = torch.tensor(
+                [1 if torch.all(flat == world * (world + 1) / 2.0) else 0])
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+            ok = bool(flag.item())
+        if run >= args.warmup:
+            times.append(elapsed.item())
+    if rank == 0:
+        print("RESULT label=%s plan=gloo-allreduce median_s=%.6f min_s=%.6f "
+              "reps=%d elements=%d ranks=%d check=%s ifname=%s" %
+              (label, statistics.median(times), min(times), args.repetitions,
+               count, world, "ok" if ok else "FAILED", ifname), flush=True)
+    return ok
 
 
 def main():
@@ -137,13 +173,18 @@ def main():
 
     sync = statistics.median(times[True])
     nosync = statistics.median(times[False])
+    label = args.label or args.sizes
     if rank == 0:
         print("RESULT label=%s plan=ddp-gloo median_s=%.6f sync_median_s=%.6f "
               "nosync_median_s=%.6f sync_min_s=%.6f reps=%d tensors=%d "
               "elements=%d ranks=%d check=%s ifname=%s" %
-              (args.label or args.sizes, sync - nosync, sync, nosync,
+              (label, sync - nosync, sync, nosync,
                min(times[True]), args.repetitions, len(sizes), sum(sizes),
                world, "ok" if ok else "FAILED", ifname), flush=True)
+    del ddp, model
+    flat_ok = time_flat_allreduce(label, sum(sizes), rank, world, args,
+                                  ifname)
+    ok = ok and flat_ok
     # destroy_process_group() has hung at 100% CPU on rank 0 here (VGG-16,
     # shared memory) after the other ranks left; a barrier, then a hard exit.
     dist.barrier()

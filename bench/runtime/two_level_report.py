@@ -141,8 +141,12 @@ def main(argv):
         "pipelined ring over all ranks; hierarchical = reduce-scatter in "
         "each node, the ring across nodes, allgather in each node; tree = "
         "`MPI_Allreduce` (OpenMPI's choice). On 4x1, fused-f32 is the "
-        "default, the ring. ddp-gloo is PyTorch DDP over gloo (section "
-        "above). The link limit is 2(p-1)/p x bytes / rate for the flat "
+        "default, the ring. gloo allreduce is `torch.distributed.all_reduce` "
+        "over gloo of one flat f32 tensor of the same elements, the same "
+        "operation as the ring's (`ddp_gloo.py`, sum checked exact); "
+        "ddp-gloo is PyTorch DDP over gloo (section above), whose figure "
+        "leaves out what of its bucket allreduces overlaps the backward. "
+        "The link limit is 2(p-1)/p x bytes / rate for the flat "
         "ring (each host's link carries that), (m-1)/m x 2 x bytes / rate "
         "for the hierarchical one (m = 2 nodes); the payload limit divides "
         "it by %.3f, the share of TCP payload in a %d-byte frame as tbf "
@@ -151,18 +155,21 @@ def main(argv):
            payload, mtu, mtu, mtu))
     lines.append("")
     lines.append("| Model | setting | ring | hierarchical | tree (MPI) | "
-                 "ddp-gloo | ring link limit (payload) |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|")
+                 "gloo allreduce | ddp-gloo | ring link limit (payload) |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
     for m in models:
         nbytes = 4 * elements(out, m)
         limit = 2 * 3 / 4 * nbytes * 8 / bits
         for s in ["4x1", "2x2"]:
             ring = t(s, m, "fused-f32") if s == "4x1" else \
                 t(s, m, "fused-f32-ring")
-            lines.append("| %s | %s | %s | %s | %s | %s | %.3f (%.3f) |" % (
-                m, s, fmt(ring), fmt(t(s, m, "fused-f32-hierarchical"), ring),
-                fmt(t(s, m, "fused-f32-tree"), ring),
-                fmt(t(s, m, "ddp-gloo"), ring), limit, limit / payload))
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %.3f (%.3f) |"
+                         % (m, s, fmt(ring),
+                            fmt(t(s, m, "fused-f32-hierarchical"), ring),
+                            fmt(t(s, m, "fused-f32-tree"), ring),
+                            fmt(t(s, m, "gloo-allreduce"), ring),
+                            fmt(t(s, m, "ddp-gloo"), ring), limit,
+                            limit / payload))
     lines.append("")
     lines.append("Ratios in parentheses: the ring's time over that plan's "
                  "(above 1, that plan is faster).")
@@ -184,10 +191,11 @@ def main(argv):
         nbytes = 4 * elements(out, m)
         limit = 2 * 3 / 4 * nbytes * 8 / bits
         ring41 = t("4x1", m, "fused-f32")
-        gloo41 = t("4x1", m, "ddp-gloo")
-        if ring41 and gloo41:
-            target("4x1: ddp-gloo / ring (>= 1)", m, gloo41 / ring41, 1.0,
-                   True)
+        for peer in ["gloo-allreduce", "ddp-gloo"]:
+            gloo41 = t("4x1", m, peer)
+            if ring41 and gloo41:
+                target("4x1: %s / ring (>= 1)" % peer, m, gloo41 / ring41,
+                       1.0, True)
         if ring41:
             target("4x1: ring at the link limit (>= 0.97)", m, limit / ring41,
                    0.97, True)
@@ -195,13 +203,14 @@ def main(argv):
                    limit / payload / ring41, 0.97, True)
         ring22 = t("2x2", m, "fused-f32-ring")
         hier22 = t("2x2", m, "fused-f32-hierarchical")
-        gloo22 = t("2x2", m, "ddp-gloo")
         if ring22 and hier22:
             target("2x2: ring / hierarchical (>= 1.3)", m, ring22 / hier22,
                    1.3, True)
-        if gloo22 and hier22:
-            target("2x2: ddp-gloo / hierarchical (>= 1)", m, gloo22 / hier22,
-                   1.0, True)
+        for peer in ["gloo-allreduce", "ddp-gloo"]:
+            gloo22 = t("2x2", m, peer)
+            if gloo22 and hier22:
+                target("2x2: %s / hierarchical (>= 1)" % peer, m,
+                       gloo22 / hier22, 1.0, True)
     lines.append("")
 
     cluster = os.path.join(out, "emulated-2x2.json")

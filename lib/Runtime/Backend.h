@@ -175,9 +175,11 @@ commrt_status broadcastOverMpi(void *buffer, int64_t count, commrt_dtype dtype,
 
 #if COMMRT_HAVE_NCCL
 /// Creates the NCCL backend with `channels` channels, bootstrapped over
-/// `comm`. Fails with COMMRT_ERROR_UNAVAILABLE on every rank when any rank
-/// sees no CUDA device. Collective over `comm`.
+/// `comm`, whose default allreduce is the hierarchical one where `config`
+/// says so (NCCL's own otherwise). Fails with COMMRT_ERROR_UNAVAILABLE on
+/// every rank when any rank sees no CUDA device. Collective over `comm`.
 commrt_status createNcclBackend(MPI_Comm comm, int channels,
+                                const AllreduceConfig &config,
                                 std::unique_ptr<Backend> &out);
 #endif
 

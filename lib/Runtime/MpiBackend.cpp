@@ -39,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "Hierarchy.h"
 #include "RingAllreduce.h"
 #include "WireFormat.h"
 
@@ -135,63 +136,6 @@ constexpr int64_t kHierarchyPartBytes = int64_t(16) << 20;
 
 /// The number of hierarchical allreduces run (hierarchicalAllreducesRun).
 std::atomic<int64_t> hierarchicalRuns{0};
-
-/// The two levels of a communicator for the hierarchical allreduce: the
-/// ranks of this rank's node, and its peers, the ranks with the same place on
-/// the other nodes. Frees both communicators.
-struct Hierarchy {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm peers = MPI_COMM_NULL;
-  /// This rank's place on its node, and the ranks of every node.
-  int nodeRank = 0, nodeSize = 1;
-
-  Hierarchy() = default;
-  Hierarchy(const Hierarchy &) = delete;
-  Hierarchy &operator=(const Hierarchy &) = delete;
-  ~Hierarchy() {
-    if (node != MPI_COMM_NULL)
-      MPI_Comm_free(&node);
-    if (peers != MPI_COMM_NULL)
-      MPI_Comm_free(&peers);
-  }
-};
-
-/// Sets `out` to the two levels of `comm` (see Hierarchy), or to null where
-/// its ranks do not form several nodes of equal size with more than one rank
-/// each, for the flat allreduce. A node is the ranks sharing memory where
-/// `ranksPerNode` is 0, else the ranks whose rank in the backend's
-/// communicator, `baseRank`, divided by `ranksPerNode` is the same.
-/// Collective over `comm`.
-commrt_status makeHierarchy(MPI_Comm comm, int baseRank, int64_t ranksPerNode,
-                            std::shared_ptr<Hierarchy> &out) {
-  out = nullptr;
-  int rank, size;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  auto made = std::make_shared<Hierarchy>();
-  if (ranksPerNode > 0) {
-    if (int error = MPI_Comm_split(
-            comm, static_cast<int>(baseRank / ranksPerNode), rank, &made->node))
-      return failMpi("MPI_Comm_split (node)", error);
-  } else if (int error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank,
-                                             MPI_INFO_NULL, &made->node)) {
-    return failMpi("MPI_Comm_split_type", error);
-  }
-  MPI_Comm_set_errhandler(made->node, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(made->node, &made->nodeRank);
-  MPI_Comm_size(made->node, &made->nodeSize);
-  // Whether every node has as many ranks: the maximum of q and of -q.
-  int sizes[2] = {made->nodeSize, -made->nodeSize};
-  if (int error = MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm))
-    return failMpi("MPI_Allreduce (node sizes)", error);
-  if (sizes[0] != -sizes[1] || made->nodeSize == 1 || made->nodeSize == size)
-    return COMMRT_SUCCESS;
-  if (int error = MPI_Comm_split(comm, made->nodeRank, rank, &made->peers))
-    return failMpi("MPI_Comm_split (peers)", error);
-  MPI_Comm_set_errhandler(made->peers, MPI_ERRORS_RETURN);
-  out = std::move(made);
-  return COMMRT_SUCCESS;
-}
 
 /// A communicator that plans run on, with its number of ranks and, under
 /// the hierarchical allreduce over several nodes, its two levels.

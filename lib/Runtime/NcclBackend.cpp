@@ -17,8 +17,21 @@
 // (which bootstraps nothing, but agrees on failures and carries host
 // buffers' sparse allreduces).
 //
+// A plan that asks for the hierarchical allreduce (its `algorithm`, or
+// COMMRT_ALLREDUCE=hierarchical for the default one) reduces in two levels
+// where the stream's ranks form several nodes of equal size (Hierarchy.h;
+// as Horovod's hierarchical allreduce over NCCL): ncclReduceScatter within
+// the node leaves each of its q ranks 1/q of the buffer reduced over the
+// node, ncclAllReduce among the ranks with the same place on every node
+// reduces that piece over all nodes, and ncclAllGather within the node
+// gives every rank the whole; the last count % q elements take the flat
+// ncclAllReduce. All in place, on the plan's stream, whose node and peers
+// communicators are split from its own by the first such plan. Other
+// algorithms are NCCL's own choice (NCCL_ALGO).
+//
 //===----------------------------------------------------------------------===//
 
+#include "Hierarchy.h"
 #include "NcclSparse.h"
 #include "NcclSupport.h"
 #include "WireFormat.h"
@@ -136,11 +149,22 @@ struct Stream {
   Scratch device;
   /// Pinned host memory that results for host buffers pass through.
   Scratch pinned{true};
+  /// The hierarchical allreduce's levels, split from `comm` by the first
+  /// plan that asks for it (`levelsSplit`): the ranks of this rank's node,
+  /// its place there and their number, and its peers on the other nodes.
+  /// Null where the ranks do not form several nodes of more than one rank.
+  ncclComm_t node = nullptr, peers = nullptr;
+  int nodeRank = 0, nodeSize = 1;
+  bool levelsSplit = false;
 
   /// Completes the work on the stream, then frees everything.
   ~Stream() {
     if (stream)
       cudaStreamSynchronize(stream);
+    if (peers)
+      ncclCommDestroy(peers);
+    if (node)
+      ncclCommDestroy(node);
     if (comm)
       ncclCommDestroy(comm);
     if (stream)
@@ -195,8 +219,9 @@ struct Group {
 class NcclBackend final : public Backend {
 public:
   NcclBackend(MPI_Comm bootstrap, ncclComm_t comm, int rank, int size,
-              int device, cudaStream_t stream, int channels)
-      : device(device), channelCount(channels) {
+              int device, cudaStream_t stream, int channels,
+              const AllreduceConfig &config)
+      : device(device), channelCount(channels), config(config) {
     world.bootstrap = bootstrap;
     world.rank = rank;
     world.size = size;
@@ -350,10 +375,61 @@ private:
     return agreeOnPlacement(world.bootstrap, status, onDevice, "buffer");
   }
 
+  /// Sets `hierarchical` to whether `plan`, on `stream` of `group`, reduces
+  /// in two levels: it asks for it and the stream's ranks form several
+  /// nodes. The first plan that asks splits the stream's levels. Collective
+  /// over the group.
+  commrt_status useHierarchy(const Plan &plan, const Group &group,
+                             Stream &stream, bool &hierarchical) {
+    hierarchical = false;
+    bool asked = plan.algorithm == COMMRT_ALGORITHM_HIERARCHICAL ||
+                 (plan.algorithm == COMMRT_ALGORITHM_DEFAULT &&
+                  config.algorithm == AllreduceAlgorithm::Hierarchical);
+    if (!asked || group.size < 2)
+      return COMMRT_SUCCESS;
+    if (!stream.levelsSplit)
+      COMMRT_TRY(splitLevels(group, stream));
+    hierarchical = stream.node != nullptr;
+    return COMMRT_SUCCESS;
+  }
+
+  /// Splits the node and peers communicators of `stream`, one of `group`'s,
+  /// where its ranks form several nodes of equal size (makeHierarchy, with
+  /// nodes of consecutive world ranks under COMMRT_RANKS_PER_NODE). The
+  /// ranks of a node share a color, the lowest rank among them. Collective
+  /// over the group; a failure on any rank fails every rank.
+  commrt_status splitLevels(const Group &group, Stream &stream) {
+    stream.levelsSplit = true;
+    std::shared_ptr<Hierarchy> levels;
+    commrt_status status = makeHierarchy(group.bootstrap, world.rank,
+                                         config.ranksPerNode, levels);
+    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
+                              "node discovery"));
+    if (!levels)
+      return COMMRT_SUCCESS;
+    status = checkNccl("ncclCommSplit",
+                       ncclCommSplit(stream.comm, levels->nodeLeader,
+                                     levels->nodeRank, &stream.node, nullptr),
+                       stream.comm);
+    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
+                              "ncclCommSplit (node)"));
+    status = checkNccl("ncclCommSplit",
+                       ncclCommSplit(stream.comm, levels->nodeRank, group.rank,
+                                     &stream.peers, nullptr),
+                       stream.comm);
+    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
+                              "ncclCommSplit (peers)"));
+    stream.nodeRank = levels->nodeRank;
+    stream.nodeSize = levels->nodeSize;
+    return COMMRT_SUCCESS;
+  }
+
   /// Enqueues `plan` on `stream`, one of `group`'s: packing, the collective
   /// and unpacking, including the copies back to host buffers.
   commrt_status enqueue(const Plan &plan, const Group &group, Stream &stream) {
     COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
+    bool hierarchical;
+    COMMRT_TRY(useHierarchy(plan, group, stream, hierarchical));
     size_t buffers = plan.buffers.size();
     std::vector<bool> onDevice(buffers);
     size_t hostBytes = 0;
@@ -366,7 +442,7 @@ private:
     }
     if (plan.inPlace() && onDevice[0])
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
-                       stream);
+                       stream, hierarchical);
 
     // Device memory: `staged` holds the plan's data as dtype values, for
     // host buffers and as the fusion buffer when no wire type is used;
@@ -402,7 +478,8 @@ private:
     }
 
     COMMRT_TRY(allreduce(travel, plan.total, travelDtype,
-                         travelReduce(plan.wire, plan.reduce), stream));
+                         travelReduce(plan.wire, plan.reduce), stream,
+                         hierarchical));
 
     // Unpack into device buffers directly, and through the staging memory
     // and the pinned memory into host buffers.
@@ -435,12 +512,41 @@ private:
     return COMMRT_SUCCESS;
   }
 
-  /// Enqueues an in-place allreduce of `count` device elements at `data`.
+  /// Enqueues an in-place allreduce of `count` device elements at `data`:
+  /// over the stream's two levels where `hierarchical`, else one
+  /// ncclAllReduce.
   commrt_status allreduce(void *data, int64_t count, commrt_dtype dtype,
-                          commrt_reduce reduce, Stream &stream) {
+                          commrt_reduce reduce, Stream &stream,
+                          bool hierarchical) {
+    ncclDataType_t type = ncclType(dtype);
+    ncclRedOp_t op = ncclOp(reduce);
+    int64_t piece = hierarchical ? count / stream.nodeSize : 0;
+    if (piece > 0) {
+      // Node sizes are equal, so averaging over the node, then over the
+      // nodes, averages over all ranks.
+      auto *base = static_cast<char *>(data);
+      char *own = base + stream.nodeRank * piece * elementSize(dtype);
+      COMMRT_TRY(checkNccl("ncclReduceScatter",
+                           ncclReduceScatter(base, own, piece, type, op,
+                                             stream.node, stream.stream),
+                           stream.node));
+      COMMRT_TRY(checkNccl("ncclAllReduce",
+                           ncclAllReduce(own, own, piece, type, op,
+                                         stream.peers, stream.stream),
+                           stream.peers));
+      COMMRT_TRY(checkNccl(
+          "ncclAllGather",
+          ncclAllGather(own, base, piece, type, stream.node, stream.stream),
+          stream.node));
+    }
+    int64_t rest = count - piece * stream.nodeSize;
+    if (rest == 0)
+      return COMMRT_SUCCESS;
+    void *tail = static_cast<char *>(data) +
+                 (count - rest) * static_cast<int64_t>(elementSize(dtype));
     return checkNccl("ncclAllReduce",
-                     ncclAllReduce(data, data, count, ncclType(dtype),
-                                   ncclOp(reduce), stream.comm, stream.stream),
+                     ncclAllReduce(tail, tail, rest, type, op, stream.comm,
+                                   stream.stream),
                      stream.comm);
   }
 
@@ -460,6 +566,9 @@ private:
   int device;
   /// The number of channels of every group.
   int channelCount;
+  /// COMMRT_ALLREDUCE and COMMRT_RANKS_PER_NODE: whether the default
+  /// algorithm is the hierarchical one, and what a node is.
+  AllreduceConfig config;
   /// All ranks: the communicator NCCL was bootstrapped over, and the
   /// backend's NCCL communicator.
   Group world;
@@ -499,6 +608,7 @@ commrt_status pickDevice(MPI_Comm comm, int &device) {
 } // namespace
 
 commrt_status commrt::createNcclBackend(MPI_Comm comm, int channels,
+                                        const AllreduceConfig &config,
                                         std::unique_ptr<Backend> &out) {
   int rank, size, device;
   MPI_Comm_rank(comm, &rank);
@@ -544,7 +654,7 @@ commrt_status commrt::createNcclBackend(MPI_Comm comm, int channels,
     return status;
   }
   out = std::make_unique<NcclBackend>(comm, nccl, rank, size, device, stream,
-                                      channels);
+                                      channels, config);
   return COMMRT_SUCCESS;
 }
 

@@ -222,7 +222,8 @@ commrt_status ensureMpi() {
 /// Creates the NCCL backend, or says why there is none.
 commrt_status createNccl(std::unique_ptr<Backend> &out) {
 #if COMMRT_HAVE_NCCL
-  return createNcclBackend(runtime().comm, runtime().channels, out);
+  return createNcclBackend(runtime().comm, runtime().channels,
+                           runtime().allreduce, out);
 #else
   (void)out;
   return fail(COMMRT_ERROR_UNAVAILABLE,

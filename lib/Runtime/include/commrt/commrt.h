@@ -74,7 +74,8 @@
 |*    and at commrt_group_split, so asynchronous collectives on channels are  *|
 |*    hierarchical too. Results are those of the flat reduction, exact where  *|
 |*    it is (AVG divides the total once by p); 16-bit sums are rounded to the *|
-|*    wire type at each level. The NCCL backend ignores the setting.          *|
+|*    wire type at each level. Under NCCL, the same two levels with           *|
+|*    ncclReduceScatter, ncclAllReduce and ncclAllGather, each whole.         *|
 |*  - COMMRT_RING_MIN_BYTES: the threshold of "auto" in bytes (default        *|
 |*    1048576).                                                               *|
 |*  - COMMRT_RANKS_PER_NODE: the nodes of "hierarchical": unset, the ranks    *|
@@ -187,8 +188,11 @@ typedef enum commrt_exchange {
  *    the group's ranks form several nodes of more than one rank each (as
  *    COMMRT_ALLREDUCE=hierarchical, whose COMMRT_RANKS_PER_NODE it follows);
  *    the ring otherwise.
- * The NCCL backend runs ncclAllReduce whatever the algorithm: NCCL picks its
- * own (NCCL_ALGO). Results are those of the reduction, exact where it is. */
+ * The NCCL backend runs HIERARCHICAL as ncclReduceScatter within the node,
+ * ncclAllReduce among the peers and ncclAllGather within the node (the last
+ * count % q elements by one ncclAllReduce); for RING and TREE it runs
+ * ncclAllReduce, whose algorithm NCCL picks (NCCL_ALGO). Results are those of
+ * the reduction, exact where it is. */
 typedef enum commrt_algorithm {
   COMMRT_ALGORITHM_DEFAULT = 0,
   COMMRT_ALGORITHM_RING = 1,
