@@ -615,12 +615,15 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     bound and stay dense). Fused buckets, `comm.start`/`comm.wait` and ops
     in buffer form are left alone. For a candidate of `n` elements, the pass
     compares the dense allreduce, `allreduceCost(cluster, bytes)` (with the
-    op's `algorithm` when it has one), with the sparse exchange at `density`,
-    `sparseAllreduceCost(cluster, scheme,
+    op's `algorithm` when it has one), with the sparse allreduce at
+    `density`: the exchange's messages, `sparseAllreduceCost(cluster, scheme,
     {n, density, value bytes, 4-byte indices, chunk-elements})` (8-byte
-    indices beyond 2^32 elements), for the scheme `exchange` names, or for
-    each of `allgather`, `hash`, `chunk` with `exchange=auto`, which takes the
-    cheapest (the first in that order on a tie). The gradient goes sparse
+    indices beyond 2^32 elements), plus its local steps (forming the
+    accumulated gradient, the selection's passes, the result and the
+    residual update: `sparseLocalBytes`) at the memory bandwidth of
+    `device`, as comm-estimate prices the op; for the scheme `exchange`
+    names, or for each of `allgather`, `hash`, `chunk` with `exchange=auto`,
+    which takes the cheapest (the first in that order on a tie). The gradient goes sparse
     only when that cost is strictly below the dense one, so dense stays where
     sparse would not pay, e.g. everywhere on a cluster of one rank. An
     allreduce over a process group (`group`) is priced on its group's ranks
@@ -677,7 +680,10 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
            "Gradients smaller than this many bytes stay dense (default: "
            "1048576)">,
     Option<"chunkElements", "chunk-elements", "int64_t", /*default=*/"32768",
-           "Elements per chunk of the chunk exchange (default: 32768)">
+           "Elements per chunk of the chunk exchange (default: 32768)">,
+    Option<"device", "device", "std::string", /*default=*/"\"v100\"",
+           "Device preset or JSON file that runs the selection and the "
+           "residual update, priced by its memory bandwidth (default: v100)">
   ];
   let dependentDialects = [
     "::mlir::comm::CommDialect", "::mlir::ml_program::MLProgramDialect"

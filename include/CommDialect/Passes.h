@@ -84,7 +84,8 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
   Option<std::string> device{
       *this, "device",
       llvm::cl::desc("Device preset or JSON file for compute without a "
-                     "profiled cost (default: v100)"),
+                     "profiled cost and for sparse allreduces' selection "
+                     "(default: v100)"),
       llvm::cl::init(CommFuseBucketsOptions().device)};
   Option<FusionPolicy> fusion{
       *this, "fusion",

@@ -115,6 +115,7 @@ void comm::buildPlanningPasses(OpPassManager &pm,
     sparsify.exchange = options.sparseExchange;
     sparsify.chunkElements = options.sparseChunkElements;
     sparsify.minBytes = options.sparseMinBytes;
+    sparsify.device = options.device;
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

@@ -401,8 +401,8 @@ private:
   commrt_status splitLevels(const Group &group, Stream &stream) {
     stream.levelsSplit = true;
     std::shared_ptr<Hierarchy> levels;
-    commrt_status status = makeHierarchy(group.bootstrap, world.rank,
-                                         config.ranksPerNode, levels);
+    commrt_status status =
+        makeHierarchy(group.bootstrap, world.rank, config.ranksPerNode, levels);
     COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
                               "node discovery"));
     if (!levels)
@@ -530,10 +530,10 @@ private:
                            ncclReduceScatter(base, own, piece, type, op,
                                              stream.node, stream.stream),
                            stream.node));
-      COMMRT_TRY(checkNccl("ncclAllReduce",
-                           ncclAllReduce(own, own, piece, type, op,
-                                         stream.peers, stream.stream),
-                           stream.peers));
+      COMMRT_TRY(checkNccl(
+          "ncclAllReduce",
+          ncclAllReduce(own, own, piece, type, op, stream.peers, stream.stream),
+          stream.peers));
       COMMRT_TRY(checkNccl(
           "ncclAllGather",
           ncclAllGather(own, base, piece, type, stream.node, stream.stream),
@@ -544,10 +544,10 @@ private:
       return COMMRT_SUCCESS;
     void *tail = static_cast<char *>(data) +
                  (count - rest) * static_cast<int64_t>(elementSize(dtype));
-    return checkNccl("ncclAllReduce",
-                     ncclAllReduce(tail, tail, rest, type, op, stream.comm,
-                                   stream.stream),
-                     stream.comm);
+    return checkNccl(
+        "ncclAllReduce",
+        ncclAllReduce(tail, tail, rest, type, op, stream.comm, stream.stream),
+        stream.comm);
   }
 
   /// Sets `onDevice` to whether `pointer` is device (or managed) memory,

@@ -87,6 +87,11 @@ struct CommSparsifyPass : public WithCheckedOptions<
       return emitError(loc)
              << "comm-sparsify: chunk-elements must be positive, got "
              << chunkElements.getValue();
+    llvm::Expected<DeviceModel> parsedDevice = DeviceModel::parse(device);
+    if (!parsedDevice)
+      return emitError(loc) << "comm-sparsify: option 'device': "
+                            << llvm::toString(parsedDevice.takeError());
+    deviceModel = std::move(*parsedDevice);
     return success();
   }
 
@@ -143,9 +148,12 @@ private:
             .totalUs();
     std::optional<ExchangeKind> best;
     for (ExchangeKind candidate : exchanges) {
-      double us = sparseAllreduceCost(
-                      cluster, getSparseExchangeScheme(candidate), gradient)
-                      .totalUs();
+      SelectKind select =
+          candidate == ExchangeKind::chunk ? SelectKind::chunk : selectKind;
+      double us =
+          getSparseAllreduceCost(cluster, *deviceModel, select, candidate,
+                                 allreduce.getReduce(), gradient)
+              .totalUs();
       if (us < bestUs) {
         bestUs = us;
         best = candidate;
@@ -198,6 +206,8 @@ private:
   SmallVector<ExchangeKind, 3> exchanges;
   /// Selection of the allgather and hash exchanges.
   SelectKind selectKind = SelectKind::threshold;
+  /// The device that runs the selection and the residual update.
+  std::optional<DeviceModel> deviceModel;
 };
 
 } // namespace

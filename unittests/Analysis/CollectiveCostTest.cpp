@@ -272,4 +272,53 @@ TEST(CollectiveCost, SparseChunk) {
       0.0225 + 18.75);
 }
 
+// The local steps of a sparse allreduce, counted from the runtime's passes
+// over n = 1e6 f32 elements (4e6 B a pass), k = 1e4 per rank, 16 ranks.
+TEST(CollectiveCost, SparseLocalBytesThresholdAllgather) {
+  SparseGradient gradient = testGradient();
+  // acc (3 passes), the zeroed result (1), the threshold search and the
+  // collection (4): 8 * 4e6 = 3.2e7. The k sent pairs and residual entries,
+  // 1e4 * (8 + 4) = 1.2e5; the p k received pairs added in,
+  // 1.6e5 * (8 + 8) = 2.56e6.
+  EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Threshold,
+                                    SparseExchangeScheme::Allgather, gradient,
+                                    16, /*average=*/false),
+                   3.2e7 + 1.2e5 + 2.56e6);
+  // AVG reads and writes the result once more: 2 * 4e6.
+  EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Threshold,
+                                    SparseExchangeScheme::Allgather, gradient,
+                                    16, /*average=*/true),
+                   3.2e7 + 1.2e5 + 2.56e6 + 8e6);
+}
+
+TEST(CollectiveCost, SparseLocalBytesTopkHash) {
+  SparseGradient gradient = testGradient();
+  gradient.reducedDensity = 0.1;
+  // Top-k's tie pass adds one pass: 9 * 4e6. The hash exchange receives the
+  // reduced result, n u = 1e5 entries: 1e5 * 16 = 1.6e6.
+  EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Topk,
+                                    SparseExchangeScheme::Hash, gradient, 16,
+                                    /*average=*/false),
+                   3.6e7 + 1.2e5 + 1.6e6);
+}
+
+TEST(CollectiveCost, SparseLocalBytesChunk) {
+  SparseGradient gradient = testGradient();
+  gradient.chunkElements = 1000;
+  // acc and the result (4 passes), the norms (1): 5 * 4e6 = 2e7. The 10
+  // chosen chunks, 1e4 elements, are packed (read and write), unpacked (read
+  // and write) and cleared from the residual: 5 * 4e4 = 2e5.
+  EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Chunk,
+                                    SparseExchangeScheme::Chunk, gradient, 16,
+                                    /*average=*/false),
+                   2e7 + 2e5);
+}
+
+TEST(CollectiveCost, SparseLocalBytesFreeOnOneRank) {
+  EXPECT_EQ(sparseLocalBytes(SparseSelectScheme::Topk,
+                             SparseExchangeScheme::Allgather, testGradient(), 1,
+                             /*average=*/true),
+            0.0);
+}
+
 } // namespace

@@ -108,6 +108,28 @@ CollectiveCost sparseAllreduceCost(const ClusterModel &cluster,
                                    SparseExchangeScheme scheme,
                                    const SparseGradient &gradient);
 
+/// How a sparsified gradient's entries are chosen.
+enum class SparseSelectScheme {
+  /// Exactly the k entries of largest magnitude.
+  Topk,
+  /// The entries at or above a threshold found by a radix search (RedSync).
+  Threshold,
+  /// Whole chunks of largest norm, with the Chunk exchange (GradientFlow).
+  Chunk,
+};
+
+/// The bytes one rank reads from and writes to memory in the local steps of
+/// a sparse allreduce of `gradient` among `ranks` ranks: forming
+/// acc = grad + residual, the selection's passes over acc, gathering what it
+/// sends, writing the dense result and adding in what it received, clearing
+/// what it sent from the residual, and, when `average`, dividing the result.
+/// Counted from the runtime's steps (docs/CostModel.md, section 2.5); a
+/// device's memory bandwidth turns it into time. Zero on one rank, whose
+/// sparse allreduce the model takes as free, as it does the exchange.
+double sparseLocalBytes(SparseSelectScheme select, SparseExchangeScheme scheme,
+                        const SparseGradient &gradient, int64_t ranks,
+                        bool average);
+
 } // namespace mlir::comm
 
 #endif // COMMOPT_ANALYSIS_COLLECTIVECOST_H

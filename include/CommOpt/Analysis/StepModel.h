@@ -96,6 +96,20 @@ CollectiveCost getDenseAllreduceCost(CollectiveOpInterface op,
 /// The cost model's exchange scheme for `exchange`.
 SparseExchangeScheme getSparseExchangeScheme(ExchangeKind exchange);
 
+/// The cost model's selection scheme for `select`.
+SparseSelectScheme getSparseSelectScheme(SelectKind select);
+
+/// The time of a sparse allreduce of `gradient` on `cluster` (the ranks it
+/// runs among): its exchange's messages, and, as a latency term that no
+/// concurrent collective shares, its local steps (sparseLocalBytes) at
+/// `device`'s memory bandwidth. comm-sparsify and the step model price
+/// sparse allreduces with this one function.
+CollectiveCost getSparseAllreduceCost(const ClusterModel &cluster,
+                                      const DeviceModel &device,
+                                      SelectKind select, ExchangeKind exchange,
+                                      ReduceKind reduce,
+                                      const SparseGradient &gradient);
+
 /// A sparse allreduce of a gradient of static tensor type `type` at
 /// `density`, with `chunkElements` per chunk, as the exchange costs need it
 /// (4-byte indices up to 2^32 elements, 8-byte ones beyond).

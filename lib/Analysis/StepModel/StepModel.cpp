@@ -95,6 +95,31 @@ mlir::comm::getSparseExchangeScheme(ExchangeKind exchange) {
   llvm_unreachable("unknown exchange kind");
 }
 
+SparseSelectScheme mlir::comm::getSparseSelectScheme(SelectKind select) {
+  switch (select) {
+  case SelectKind::topk:
+    return SparseSelectScheme::Topk;
+  case SelectKind::threshold:
+    return SparseSelectScheme::Threshold;
+  case SelectKind::chunk:
+    return SparseSelectScheme::Chunk;
+  }
+  llvm_unreachable("unknown select kind");
+}
+
+CollectiveCost mlir::comm::getSparseAllreduceCost(
+    const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
+    ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient) {
+  SparseExchangeScheme scheme = getSparseExchangeScheme(exchange);
+  CollectiveCost cost = sparseAllreduceCost(cluster, scheme, gradient);
+  double localBytes =
+      sparseLocalBytes(getSparseSelectScheme(select), scheme, gradient,
+                       cluster.ranks, reduce == ReduceKind::avg);
+  if (localBytes > 0)
+    cost.latencyUs += device.rooflineUs(/*flops=*/0, localBytes);
+  return cost;
+}
+
 SparseGradient mlir::comm::describeSparseGradient(ShapedType type,
                                                   double density,
                                                   int64_t chunkElements) {
@@ -301,8 +326,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   llvm::DenseMap<Operation *, size_t> inFlight;
   for (Operation &op : func.getBody().front()) {
     if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
-      // Blocking: the step goes on once the exchange is done. The selection
-      // and the residual update are not priced (docs/CostModel.md).
+      // Blocking: the step goes on once the selection, the exchange and the
+      // residual update are done.
       auto type = cast<ShapedType>(sparse.getGrad().getType());
       if (!type.hasStaticShape())
         return sparse.emitOpError("cannot be estimated: its gradient has a "
@@ -310,13 +335,13 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       SparseGradient gradient = describeSparseGradient(
           type, sparse.getDensity().convertToDouble(),
           sparse.getChunkElements().value_or(kDefaultSparseChunkElements));
-      addCollective(
-          &op, sparse.getGrad(),
-          sparseAllreduceCost(clusters.get(cast<CollectiveOpInterface>(op)),
-                              getSparseExchangeScheme(sparse.getExchange()),
-                              gradient),
-          getCollectiveBytes(sparse.getGrad().getType(), Type()),
-          getLabel(sparse))
+      addCollective(&op, sparse.getGrad(),
+                    getSparseAllreduceCost(
+                        clusters.get(cast<CollectiveOpInterface>(op)), device,
+                        sparse.getSelect(), sparse.getExchange(),
+                        sparse.getReduce(), gradient),
+                    getCollectiveBytes(sparse.getGrad().getType(), Type()),
+                    getLabel(sparse))
           .blocking = true;
       continue;
     }
