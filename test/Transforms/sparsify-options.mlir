@@ -7,6 +7,7 @@
 // RUN: not commopt-opt %s --comm-sparsify="select=chunk" 2>&1 | FileCheck %s --check-prefix=SELECT
 // RUN: not commopt-opt %s --comm-sparsify="min-bytes=-1" 2>&1 | FileCheck %s --check-prefix=MINBYTES
 // RUN: not commopt-opt %s --comm-sparsify="chunk-elements=0" 2>&1 | FileCheck %s --check-prefix=CHUNK
+// RUN: not commopt-opt %s --comm-sparsify="device=no-such-device" 2>&1 | FileCheck %s --check-prefix=DEVICE
 
 // DENSITY0: error: comm-sparsify: density must be in (0, 1], got 0
 // DENSITY15: error: comm-sparsify: density must be in (0, 1], got 1.5
@@ -18,6 +19,7 @@
 // SELECT: error: comm-sparsify: option 'select': unknown value 'chunk'; expected one of threshold, topk (chunk selection comes with exchange=chunk)
 // MINBYTES: error: comm-sparsify: min-bytes must be non-negative, got -1
 // CHUNK: error: comm-sparsify: chunk-elements must be positive, got 0
+// DEVICE: error: comm-sparsify: option 'device': {{.*}}no-such-device
 
 func.func @f() {
   return
