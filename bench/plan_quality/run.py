@@ -395,9 +395,15 @@ def render(rows, command, skipped):
         "the slow networks): all their gradients become ready near the end "
         "of the backward pass and must be reduced one after another, so the "
         "DP optimum, not LB dense, is the dense f32 limit there; only fewer "
-        "bytes (f16, sparse) get below it. The multi-channel plan (*cpt*) "
-        "can beat the single-channel DP optimum slightly: two channels "
-        "overlap their latency terms.",
+        "bytes (f16, sparse) get below it. commopt's plans can beat the "
+        "DP optimum: the DP prices every bucket with the cluster's one "
+        "algorithm, where comm-select-algorithm gives each collective the "
+        "cheapest of ring, tree and hierarchical (the tree for small, "
+        "latency-bound buckets: up to 5% on AlexNet and GNMT at 512 ranks), "
+        "and the multi-channel plan (*cpt*) overlaps two channels' latency "
+        "terms. The *+sparse* column prices each sparse allreduce's local "
+        "steps (the selection's passes and the residual update) on the "
+        "v100 as well as its exchange (docs/CostModel.md, section 2.5).",
         "",
     ]
     return "\n".join(out)
