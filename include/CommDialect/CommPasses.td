@@ -623,9 +623,10 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     residual update: `sparseLocalBytes`) at the memory bandwidth of
     `device`, as comm-estimate prices the op; for the scheme `exchange`
     names, or for each of `allgather`, `hash`, `chunk` with `exchange=auto`,
-    which takes the cheapest (the first in that order on a tie). The gradient goes sparse
-    only when that cost is strictly below the dense one, so dense stays where
-    sparse would not pay, e.g. everywhere on a cluster of one rank. An
+    which takes the cheapest (the first in that order on a tie). The
+    gradient goes sparse only when that cost is strictly below the dense
+    one, so dense stays where sparse would not pay, e.g. everywhere on a
+    cluster of one rank. An
     allreduce over a process group (`group`) is priced on its group's ranks
     and links (ClusterModel::forGroup), as comm-estimate prices it.
 
