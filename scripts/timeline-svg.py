@@ -19,8 +19,8 @@ the kinds drawn.
 
 Kinds: compute by its `phase` (forward, backward; other, e.g. the
 optimizer's update); collectives by their `op`: comm.sparse_allreduce is
-sparse, any other dense. The trace gives a collective's bytes on the wire
-but not its wire type: to colour dense collectives in f16 or bf16 apart
+sparse, any other dense. The trace gives a dense collective's bytes on the
+wire (a sparse one's dense gradient's) but not its wire type: to colour dense collectives in f16 or bf16 apart
 from f32, give each timeline the plan of the same module
 (`commopt-translate --export-plan`, docs/Plan.md), whose collectives name
 their `wire`; without plans, dense collectives are drawn as "dense".
@@ -365,7 +365,11 @@ def event_svg(event, x, y):
     if "op" in args:
         tip.append(str(args["op"]))
     if is_number(args.get("bytes")):
-        tip.append(f"{args['bytes'] / 2**20:.3f} MiB on the wire")
+        # A sparse allreduce's bytes are its dense gradient's; only the
+        # selected part of it travels.
+        what = ("gradient, of which the selected part travels"
+                if event["kind"] == "sparse" else "on the wire")
+        tip.append(f"{args['bytes'] / 2**20:.3f} MiB {what}")
     if is_number(args.get("exposed_us")) and args["exposed_us"] > 0:
         tip.append(f"{args['exposed_us'] / 1e3:.3f} ms exposed")
     stroke = ' stroke="#ffffff" stroke-width="0.6"' if width >= 3 else ""
