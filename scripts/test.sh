@@ -40,6 +40,14 @@ check_embedding() {
     echo "examples/embed: no comm.start in the planned module" >&2
     return 1
   fi
+  # The installed autotuner finds the installed tools and runtime: it gets
+  # as far as comm-optimize's verdict on a bad wire type.
+  "$prefix/bin/commopt-tune" "$root/test/Tools/Inputs/tune-profile.json" \
+    --options="cluster=nvlink-8 wire=fp16" 2>&1 |
+    grep -q "comm-optimize rejects them" || {
+    echo "the installed commopt-tune did not run commopt-opt" >&2
+    return 1
+  }
   # The installed training bridge finds the installed runtime.
   local site
   site=$(find "$prefix" -type d -path "*python3/dist-packages" | head -n 1)
