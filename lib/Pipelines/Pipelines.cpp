@@ -96,6 +96,15 @@ LogicalResult comm::verifyOptimizeOptions(
     return fail("sparse-chunk-elements",
                 "expected a positive element count, got " +
                     Twine(options.sparseChunkElements));
+  // The report's options would be dropped without a word.
+  if (options.estimate == EstimateMode::None)
+    for (const llvm::cl::Option *reportOption :
+         {static_cast<const llvm::cl::Option *>(&options.report),
+          static_cast<const llvm::cl::Option *>(&options.reportFile)})
+      if (reportOption->getNumOccurrences() > 0)
+        return fail(reportOption->ArgStr,
+                    "there is no report without an estimate; add "
+                    "estimate=step or estimate=steady");
   if (!options.cluster.empty()) {
     llvm::Expected<std::shared_ptr<const ClusterModel>> cluster =
         loadSharedCluster(options.cluster);

@@ -16,6 +16,11 @@
 // REPORT: error: comm-optimize: option 'report': unknown value 'xml'; expected one of text, json, none{{$}}
 // RUN: not commopt-opt %s --comm-optimize="sparse-exchange=rnig" 2>&1 | FileCheck %s --check-prefix=EXCHANGE
 // EXCHANGE: error: comm-optimize: option 'sparse-exchange': unknown value 'rnig'; expected one of auto, allgather, hash, chunk{{$}}
+// A report needs an estimate; without one, its options would do nothing.
+// RUN: not commopt-opt %s --comm-optimize="report=json" 2>&1 | FileCheck %s --check-prefix=NO-ESTIMATE
+// NO-ESTIMATE: error: comm-optimize: option 'report': there is no report without an estimate; add estimate=step or estimate=steady
+// RUN: not commopt-opt %s --comm-optimize="report-file=%t.json" 2>&1 | FileCheck %s --check-prefix=NO-ESTIMATE-FILE
+// NO-ESTIMATE-FILE: error: comm-optimize: option 'report-file': there is no report without an estimate
 // RUN: not commopt-opt %s --comm-optimize="channels=100000" 2>&1 | FileCheck %s --check-prefix=CHANNELS
 // CHANNELS: comm-optimize: option 'channels': expected 0 (the cluster's) or a count up to 64, got 100000
 // RUN: not commopt-opt %s --comm-optimize="bucket-cap-mb=inf" 2>&1 | FileCheck %s --check-prefix=CAP
