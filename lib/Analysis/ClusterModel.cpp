@@ -108,8 +108,23 @@ double LinkLevel::bandwidthGbps() const {
 
 /// Reports the first broken invariant of `level` below `path`.
 static bool verifyLevel(const LinkLevel &level, Path path) {
-  return detail::checkNonNegative(level.alphaUs, path, "alpha_us") &&
-         detail::checkPositive(level.betaUsPerByte, path, "beta_s_per_byte");
+  if (!detail::checkNonNegative(level.alphaUs, path, "alpha_us") ||
+      !detail::checkPositive(level.betaUsPerByte, path, "beta_s_per_byte"))
+    return false;
+  Path regimes = path.field("regimes");
+  for (auto [index, regime] : llvm::enumerate(level.regimes)) {
+    Path at = regimes.index(index);
+    if (!detail::checkPositive(regime.upToBytes, at, "up_to_bytes") ||
+        !detail::checkNonNegative(regime.alphaUs, at, "alpha_us") ||
+        !detail::checkPositive(regime.betaUsPerByte, at, "beta_s_per_byte"))
+      return false;
+    if (index > 0 && !detail::checkField(regime.upToBytes >
+                                             level.regimes[index - 1].upToBytes,
+                                         at, "up_to_bytes",
+                                         "expected sizes in increasing order"))
+      return false;
+  }
+  return true;
 }
 
 /// Reports a channel count out of [1, kMaxClusterChannels] below `path`.
@@ -166,14 +181,12 @@ static bool fromJSON(const llvm::json::Value &value, ChannelSharing &sharing,
 }
 } // namespace mlir::comm
 
-/// Reads one level: "alpha_us" and exactly one of "beta_s_per_byte" and
-/// "bandwidth_gbps".
-static bool readLevel(const llvm::json::Value &value, LinkLevel &level,
-                      Path path) {
-  llvm::json::ObjectMapper mapper(value, path);
-  double alphaUs = 0;
+/// Reads the alpha and beta of a level or a regime at `path`: "alpha_us"
+/// and exactly one of "beta_s_per_byte" and "bandwidth_gbps".
+static bool readAlphaBeta(llvm::json::ObjectMapper &mapper, Path path,
+                          double &alphaUs, double &betaUsPerByte) {
   std::optional<double> betaSeconds, gbps;
-  if (!mapper || !mapper.map("alpha_us", alphaUs) ||
+  if (!mapper.map("alpha_us", alphaUs) ||
       !mapper.map("beta_s_per_byte", betaSeconds) ||
       !mapper.map("bandwidth_gbps", gbps))
     return false;
@@ -183,8 +196,31 @@ static bool readLevel(const llvm::json::Value &value, LinkLevel &level,
   }
   if (gbps && !detail::checkPositive(*gbps, path, "bandwidth_gbps"))
     return false;
-  level = gbps ? LinkLevel::fromBandwidth(alphaUs, *gbps)
-               : LinkLevel{alphaUs, *betaSeconds * kUsPerSecond};
+  betaUsPerByte = gbps ? LinkLevel::fromBandwidth(alphaUs, *gbps).betaUsPerByte
+                       : *betaSeconds * kUsPerSecond;
+  return true;
+}
+
+namespace mlir::comm {
+/// Reads one regime of a level, found by json::ObjectMapper.
+static bool fromJSON(const llvm::json::Value &value, SizeRegime &regime,
+                     Path path) {
+  llvm::json::ObjectMapper mapper(value, path);
+  return mapper && mapper.map("up_to_bytes", regime.upToBytes) &&
+         readAlphaBeta(mapper, path, regime.alphaUs, regime.betaUsPerByte);
+}
+} // namespace mlir::comm
+
+/// Reads one level: its alpha and beta, and its optional "regimes".
+static bool readLevel(const llvm::json::Value &value, LinkLevel &level,
+                      Path path) {
+  llvm::json::ObjectMapper mapper(value, path);
+  LinkLevel read;
+  if (!mapper ||
+      !readAlphaBeta(mapper, path, read.alphaUs, read.betaUsPerByte) ||
+      !mapper.mapOptional("regimes", read.regimes))
+    return false;
+  level = std::move(read);
   return verifyLevel(level, path);
 }
 
@@ -287,11 +323,36 @@ llvm::Expected<ClusterModel> ClusterModel::loadFile(llvm::StringRef path) {
   return detail::loadDescription<ClusterModel>(path, "cluster");
 }
 
+LinkLevel LinkLevel::forBytes(double bytes) const {
+  for (const SizeRegime &regime : regimes)
+    if (bytes <= regime.upToBytes)
+      return LinkLevel{regime.alphaUs, regime.betaUsPerByte, {}};
+  return LinkLevel{alphaUs, betaUsPerByte, {}};
+}
+
+ClusterModel ClusterModel::forBytes(double bytes) const {
+  ClusterModel sized = *this;
+  sized.intra = intra.forBytes(bytes);
+  sized.inter = inter.forBytes(bytes);
+  return sized;
+}
+
 llvm::json::Value ClusterModel::toJSON() const {
   auto level = [](const LinkLevel &l) {
-    return llvm::json::Object{
+    llvm::json::Object object{
         {"alpha_us", l.alphaUs},
         {"beta_s_per_byte", LinkLevel::secondsPerByte(l.betaUsPerByte)}};
+    if (!l.regimes.empty()) {
+      llvm::json::Array regimes;
+      for (const SizeRegime &regime : l.regimes)
+        regimes.push_back(llvm::json::Object{
+            {"up_to_bytes", regime.upToBytes},
+            {"alpha_us", regime.alphaUs},
+            {"beta_s_per_byte",
+             LinkLevel::secondsPerByte(regime.betaUsPerByte)}});
+      object["regimes"] = std::move(regimes);
+    }
+    return object;
   };
   return llvm::json::Object{
       {"format", kFormat},

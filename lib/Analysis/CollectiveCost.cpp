@@ -49,6 +49,8 @@ static CollectiveCost scatterAllgatherBroadcast(const LinkLevel &level,
 /// Reduce-scatter and allgather have the same cost form in every algorithm.
 static CollectiveCost halfAllreduceCost(const ClusterModel &cluster,
                                         double totalBytes) {
+  if (cluster.hasRegimes())
+    return halfAllreduceCost(cluster.forBytes(totalBytes), totalBytes);
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
@@ -76,6 +78,10 @@ static CollectiveCost halfAllreduceCost(const ClusterModel &cluster,
 CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
                                    AllreduceAlgorithm algorithm) {
   assert(bytes >= 0 && "negative message size");
+  // A level's figures for this size (LinkLevel::regimes), as a calibration
+  // sweep measured collectives of this size.
+  if (cluster.hasRegimes())
+    return allreduceCost(cluster.forBytes(bytes), bytes, algorithm);
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
@@ -121,6 +127,8 @@ CollectiveCost comm::allgatherCost(const ClusterModel &cluster,
 CollectiveCost comm::allToAllCost(const ClusterModel &cluster,
                                   double bytesPerRank) {
   assert(bytesPerRank >= 0 && "negative message size");
+  if (cluster.hasRegimes())
+    return allToAllCost(cluster.forBytes(bytesPerRank), bytesPerRank);
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
@@ -144,6 +152,8 @@ CollectiveCost comm::allToAllCost(const ClusterModel &cluster,
 
 CollectiveCost comm::broadcastCost(const ClusterModel &cluster, double bytes) {
   assert(bytes >= 0 && "negative message size");
+  if (cluster.hasRegimes())
+    return broadcastCost(cluster.forBytes(bytes), bytes);
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};

@@ -28,6 +28,7 @@
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -48,6 +49,7 @@ struct Options {
   int repetitions = 10;
   int64_t ranksPerNode = 1;
   FitError fit = FitError::Absolute;
+  int64_t pieces = 4;
 };
 
 const char *const usageText =
@@ -60,8 +62,11 @@ const char *const usageText =
     "  --repetitions=N        timed runs per size, median taken (default 10)\n"
     "  --ranks-per-node=N     ranks per node, dividing the rank count "
     "(default 1)\n"
-    "  --fit=absolute|relative  minimise absolute residuals (MG-WFBP's fit,\n"
-    "                         default) or relative ones (every size alike)\n";
+    "  --pieces=N             lines over ranges of sizes, at most N (default\n"
+    "                         4): the fewest whose largest relative error is\n"
+    "                         at most 5%, each a relative least-squares fit\n"
+    "  --fit=absolute|relative  with --pieces=1, minimise absolute residuals\n"
+    "                         (MG-WFBP's fit, default) or relative ones\n";
 
 /// Whether this process is rank 0 (or runs alone), known before MPI starts,
 /// so that only one rank reports bad options.
@@ -122,6 +127,8 @@ Options parseOptions(int argc, char **argv) {
                              value));
     else if (option == "--ranks-per-node")
       options.ranksPerNode = parseInteger(option, value, 1);
+    else if (option == "--pieces")
+      options.pieces = parseInteger(option, value, 1);
     else
       badUsage(llvm::formatv("unknown option '{0}'", option));
   }
@@ -233,35 +240,65 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  llvm::Expected<LinearFit> fit = fitLinear(samples, options.fit);
+  // One line (--pieces=1, by --fit) or lines over ranges of sizes.
+  auto fitSweep =
+      [&](llvm::ArrayRef<Sample> sweepSamples) -> llvm::Expected<PiecewiseFit> {
+    if (options.pieces > 1)
+      return fitPiecewise(sweepSamples, static_cast<unsigned>(options.pieces));
+    llvm::Expected<LinearFit> line = fitLinear(sweepSamples, options.fit);
+    if (!line)
+      return line.takeError();
+    return PiecewiseFit::single(*line);
+  };
+  llvm::Expected<PiecewiseFit> fit = fitSweep(samples);
   if (!fit)
     return fail(llvm::toString(fit.takeError()));
-  std::optional<LinearFit> nodeFit;
+  std::optional<PiecewiseFit> nodeFit;
   if (twoLevels) {
-    llvm::Expected<LinearFit> fitted = fitLinear(nodeSamples, options.fit);
+    llvm::Expected<PiecewiseFit> fitted = fitSweep(nodeSamples);
     if (!fitted)
       return fail(llvm::toString(fitted.takeError()));
-    nodeFit = *fitted;
+    nodeFit = std::move(*fitted);
   }
+  // T(n) = a + b n for each piece, with the sizes it prices.
+  auto describe = [&](const PiecewiseFit &piecewise) {
+    std::string text;
+    double from = 0;
+    for (const PiecewiseFit::Piece &piece : piecewise.pieces) {
+      const LinearFit &line = piece.line;
+      text += llvm::formatv(
+          "{0}{1}a = {2:f3} us, b = {3:e4} s/B{4}", text.empty() ? "" : "; ",
+          piecewise.pieces.size() == 1 ? std::string()
+          : std::isinf(piece.upToBytes)
+              ? llvm::formatv("above {0:f0} B: ", from).str()
+              : llvm::formatv("up to {0:f0} B: ", piece.upToBytes).str(),
+          line.interceptUs, line.slopeUsPerByte * 1e-6,
+          line.interceptClamped ? " (intercept clamped to 0)" : "");
+      from = piece.upToBytes;
+    }
+    return text + llvm::formatv(", max relative error {0:f1}%",
+                                piecewise.maxRelativeError * 100)
+                      .str();
+  };
   std::string source = llvm::formatv(
       "calibrated with commopt-calibrate on {0}: commrt_allreduce of f32 sums "
       "on {1} ranks, {2}..{3} ({4} sizes, median of {5} repetitions), "
-      "least-squares ({11} residuals) T(n) = a + b n with a = {6:f3} us, b = "
-      "{7:e4} s/B{8}, "
-      "RMS residual {9:f1} us, max relative error {10:f1}%",
+      "least-squares T(n) = a + b n ({6}): {7}",
       today(), ranks, formatBytes(options.minBytes),
       formatBytes(options.maxBytes), sizes.size(), options.repetitions,
-      fit->interceptUs, fit->slopeUsPerByte * 1e-6,
-      fit->interceptClamped ? " (intercept clamped to 0)" : "",
-      fit->rmsResidualUs, fit->maxRelativeError * 100,
-      options.fit == FitError::Absolute ? "absolute" : "relative");
+      options.pieces > 1
+          ? llvm::formatv("at most {0} pieces, relative residuals",
+                          options.pieces)
+                .str()
+          : std::string(options.fit == FitError::Absolute
+                            ? "absolute residuals"
+                            : "relative residuals"),
+      describe(*fit));
   if (nodeFit)
     source += llvm::formatv(
         "; intra-node level from the allreduce within each node of {0} "
-        "ranks, all nodes at once: a = {1:f3} us, b = {2:e4} s/B, RMS "
-        "residual {3:f1} us, max relative error {4:f1}%",
-        q, nodeFit->interceptUs, nodeFit->slopeUsPerByte * 1e-6,
-        nodeFit->rmsResidualUs, nodeFit->maxRelativeError * 100);
+        "ranks, all nodes at once: {1}",
+        q, describe(*nodeFit));
   llvm::Expected<ClusterModel> cluster =
       makeCalibratedCluster(*fit, ranks, options.ranksPerNode, options.name,
                             source, nodeFit ? &*nodeFit : nullptr);
@@ -286,11 +323,11 @@ int main(int argc, char **argv) {
   }
   const mlir::comm::LinkLevel &level = cluster->flatLevel();
   llvm::outs() << llvm::formatv(
-      "fit: a = {0:f3} us, b = {1:e4} s/B{2}; ring per step over {3} ranks: "
-      "alpha = {4:f3} us, beta = {5:e4} s/B ({6:f2} Gbit/s)\n",
-      fit->interceptUs, fit->slopeUsPerByte * 1e-6,
-      fit->interceptClamped ? " (intercept clamped to 0)" : "", ranks,
-      level.alphaUs, level.betaUsPerByte * 1e-6, level.bandwidthGbps());
+      "fit: {0}; ring per step over {1} ranks: alpha = {2:f3} us, beta = "
+      "{3:e4} s/B ({4:f2} Gbit/s) above the last regime, {5} regime(s) "
+      "below\n",
+      describe(*fit), ranks, level.alphaUs, level.betaUsPerByte * 1e-6,
+      level.bandwidthGbps(), level.regimes.size());
   if (nodeFit) {
     // The same check within a node: measured, fitted, and the model's ring
     // over one node's ranks on the intra-node level.

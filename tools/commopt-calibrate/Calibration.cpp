@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <vector>
 
 using namespace commopt::calibrate;
@@ -94,6 +96,107 @@ commopt::calibrate::fitLinear(llvm::ArrayRef<Sample> samples, FitError error) {
   return fit;
 }
 
+const LinearFit &PiecewiseFit::lineFor(double bytes) const {
+  for (const Piece &piece : pieces)
+    if (bytes <= piece.upToBytes)
+      return piece.line;
+  return pieces.back().line;
+}
+
+PiecewiseFit PiecewiseFit::single(const LinearFit &line) {
+  PiecewiseFit fit;
+  fit.pieces.push_back({std::numeric_limits<double>::infinity(), line});
+  fit.maxRelativeError = line.maxRelativeError;
+  return fit;
+}
+
+llvm::Expected<PiecewiseFit>
+commopt::calibrate::fitPiecewise(llvm::ArrayRef<Sample> unsorted,
+                                 unsigned maxPieces, double tolerance,
+                                 unsigned minSamplesPerPiece) {
+  if (maxPieces < 1 || minSamplesPerPiece < 2)
+    return makeError("a piecewise fit needs at least one piece of at least "
+                     "two samples");
+  std::vector<Sample> samples(unsorted.begin(), unsorted.end());
+  std::stable_sort(
+      samples.begin(), samples.end(),
+      [](const Sample &a, const Sample &b) { return a.bytes < b.bytes; });
+  const size_t n = samples.size();
+  // line[i][j]: the relative fit of samples i..j, when they may form a
+  // piece; cost[i][j] its sum of squared relative residuals.
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<std::optional<LinearFit>>> line(
+      n, std::vector<std::optional<LinearFit>>(n));
+  std::vector<std::vector<double>> cost(n, std::vector<double>(n, kNone));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + minSamplesPerPiece - 1; j < n; ++j) {
+      llvm::ArrayRef<Sample> range(samples.data() + i, j - i + 1);
+      llvm::Expected<LinearFit> fit = fitLinear(range, FitError::Relative);
+      if (!fit) {
+        llvm::consumeError(fit.takeError());
+        continue;
+      }
+      double sum = 0;
+      for (const Sample &sample : range) {
+        double relative =
+            (fit->predictUs(sample.bytes) - sample.timeUs) / sample.timeUs;
+        sum += relative * relative;
+      }
+      line[i][j] = *fit;
+      cost[i][j] = sum;
+    }
+
+  // best[k][j]: the least cost of samples 0..j in k + 1 pieces, the last
+  // starting at start[k][j].
+  std::vector<std::vector<double>> best(maxPieces,
+                                        std::vector<double>(n, kNone));
+  std::vector<std::vector<size_t>> start(maxPieces, std::vector<size_t>(n));
+  for (size_t j = 0; j < n; ++j)
+    best[0][j] = cost[0][j];
+  for (unsigned k = 1; k < maxPieces; ++k)
+    for (size_t j = 0; j < n; ++j)
+      for (size_t i = 1; i <= j; ++i)
+        if (best[k - 1][i - 1] + cost[i][j] < best[k][j]) {
+          best[k][j] = best[k - 1][i - 1] + cost[i][j];
+          start[k][j] = i;
+        }
+
+  std::optional<PiecewiseFit> chosen;
+  for (unsigned k = 0; k < maxPieces; ++k) {
+    if (best[k][n - 1] == kNone)
+      continue;
+    PiecewiseFit fit;
+    for (size_t end = n - 1, pieces = k + 1; pieces > 0; --pieces) {
+      size_t begin = pieces == 1 ? 0 : start[pieces - 1][end];
+      fit.pieces.push_back({0, *line[begin][end]});
+      fit.pieces.back().upToBytes =
+          end + 1 == n ? std::numeric_limits<double>::infinity()
+                       : std::sqrt(samples[end].bytes * samples[end + 1].bytes);
+      if (begin == 0)
+        break;
+      end = begin - 1;
+    }
+    std::reverse(fit.pieces.begin(), fit.pieces.end());
+    for (const Sample &sample : samples)
+      fit.maxRelativeError =
+          std::max(fit.maxRelativeError,
+                   std::fabs(fit.predictUs(sample.bytes) - sample.timeUs) /
+                       sample.timeUs);
+    bool better =
+        !chosen || best[k][n - 1] < best[chosen->pieces.size() - 1][n - 1];
+    if (chosen && chosen->maxRelativeError <= tolerance)
+      better = false;
+    if (better)
+      chosen = std::move(fit);
+  }
+  if (!chosen)
+    return makeError(llvm::formatv(
+        "a piecewise fit needs at least {0} samples of distinct sizes with "
+        "positive times",
+        minSamplesPerPiece));
+  return std::move(*chosen);
+}
+
 llvm::Expected<LinkLevel>
 commopt::calibrate::ringLevelFromFit(const LinearFit &fit, int64_t ranks) {
   if (ranks < 2)
@@ -102,13 +205,42 @@ commopt::calibrate::ringLevelFromFit(const LinearFit &fit, int64_t ranks) {
   double steps = 2.0 * (ranks - 1);
   LinkLevel level;
   level.alphaUs = fit.interceptUs / steps;
-  level.betaUsPerByte = fit.slopeUsPerByte * ranks / steps;
+  level.betaUsPerByte =
+      LinkLevel::representableBeta(fit.slopeUsPerByte * ranks / steps);
+  return level;
+}
+
+llvm::Expected<LinkLevel>
+commopt::calibrate::ringLevelFromFit(const PiecewiseFit &fit, int64_t ranks) {
+  llvm::Expected<LinkLevel> level =
+      ringLevelFromFit(fit.pieces.back().line, ranks);
+  if (!level)
+    return level.takeError();
+  for (const PiecewiseFit::Piece &piece :
+       llvm::ArrayRef(fit.pieces).drop_back()) {
+    llvm::Expected<LinkLevel> regime = ringLevelFromFit(piece.line, ranks);
+    if (!regime)
+      return regime.takeError();
+    level->regimes.push_back(
+        {piece.upToBytes, regime->alphaUs, regime->betaUsPerByte});
+  }
   return level;
 }
 
 llvm::Expected<ClusterModel> commopt::calibrate::makeCalibratedCluster(
     const LinearFit &fit, int64_t ranks, int64_t ranksPerNode, std::string name,
     std::string source, const LinearFit *nodeFit) {
+  std::optional<PiecewiseFit> node;
+  if (nodeFit)
+    node = PiecewiseFit::single(*nodeFit);
+  return makeCalibratedCluster(PiecewiseFit::single(fit), ranks, ranksPerNode,
+                               std::move(name), std::move(source),
+                               node ? &*node : nullptr);
+}
+
+llvm::Expected<ClusterModel> commopt::calibrate::makeCalibratedCluster(
+    const PiecewiseFit &fit, int64_t ranks, int64_t ranksPerNode,
+    std::string name, std::string source, const PiecewiseFit *nodeFit) {
   llvm::Expected<LinkLevel> level = ringLevelFromFit(fit, ranks);
   if (!level)
     return level.takeError();

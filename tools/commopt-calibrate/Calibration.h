@@ -63,10 +63,53 @@ enum class FitError {
 llvm::Expected<LinearFit> fitLinear(llvm::ArrayRef<Sample> samples,
                                     FitError error = FitError::Absolute);
 
+/// Lines over consecutive ranges of message sizes: a transport's small
+/// messages pay fixed costs (and often another algorithm) that large ones
+/// do not, which one line over 4 B to 64 MiB prices up to 20x off.
+struct PiecewiseFit {
+  struct Piece {
+    /// The largest size the line prices: halfway, on a log scale, between
+    /// its largest sample and the next piece's smallest; infinity for the
+    /// last piece.
+    double upToBytes = 0;
+    LinearFit line;
+  };
+  /// In increasing order of size; at least one.
+  std::vector<Piece> pieces;
+  /// Largest |fitted - measured| / measured over the samples.
+  double maxRelativeError = 0;
+
+  /// The piece that prices `bytes`.
+  const LinearFit &lineFor(double bytes) const;
+  double predictUs(double bytes) const {
+    return lineFor(bytes).predictUs(bytes);
+  }
+  /// One line for every size.
+  static PiecewiseFit single(const LinearFit &line);
+};
+
+/// The piecewise fit of `samples` with the fewest pieces, up to
+/// `maxPieces`, whose largest relative error is at most `tolerance`, or else
+/// the one of `maxPieces` pieces with the least sum of squared relative
+/// residuals. Each piece is a relative least-squares line (fitLinear) over
+/// at least `minSamplesPerPiece` samples of distinct sizes; the breakpoints
+/// are the ones that minimise that sum (dynamic programming over the
+/// sorted samples).
+llvm::Expected<PiecewiseFit> fitPiecewise(llvm::ArrayRef<Sample> samples,
+                                          unsigned maxPieces,
+                                          double tolerance = 0.05,
+                                          unsigned minSamplesPerPiece = 3);
+
 /// The per-step alpha and beta of a ring allreduce over `ranks` ranks whose
 /// whole time is `fit`: the ring costs 2(p-1) alpha + 2(p-1)/p n beta, so
 /// alpha = a / (2(p-1)) and beta = b p / (2(p-1)). Needs ranks >= 2.
 llvm::Expected<mlir::comm::LinkLevel> ringLevelFromFit(const LinearFit &fit,
+                                                       int64_t ranks);
+
+/// The level of a ring over `ranks` ranks whose time is `fit`: the last
+/// piece gives its alpha and beta (ringLevelFromFit), the others its
+/// regimes, each up to its piece's size.
+llvm::Expected<mlir::comm::LinkLevel> ringLevelFromFit(const PiecewiseFit &fit,
                                                        int64_t ranks);
 
 /// The cluster a calibration describes: `ranks` ranks in nodes of
@@ -76,6 +119,12 @@ llvm::Expected<mlir::comm::LinkLevel> ringLevelFromFit(const LinearFit &fit,
 /// `nodeFit`, when given, is a ring within each node and gives the
 /// intra-node level; without it, the level a flat ring does not measure gets
 /// the same figures. Verified before it is returned.
+llvm::Expected<mlir::comm::ClusterModel>
+makeCalibratedCluster(const PiecewiseFit &fit, int64_t ranks,
+                      int64_t ranksPerNode, std::string name,
+                      std::string source,
+                      const PiecewiseFit *nodeFit = nullptr);
+/// The same with one line for every size.
 llvm::Expected<mlir::comm::ClusterModel>
 makeCalibratedCluster(const LinearFit &fit, int64_t ranks, int64_t ranksPerNode,
                       std::string name, std::string source,

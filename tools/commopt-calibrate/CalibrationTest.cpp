@@ -141,6 +141,74 @@ TEST(Calibration, ClusterReproducesTheFitThroughTheCostModel) {
   }
 }
 
+/// A sweep whose small messages take another transport's path: 30 us +
+/// 1e-3 us/B up to 64 KiB, 200 us + 8e-3 us/B above (the ring from there).
+std::vector<Sample> twoRegimeSamples() {
+  std::vector<Sample> samples;
+  for (int64_t bytes : sweepSizes(4, int64_t(64) << 20))
+    samples.push_back({double(bytes), bytes <= 65536 ? 30 + 1e-3 * bytes
+                                                     : 200 + 8e-3 * bytes});
+  return samples;
+}
+
+TEST(Calibration, PiecewiseFitFindsTheBreakpoint) {
+  std::vector<Sample> samples = twoRegimeSamples();
+  // One line misses the small sizes by far.
+  llvm::Expected<LinearFit> line = fitLinear(samples);
+  ASSERT_TRUE(bool(line)) << llvm::toString(line.takeError());
+  EXPECT_GT(line->maxRelativeError, 1.0);
+  llvm::Expected<PiecewiseFit> fit = fitPiecewise(samples, 4);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  // Two pieces suffice, split between 64 KiB and 128 KiB (at their
+  // geometric mean), each the exact line of its range.
+  ASSERT_EQ(fit->pieces.size(), 2u);
+  EXPECT_DOUBLE_EQ(fit->pieces[0].upToBytes, std::sqrt(65536.0 * 131072.0));
+  EXPECT_TRUE(std::isinf(fit->pieces[1].upToBytes));
+  EXPECT_NEAR(fit->pieces[0].line.interceptUs, 30, 1e-6);
+  EXPECT_NEAR(fit->pieces[0].line.slopeUsPerByte, 1e-3, 1e-12);
+  EXPECT_NEAR(fit->pieces[1].line.interceptUs, 200, 1e-6);
+  EXPECT_NEAR(fit->pieces[1].line.slopeUsPerByte, 8e-3, 1e-12);
+  EXPECT_LT(fit->maxRelativeError, 1e-9);
+  EXPECT_EQ(&fit->lineFor(65536), &fit->pieces[0].line);
+  EXPECT_EQ(&fit->lineFor(131072), &fit->pieces[1].line);
+}
+
+TEST(Calibration, PiecewiseFitKeepsOneLineWhereOneFits) {
+  llvm::Expected<PiecewiseFit> fit = fitPiecewise(linearSamples(120, 8e-3), 4);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  ASSERT_EQ(fit->pieces.size(), 1u);
+  EXPECT_NEAR(fit->pieces[0].line.interceptUs, 120, 1e-6);
+  // Too few samples for a piece of three is an error, as is no piece.
+  std::vector<Sample> two = {{4, 10}, {8, 11}};
+  llvm::Expected<PiecewiseFit> short_ = fitPiecewise(two, 4);
+  ASSERT_FALSE(bool(short_));
+  EXPECT_NE(llvm::toString(short_.takeError()).find("at least 3 samples"),
+            std::string::npos);
+  llvm::Expected<PiecewiseFit> none = fitPiecewise(twoRegimeSamples(), 0);
+  ASSERT_FALSE(bool(none));
+  llvm::consumeError(none.takeError());
+}
+
+TEST(Calibration, PiecewiseClusterReproducesEachPiece) {
+  llvm::Expected<PiecewiseFit> fit = fitPiecewise(twoRegimeSamples(), 4);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  for (int64_t ranks : {2, 4, 16}) {
+    llvm::Expected<ClusterModel> cluster =
+        makeCalibratedCluster(*fit, ranks, 1, "test", "synthetic");
+    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+    ASSERT_EQ(cluster->inter.regimes.size(), 1u);
+    for (const Sample &sample : twoRegimeSamples())
+      EXPECT_NEAR(mlir::comm::allreduceCost(*cluster, sample.bytes).totalUs(),
+                  sample.timeUs, 1e-9 * sample.timeUs)
+          << ranks << " ranks, " << sample.bytes << " bytes";
+    // Written and read back, it is the same cluster.
+    llvm::Expected<ClusterModel> loaded = ClusterModel::fromJSON(
+        llvm::formatv("{0}", cluster->toJSON()).str());
+    ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+    EXPECT_EQ(*loaded, *cluster);
+  }
+}
+
 TEST(Calibration, WrittenJsonLoadsBack) {
   LinearFit fit;
   fit.interceptUs = 300;

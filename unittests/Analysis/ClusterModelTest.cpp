@@ -370,6 +370,94 @@ TEST(ClusterModel, BadFieldsAreNamed) {
   }
 }
 
+/// Two regimes below the inter level's own figures: up to 64 KiB and up to
+/// 1 MiB.
+llvm::json::Array twoRegimes() {
+  return llvm::json::Array{
+      llvm::json::Object{{"up_to_bytes", 65536.0},
+                         {"alpha_us", 40.0},
+                         {"beta_s_per_byte", 4e-9}},
+      llvm::json::Object{{"up_to_bytes", 1048576.0},
+                         {"alpha_us", 25.0},
+                         {"bandwidth_gbps", 2.0}}};
+}
+
+TEST(ClusterModel, RegimesPriceEachSize) {
+  llvm::json::Object object = baseCluster();
+  level(object, "inter")["regimes"] = twoRegimes();
+  llvm::Expected<ClusterModel> cluster =
+      ClusterModel::fromJSON(print(std::move(object)));
+  ASSERT_TRUE(static_cast<bool>(cluster))
+      << llvm::toString(cluster.takeError());
+  ASSERT_EQ(cluster->inter.regimes.size(), 2u);
+  EXPECT_TRUE(cluster->intra.regimes.empty());
+  EXPECT_TRUE(cluster->hasRegimes());
+  // Up to 64 KiB inclusive, the first regime; then the second up to 1 MiB;
+  // above, the level's own figures (10 us, 1e-9 s/B).
+  LinkLevel small = cluster->inter.forBytes(65536);
+  EXPECT_EQ(small.alphaUs, 40.0);
+  EXPECT_DOUBLE_EQ(small.betaUsPerByte, 4e-3);
+  EXPECT_TRUE(small.regimes.empty());
+  LinkLevel medium = cluster->inter.forBytes(65537);
+  EXPECT_EQ(medium.alphaUs, 25.0);
+  EXPECT_DOUBLE_EQ(medium.bandwidthGbps(), 2.0);
+  LinkLevel large = cluster->inter.forBytes(1048577);
+  EXPECT_EQ(large.alphaUs, 10.0);
+  EXPECT_DOUBLE_EQ(large.betaUsPerByte, 1e-3);
+  // The whole cluster for one size: both levels resolved, nothing else
+  // changed.
+  ClusterModel sized = cluster->forBytes(4096);
+  EXPECT_FALSE(sized.hasRegimes());
+  EXPECT_EQ(sized.inter.alphaUs, 40.0);
+  EXPECT_EQ(sized.intra, cluster->intra);
+  EXPECT_EQ(sized.ranks, cluster->ranks);
+  // They read back equal.
+  llvm::Expected<ClusterModel> reread =
+      ClusterModel::fromJSON(print(cluster->toJSON()));
+  ASSERT_TRUE(static_cast<bool>(reread)) << llvm::toString(reread.takeError());
+  EXPECT_EQ(*reread, *cluster);
+}
+
+TEST(ClusterModel, BadRegimesAreNamed) {
+  struct Case {
+    std::function<void(llvm::json::Array &)> edit;
+    const char *expected;
+  };
+  Case cases[] = {
+      {[](llvm::json::Array &a) { (*a[1].getAsObject())["up_to_bytes"] = 100.0; },
+       "expected sizes in increasing order at "
+       "cluster.levels.inter.regimes[1].up_to_bytes"},
+      {[](llvm::json::Array &a) { (*a[0].getAsObject())["up_to_bytes"] = 0.0; },
+       "expected a positive number at "
+       "cluster.levels.inter.regimes[0].up_to_bytes"},
+      {[](llvm::json::Array &a) { a[0].getAsObject()->erase("up_to_bytes"); },
+       "missing value at cluster.levels.inter.regimes[0].up_to_bytes"},
+      {[](llvm::json::Array &a) { (*a[0].getAsObject())["alpha_us"] = -1.0; },
+       "expected a non-negative number at "
+       "cluster.levels.inter.regimes[0].alpha_us"},
+      {[](llvm::json::Array &a) {
+         a[0].getAsObject()->erase("beta_s_per_byte");
+       },
+       "exactly one of beta_s_per_byte and bandwidth_gbps at "
+       "cluster.levels.inter.regimes[0]"},
+      {[](llvm::json::Array &a) { a[1] = "fast"; },
+       "expected object at cluster.levels.inter.regimes[1]"},
+  };
+  for (const Case &c : cases) {
+    std::string error = errorAfter([&](llvm::json::Object &o) {
+      llvm::json::Array regimes = twoRegimes();
+      c.edit(regimes);
+      level(o, "inter")["regimes"] = std::move(regimes);
+    });
+    EXPECT_NE(error.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in '" << error << "'";
+  }
+  EXPECT_NE(errorAfter([](llvm::json::Object &o) {
+              level(o, "inter")["regimes"] = "none";
+            }).find("expected array at cluster.levels.inter.regimes"),
+            std::string::npos);
+}
+
 TEST(ClusterModel, VerifyNamesField) {
   ClusterModel cluster = llvm::cantFail(ClusterModel::preset("nvlink-8"));
   EXPECT_EQ(llvm::toString(cluster.verify()), "");

@@ -272,6 +272,31 @@ TEST(CollectiveCost, SparseChunk) {
       0.0225 + 18.75);
 }
 
+// A level with figures by size: each collective is priced with its
+// size's regime, by every formula.
+TEST(CollectiveCost, RegimesPriceBySize) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  ClusterModel flat = cluster;
+  flat.ranksPerNode = 1;
+  flat.intra.regimes = flat.inter.regimes = {{1000.0, 50.0, 1e-2}};
+  // 16 ranks, one per node: the inter level. A ring allreduce of 1000 B
+  // takes the regime: 30 * 50 = 1500; 30/16 * 1000 * 1e-2 = 18.75.
+  expectCost(allreduceCost(flat, 1000), 1500, 18.75);
+  // Above it, the level's own figures: 30 * 10; 30/16 * 2000 * 1e-3.
+  expectCost(allreduceCost(flat, 2000), 300, 3.75);
+  // Allgather and broadcast of 1000 B, by the regime as well.
+  expectCost(allgatherCost(flat, 1000), 750, 9.375);
+  ClusterModel plain = flat;
+  plain.intra.regimes.clear();
+  plain.inter.regimes.clear();
+  plain.inter.alphaUs = 50.0;
+  plain.inter.betaUsPerByte = 1e-2;
+  EXPECT_DOUBLE_EQ(broadcastCost(flat, 1000).totalUs(),
+                   broadcastCost(plain, 1000).totalUs());
+  EXPECT_DOUBLE_EQ(allToAllCost(flat, 1000).totalUs(),
+                   allToAllCost(plain, 1000).totalUs());
+}
+
 // The local steps of a sparse allreduce, counted from the runtime's passes
 // over n = 1e6 f32 elements (4e6 B a pass), k = 1e4 per rank, 16 ranks.
 TEST(CollectiveCost, SparseLocalBytesThresholdAllgather) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::comm {
 
@@ -64,6 +65,20 @@ std::optional<ChannelSharing> symbolizeChannelSharing(llvm::StringRef);
 /// on (COMMRT_MAX_CHANNELS), the bound of comm-optimize's `channels`.
 inline constexpr unsigned kMaxClusterChannels = 64;
 
+/// The alpha and beta a level has for collectives of up to `upToBytes`
+/// bytes (LinkLevel::regimes).
+struct SizeRegime {
+  /// The largest collective, in bytes, the regime prices.
+  double upToBytes = 0;
+  double alphaUs = 0;
+  double betaUsPerByte = 0;
+
+  bool operator==(const SizeRegime &other) const {
+    return upToBytes == other.upToBytes && alphaUs == other.alphaUs &&
+           betaUsPerByte == other.betaUsPerByte;
+  }
+};
+
 /// One level of the network in the alpha-beta (Hockney) model: sending one
 /// message of n bytes over it costs alphaUs + n * betaUsPerByte.
 struct LinkLevel {
@@ -71,6 +86,13 @@ struct LinkLevel {
   double alphaUs = 0;
   /// Transfer time per byte in microseconds (1 / bandwidth).
   double betaUsPerByte = 0;
+  /// Piecewise figures by the size of a collective, as commopt-calibrate
+  /// fits them where one line does not (small messages pay a transport's
+  /// and an algorithm's fixed costs that large ones do not): a collective
+  /// of n bytes is priced with the first regime whose upToBytes is at
+  /// least n, and with alphaUs and betaUsPerByte above the last one. In
+  /// increasing order of upToBytes; empty for one line.
+  std::vector<SizeRegime> regimes;
 
   /// A level given by its latency and its bandwidth in gigabits per second
   /// (10^9 bit/s). Its beta is a representableBeta.
@@ -90,8 +112,13 @@ struct LinkLevel {
   /// ClusterModel::toJSON reads back equal.
   static double representableBeta(double betaUsPerByte);
 
+  /// The level that prices a collective of `bytes` bytes: the figures of
+  /// its regime, without regimes.
+  LinkLevel forBytes(double bytes) const;
+
   bool operator==(const LinkLevel &other) const {
-    return alphaUs == other.alphaUs && betaUsPerByte == other.betaUsPerByte;
+    return alphaUs == other.alphaUs && betaUsPerByte == other.betaUsPerByte &&
+           regimes == other.regimes;
   }
 };
 
@@ -125,6 +152,14 @@ struct ClusterModel {
 
   /// Number of nodes (ranks / ranksPerNode).
   int64_t nodes() const { return ranks / ranksPerNode; }
+
+  /// Whether a level has figures by collective size (LinkLevel::regimes).
+  bool hasRegimes() const {
+    return !intra.regimes.empty() || !inter.regimes.empty();
+  }
+  /// The cluster that prices a collective of `bytes` bytes: both levels
+  /// with the figures of their regime for that size, without regimes.
+  ClusterModel forBytes(double bytes) const;
 
   /// The level a flat (single-level) algorithm over all ranks is limited by:
   /// the inter-node level when there is more than one node, the intra-node
