@@ -200,9 +200,16 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     issued when its last gradient is ready and run one after another on one
     channel, and finds the bucketing that ends communication earliest,
     exactly, by dynamic programming in linear time (collective costs are
-    affine in bytes). It then simulates that plan and the DDP, Horovod and
-    XLA settings and keeps the best, so it is never worse than any of them
-    under the model. Policy `mgwfbp` applies MG-WFBP's merge rule with the
+    affine in bytes). Gradients of different kinds (a wire type, a
+    reduction, a process group) cannot share a bucket: each kind is
+    bucketed on its own, by that plan or by a peer's threshold rule,
+    whichever makes the whole step fastest with the other kinds' buckets on
+    the same channel (a few rounds, one kind at a time), and the result is
+    compared with the DDP, Horovod and XLA settings over the whole function,
+    so it is never worse than any of them under the model. Each bucket is
+    priced with the cluster's algorithm, or with `cheapest-algorithm` with
+    the cheapest of ring, tree and hierarchical, as comm-select-algorithm
+    will choose it (comm-optimize sets it with `algorithm=auto`). Policy `mgwfbp` applies MG-WFBP's merge rule with the
     same model: a gradient joins the bucket still waiting for the channel
     when that bucket could not have started before the gradient was ready.
     Both plan the function's body; gradients in nested blocks are bucketed
@@ -224,7 +231,12 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     CommClusterOption,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset or JSON file for unprofiled compute (cost and "
-           "mgwfbp policies) (default: v100)">
+           "mgwfbp policies) (default: v100)">,
+    Option<"cheapestAlgorithm", "cheapest-algorithm", "bool",
+           /*default=*/"false",
+           "Price each bucket (cost policy) with the allreduce algorithm "
+           "comm-select-algorithm will give it, the cheapest, rather than "
+           "the cluster's (default: false)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }

@@ -141,6 +141,8 @@ void comm::buildPlanningPasses(OpPassManager &pm,
     fuse.bucketCapMb = options.bucketCapMb;
     fuse.cluster = options.cluster;
     fuse.device = options.device;
+    // comm-select-algorithm follows and gives each bucket the cheapest.
+    fuse.cheapestAlgorithm = options.algorithm == AlgorithmChoice::Auto;
     funcPm.addPass(createCommFuseBuckets(fuse));
   }
   CommScheduleOverlapOptions overlap;

@@ -257,10 +257,13 @@ struct CommFuseBucketsPass
   }
 
 private:
-  /// The cost-model policies for the function's body, per class of
-  /// gradients that may share buckets. `cost`: the optimal plan
-  /// (planOptimalBuckets) unless a peer's threshold rule simulates faster;
-  /// `mgwfbp`: MG-WFBP's merge rule.
+  /// The cost-model policies for the function's body. `mgwfbp`: MG-WFBP's
+  /// merge rule in each class of gradients that may share buckets. `cost`:
+  /// for each class, the optimal plan of the class alone
+  /// (planOptimalBuckets) or a peer's threshold rule, whichever makes the
+  /// whole step fastest with the other classes' buckets on the same
+  /// channel, unless a peer's rule over the whole function simulates
+  /// faster still.
   FailureOr<SmallVector<Bucket>> planFunction(func::FuncOp func,
                                               ArrayRef<Candidate> candidates) {
     llvm::Expected<const ClusterModel &> cluster = clusters_.get(
@@ -290,69 +293,120 @@ private:
     cost.usPerByte = (costTwo - costOne) / kBytesPerMiB;
     cost.latencyUs = costOne - cost.usPerByte * kBytesPerMiB;
 
-    SmallVector<Bucket> buckets;
+    // The classes of candidates that may share buckets, and each one's
+    // bucketings to choose from, in the function's candidate indices: the
+    // optimal plan of the class alone (planOptimalBuckets), or MG-WFBP's,
+    // and for `cost` every peer's threshold rule.
+    SmallVector<std::optional<size_t>> issued;
+    for (const Candidate &candidate : candidates)
+      issued.push_back(issuedAfter.lookup(candidate.op));
+    bool mergedWFBP = policy == FusionPolicy::Mgwfbp;
+    SmallVector<SmallVector<SmallVector<Bucket>>> choices;
     SmallVector<bool> planned(candidates.size(), false);
     for (size_t first = 0; first < candidates.size(); ++first) {
       if (planned[first])
         continue;
-      // One class: the candidates that may share buckets with `first`.
       SmallVector<Candidate> members;
       SmallVector<size_t> indices;
       SmallVector<BucketItem> items;
-      SmallVector<std::optional<size_t>> issued;
       for (size_t index = first; index < candidates.size(); ++index) {
         if (planned[index] || !(candidates[index].key == candidates[first].key))
           continue;
         planned[index] = true;
         const Candidate &candidate = candidates[index];
-        std::optional<size_t> after = issuedAfter.lookup(candidate.op);
         members.push_back(candidate);
         indices.push_back(index);
-        issued.push_back(after);
         items.push_back({static_cast<double>(candidate.bytes),
-                         after ? computeEndUs[*after] : 0.0, candidate.position,
-                         candidate.deadline});
+                         issued[index] ? computeEndUs[*issued[index]] : 0.0,
+                         candidate.position, candidate.deadline});
       }
+      auto toFunction = [&](SmallVector<Bucket> classBuckets) {
+        for (Bucket &bucket : classBuckets)
+          for (size_t &member : bucket)
+            member = indices[member];
+        return classBuckets;
+      };
+      SmallVector<SmallVector<Bucket>> &options = choices.emplace_back();
       SmallVector<Bucket> best;
-      bool mergedWFBP = policy == FusionPolicy::Mgwfbp;
       for (BucketRange range : mergedWFBP ? planMergedWFBP(items, cost)
                                           : planOptimalBuckets(items, cost))
         best.push_back(llvm::to_vector(llvm::seq(range.first, range.last)));
-      double bestUs =
-          mergedWFBP ? 0.0 : simulate(model->step, members, issued, best);
-      for (const ThresholdRule &rule :
-           mergedWFBP ? ArrayRef<ThresholdRule>() : ArrayRef(kPeerRules)) {
-        SmallVector<Bucket> peer = planThreshold(members, rule);
-        double peerUs = simulate(model->step, members, issued, peer);
-        if (peerUs < bestUs) {
-          bestUs = peerUs;
-          best = std::move(peer);
+      options.push_back(toFunction(std::move(best)));
+      if (!mergedWFBP)
+        for (const ThresholdRule &rule : kPeerRules)
+          options.push_back(toFunction(planThreshold(members, rule)));
+    }
+
+    // The classes share the channel, so a class's best bucketing depends on
+    // the others': each class takes, in turn, the choice that makes the
+    // whole step fastest with the others' fixed, until no choice changes
+    // (at most a few rounds).
+    SmallVector<size_t> chosen(choices.size(), 0);
+    auto assemble = [&](ArrayRef<size_t> picks) {
+      SmallVector<Bucket> buckets;
+      for (auto [options, pick] : llvm::zip(choices, picks))
+        llvm::append_range(buckets, options[pick]);
+      return buckets;
+    };
+    double bestUs = simulate(model->step, candidates, issued, assemble(chosen));
+    for (bool changed = !mergedWFBP && choices.size() > 1; changed;) {
+      changed = false;
+      for (size_t cls = 0; cls < choices.size(); ++cls)
+        for (size_t option = 0; option < choices[cls].size(); ++option) {
+          if (option == chosen[cls])
+            continue;
+          SmallVector<size_t> trial = chosen;
+          trial[cls] = option;
+          double us =
+              simulate(model->step, candidates, issued, assemble(trial));
+          if (us < bestUs) {
+            bestUs = us;
+            chosen = std::move(trial);
+            changed = true;
+          }
         }
-      }
-      for (Bucket &bucket : best) {
-        for (size_t &member : bucket)
-          member = indices[member];
-        buckets.push_back(std::move(bucket));
+    }
+    SmallVector<Bucket> buckets = assemble(chosen);
+    if (mergedWFBP)
+      return buckets;
+    // Never slower than a peer's rule over the whole function as the peer
+    // applies it (one open bucket per class, closed by size or deadline).
+    for (const ThresholdRule &rule : kPeerRules) {
+      SmallVector<Bucket> peer = planThreshold(candidates, rule);
+      double peerUs = simulate(model->step, candidates, issued, peer);
+      if (peerUs < bestUs) {
+        bestUs = peerUs;
+        buckets = std::move(peer);
       }
     }
     return buckets;
   }
 
   /// The simulated step time of `step`'s compute with `buckets` of
-  /// `members` overlapped on one channel; `issued[k]` is the compute task
-  /// after which member k is ready.
-  double simulate(const StepDescription &step, ArrayRef<Candidate> members,
+  /// `candidates` overlapped on one channel, each issued, in the order the
+  /// lowered step issues them, once its last member is ready: `issued[k]` is
+  /// the compute task after which candidate k is ready.
+  double simulate(const StepDescription &step, ArrayRef<Candidate> candidates,
                   ArrayRef<std::optional<size_t>> issued,
                   ArrayRef<Bucket> buckets) {
+    SmallVector<const Bucket *> order = llvm::to_vector(
+        llvm::map_range(buckets, [](const Bucket &b) { return &b; }));
+    llvm::stable_sort(order, [&](const Bucket *a, const Bucket *b) {
+      return candidates[a->back()].position < candidates[b->back()].position;
+    });
     StepDescription plan;
     plan.computeTasks = step.computeTasks;
-    for (const Bucket &bucket : buckets) {
+    for (const Bucket *bucket : order) {
       double bytes = 0.0;
-      for (size_t member : bucket)
-        bytes += static_cast<double>(members[member].bytes);
+      for (size_t member : *bucket)
+        bytes += static_cast<double>(candidates[member].bytes);
       CollectiveTask task;
-      task.cost = allreduceCost(*clusterModel_, bytes);
-      task.issuedAfter = issued[bucket.back()];
+      task.cost = allreduceCost(
+          *clusterModel_, bytes,
+          cheapestAlgorithm
+              ? getCheapestAllreduceAlgorithm(*clusterModel_, bytes)
+              : clusterModel_->algorithm);
+      task.issuedAfter = issued[bucket->back()];
       plan.collectives.push_back(std::move(task));
     }
     llvm::Expected<TimelineResult> result =

@@ -28,24 +28,6 @@ using namespace mlir::comm;
 
 namespace {
 
-/// The candidates of `algorithm=auto` on `cluster`, the cluster's own
-/// algorithm first (where it is one), so that it wins a tie.
-SmallVector<AllreduceAlgorithm, 3> getCandidates(const ClusterModel &cluster) {
-  SmallVector<AllreduceAlgorithm, 3> candidates;
-  auto allowed = [&](AllreduceAlgorithm algorithm) {
-    return algorithm != AllreduceAlgorithm::Hierarchical ||
-           canRunHierarchical(cluster);
-  };
-  if (allowed(cluster.algorithm))
-    candidates.push_back(cluster.algorithm);
-  for (AllreduceAlgorithm algorithm :
-       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::Tree,
-        AllreduceAlgorithm::Hierarchical})
-    if (algorithm != cluster.algorithm && allowed(algorithm))
-      candidates.push_back(algorithm);
-  return candidates;
-}
-
 /// "N node(s) of M rank(s)", for diagnostics.
 std::string describeLayout(const ClusterModel &cluster) {
   std::string text;
@@ -95,25 +77,13 @@ struct CommSelectAlgorithmPass
 
 private:
   /// The cheapest candidate for `op` on `runsOn`; the cluster's algorithm
-  /// when the collective's size is unknown.
+  /// (where it can run it) when the collective's size is unknown.
   static AllreduceAlgorithm choose(CollectiveOpInterface op,
                                    const ClusterModel &runsOn) {
-    SmallVector<AllreduceAlgorithm, 3> candidates = getCandidates(runsOn);
     std::optional<int64_t> bytes = op.getCommunicatedBytes();
     if (!bytes)
-      return candidates.front();
-    AllreduceAlgorithm best = candidates.front();
-    double bestUs =
-        allreduceCost(runsOn, static_cast<double>(*bytes), best).totalUs();
-    for (AllreduceAlgorithm candidate : ArrayRef(candidates).drop_front()) {
-      double us = allreduceCost(runsOn, static_cast<double>(*bytes), candidate)
-                      .totalUs();
-      if (us < bestUs) {
-        best = candidate;
-        bestUs = us;
-      }
-    }
-    return best;
+      return getAllreduceCandidates(runsOn).front();
+    return getCheapestAllreduceAlgorithm(runsOn, static_cast<double>(*bytes));
   }
 
   /// The algorithm the option forces, or nullopt after a diagnostic on `op`

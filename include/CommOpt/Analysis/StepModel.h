@@ -70,6 +70,16 @@ AlgorithmKind getAlgorithmKind(AllreduceAlgorithm algorithm);
 /// nodes of several ranks each.
 bool canRunHierarchical(const ClusterModel &cluster);
 
+/// The allreduce algorithms `cluster` can run, its own algorithm first
+/// (where it can run it), so that it wins a tie.
+SmallVector<AllreduceAlgorithm, 3>
+getAllreduceCandidates(const ClusterModel &cluster);
+
+/// The candidate (getAllreduceCandidates) that the cost model prices lowest
+/// for an allreduce of `bytes` on `cluster`: comm-select-algorithm's choice.
+AllreduceAlgorithm getCheapestAllreduceAlgorithm(const ClusterModel &cluster,
+                                                 double bytes);
+
 /// The clusters collectives run on, for pricing them: all ranks of
 /// `cluster`, or the ranks and links of a collective's process group
 /// (ClusterModel::forGroup), made once per group. A group on a grid of

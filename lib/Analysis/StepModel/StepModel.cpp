@@ -53,6 +53,40 @@ bool mlir::comm::canRunHierarchical(const ClusterModel &cluster) {
   return cluster.nodes() > 1 && cluster.ranksPerNode > 1;
 }
 
+SmallVector<AllreduceAlgorithm, 3>
+mlir::comm::getAllreduceCandidates(const ClusterModel &cluster) {
+  SmallVector<AllreduceAlgorithm, 3> candidates;
+  auto allowed = [&](AllreduceAlgorithm algorithm) {
+    return algorithm != AllreduceAlgorithm::Hierarchical ||
+           canRunHierarchical(cluster);
+  };
+  if (allowed(cluster.algorithm))
+    candidates.push_back(cluster.algorithm);
+  for (AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::Tree,
+        AllreduceAlgorithm::Hierarchical})
+    if (algorithm != cluster.algorithm && allowed(algorithm))
+      candidates.push_back(algorithm);
+  return candidates;
+}
+
+AllreduceAlgorithm
+mlir::comm::getCheapestAllreduceAlgorithm(const ClusterModel &cluster,
+                                          double bytes) {
+  SmallVector<AllreduceAlgorithm, 3> candidates =
+      getAllreduceCandidates(cluster);
+  AllreduceAlgorithm best = candidates.front();
+  double bestUs = allreduceCost(cluster, bytes, best).totalUs();
+  for (AllreduceAlgorithm candidate : ArrayRef(candidates).drop_front()) {
+    double us = allreduceCost(cluster, bytes, candidate).totalUs();
+    if (us < bestUs) {
+      best = candidate;
+      bestUs = us;
+    }
+  }
+  return best;
+}
+
 const ClusterModel &CollectiveClusters::get(CollectiveOpInterface op) {
   GroupAttr group = op.getProcessGroup();
   if (!group)
