@@ -340,7 +340,7 @@ private:
     // The classes share the channel, so a class's best bucketing depends on
     // the others': each class takes, in turn, the choice that makes the
     // whole step fastest with the others' fixed, until no choice changes
-    // (at most a few rounds).
+    // (every change makes the step strictly faster, so this ends).
     SmallVector<size_t> chosen(choices.size(), 0);
     auto assemble = [&](ArrayRef<size_t> picks) {
       SmallVector<Bucket> buckets;
