@@ -291,6 +291,10 @@ llvm::Expected<ClusterModel> ClusterModel::fromJSON(llvm::StringRef text) {
 
 ClusterModel ClusterModel::forGroup(llvm::ArrayRef<int64_t> gridShape,
                                     llvm::ArrayRef<int64_t> axes) const {
+  // A grid without processes has no groups (the dialect rejects one): all
+  // ranks, as for a grid of unknown shape.
+  if (llvm::any_of(gridShape, [](int64_t size) { return size <= 0; }))
+    return *this;
   // Row-major strides of the grid.
   llvm::SmallVector<int64_t> strides(gridShape.size(), 1);
   for (size_t axis = gridShape.size(); axis-- > 1;)

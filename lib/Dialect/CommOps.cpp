@@ -173,6 +173,13 @@ static LogicalResult verifyGroup(Operation *op, GroupAttr group,
       return op->emitOpError("group axis ")
              << axis << " is out of range: grid " << gridName << " has "
              << grid.getRank() << (grid.getRank() == 1 ? " axis" : " axes");
+  // Found by commopt-ir-fuzzer: a grid without processes has no groups to
+  // price or to split.
+  for (auto [axis, size] : llvm::enumerate(grid.getShape()))
+    if (size == 0)
+      return op->emitOpError("group's grid ")
+             << gridName << " has no processes: its axis " << axis
+             << " has size 0";
   return success();
 }
 

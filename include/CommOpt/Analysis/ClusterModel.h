@@ -176,8 +176,9 @@ struct ClusterModel {
   /// unevenly over the nodes (priced as if each were on its own node); the
   /// links, algorithm and channels are this cluster's. A row group of a 2x4
   /// grid on nodes of 4 ranks stays in one node; a column group crosses
-  /// them. `axes` are in range and increasing; `gridShape` has positive
-  /// sizes.
+  /// them. `axes` are in range and increasing. A `gridShape` with a size of
+  /// 0 or less (the dialect rejects one) gives this cluster, as a grid of
+  /// unknown shape does.
   ClusterModel forGroup(llvm::ArrayRef<int64_t> gridShape,
                         llvm::ArrayRef<int64_t> axes) const;
 

@@ -357,6 +357,16 @@ func.func @sparse_group_axis_out_of_range(%g: tensor<8xf32>, %r: tensor<8xf32>) 
 
 // -----
 
+shard.grid @empty(shape = 0x4)
+
+func.func @group_grid_without_processes(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.allreduce' op group's grid @empty has no processes: its axis 0 has size 0}}
+  %0 = comm.allreduce %g {group = #comm.group<@empty, axes = [1]>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @sparse_group_unknown_grid(%g: tensor<8xf32>, %r: tensor<8xf32>) {
   // expected-error @+1 {{'comm.sparse_allreduce' op group refers to an unknown grid @nowhere}}
   %0:2 = comm.sparse_allreduce %g, %r {density = 0.5 : f64,
