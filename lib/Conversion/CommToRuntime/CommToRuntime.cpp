@@ -490,6 +490,9 @@ static FailureOr<std::optional<int64_t>> checkShardLowerable(ModuleOp module) {
       return grid.emitOpError("cannot be lowered: the runtime needs a grid "
                               "of static shape to check the rank count");
     int64_t size = ShapedType::getNumElements(grid.getShape());
+    if (size == 0)
+      return grid.emitOpError("cannot be lowered: it has no processes (an "
+                              "axis of size 0)");
     if (expected && *expected != size)
       return grid.emitOpError("has ")
              << size << " processes where another grid of the module has "

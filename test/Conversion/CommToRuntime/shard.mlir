@@ -47,6 +47,11 @@ shard.grid @b(shape = 2x4)
 
 // -----
 
+// expected-error@below {{'shard.grid' op cannot be lowered: it has no processes (an axis of size 0)}}
+shard.grid @empty(shape = 4x0)
+
+// -----
+
 // expected-error@below {{'shard.grid' op cannot be lowered: the runtime needs a grid of static shape to check the rank count}}
 shard.grid @dynamic(shape = 2x?)
 
