@@ -40,7 +40,17 @@ def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
           return wire.getValue();
         return {};
       }]>,
-    InterfaceMethod<"The factor applied before the cast to the wire type.",
+    InterfaceMethod<[{
+        For a mixed-wire bucket, one flag per gradient: whether it travels in
+        the wire type (getWireType) or in its own type. nullopt where every
+        gradient travels alike.
+      }],
+      "::std::optional<::llvm::ArrayRef<bool>>", "getNarrowedGradients",
+      (ins), [{}], [{ return std::nullopt; }]>,
+    InterfaceMethod<[{
+        The factor applied before the cast to the wire type (to the narrowed
+        gradients of a mixed-wire bucket).
+      }],
       "::std::optional<double>", "getPrescaleFactor", (ins), [{}], [{
         if (::mlir::FloatAttr prescale = $_op.getPrescaleAttr())
           return prescale.getValueAsDouble();
@@ -92,14 +102,27 @@ def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
       }]>,
   ];
   let extraSharedClassDeclaration = [{
+    /// The type gradient `index` travels in when narrower than its own: the
+    /// wire type, unless a mixed-wire bucket leaves that gradient in its own
+    /// type (null).
+    ::mlir::Type getGradientWireType(unsigned index) {
+      if (auto narrowed = $_op.getNarrowedGradients())
+        return (*narrowed)[index] ? $_op.getWireType() : ::mlir::Type();
+      return $_op.getWireType();
+    }
+
+    /// Whether the gradients travel in different types.
+    bool isMixedWire() { return $_op.getNarrowedGradients().has_value(); }
+
     /// The bytes the collective moves: every gradient's elements at the bits
-    /// of the wire type (the gradient's own where there is none), rounded up
-    /// to whole bytes per gradient; nullopt when a shape is dynamic.
+    /// of the type it travels in (getGradientWireType, else its own), rounded
+    /// up to whole bytes per gradient; nullopt when a shape is dynamic.
     std::optional<int64_t> getCommunicatedBytes() {
       int64_t bytes = 0;
-      for (::mlir::Type type : $_op.getGradients().getTypes()) {
-        std::optional<int64_t> gradient =
-            ::mlir::comm::getGradientBytes(type, $_op.getWireType());
+      for (auto [index, type] :
+           ::llvm::enumerate($_op.getGradients().getTypes())) {
+        std::optional<int64_t> gradient = ::mlir::comm::getGradientBytes(
+            type, getGradientWireType(static_cast<unsigned>(index)));
         if (!gradient)
           return std::nullopt;
         bytes += *gradient;

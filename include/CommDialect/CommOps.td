@@ -45,6 +45,10 @@ defvar Comm_CollectiveAttrs = (ins
 defvar Comm_GroupAndAlgorithmArgs = (ins OptionalAttr<Comm_GroupAttr>:$group,
                             OptionalAttr<Comm_AlgorithmKindAttr>:$algorithm);
 
+// A mixed-wire bucket: which of its gradients travel in `wire` (the others
+// travel in their own type); none means all of them.
+defvar Comm_NarrowedArgs = (ins OptionalAttr<DenseBoolArrayAttr>:$narrowed);
+
 // Collectives read and write their gradients and, beyond that, talk to other
 // ranks: they may not be removed or reordered by generic transformations.
 defvar Comm_CollectiveTraits = [
@@ -56,6 +60,13 @@ defvar Comm_CollectiveTraits = [
 // checked against the module.
 defvar Comm_DenseCollectiveTraits = !listconcat(Comm_CollectiveTraits,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]);
+
+// Buckets (fused allreduces and starts) may also mix wire types.
+defvar Comm_BucketTraits = [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
+        ["getGradients", "getGradientNames", "getNarrowedGradients"]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>];
 
 def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_DenseCollectiveTraits> {
   let summary = "Allreduce of one gradient across ranks";
@@ -96,13 +107,22 @@ def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_DenseCollectiveTraits> {
   let hasVerifier = 1;
 }
 
-def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_DenseCollectiveTraits> {
+def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_BucketTraits> {
   let summary = "One allreduce over several gradients (a fusion bucket)";
   let description = [{
     Reduces all `inputs` with one collective: the runtime packs them into one
     fusion buffer, reduces it and unpacks it. Results come in operand order.
     All operands share one element type and, with `group`, one process
     group. `names` lists the parameters' names.
+
+    A mixed-wire bucket (`comm-fuse-buckets` makes them where one message is
+    cheaper than two) has `wire` and `narrowed`, one flag per gradient: the
+    gradients flagged `true` travel in `wire`, multiplied by `prescale`
+    first; the others travel in their own type, unscaled. Each gradient's
+    result is the one a bucket of its own kind would give it; the runtime
+    packs both kinds into one message and reduces each segment in its own
+    type. Such a bucket runs the ring (`algorithm`, if given, must be
+    `ring`); `narrowed` holds both values.
 
     Example:
 
@@ -111,19 +131,26 @@ def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_DenseCollectiveTrait
                                         reduce = #comm.reduce<avg>}
         : tensor<1000x2048xf32>, tensor<1000xf32>
         -> tensor<1000x2048xf32>, tensor<1000xf32>
+    // The weight in f16, the bias in f32, in one message.
+    %m:2 = comm.fused_allreduce %w, %b {narrowed = array<i1: true, false>,
+                                        prescale = 1.250000e-01 : f64,
+                                        reduce = #comm.reduce<avg>, wire = f16}
+        : tensor<1000x2048xf32>, tensor<1000xf32>
+        -> tensor<1000x2048xf32>, tensor<1000xf32>
     ```
   }];
   let arguments = !con((ins Variadic<Comm_Gradient>:$inputs),
                        Comm_CollectiveAttrs,
                        (ins OptionalAttr<StrArrayAttr>:$names),
-                       Comm_GroupAndAlgorithmArgs);
+                       Comm_GroupAndAlgorithmArgs,
+                       Comm_NarrowedArgs);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat =
       "$inputs attr-dict `:` type($inputs) (`->` type($results)^)?";
   let hasVerifier = 1;
 }
 
-def Comm_StartOp : Comm_Op<"start", Comm_DenseCollectiveTraits> {
+def Comm_StartOp : Comm_Op<"start", Comm_BucketTraits> {
   let summary = "Start an asynchronous allreduce";
   let description = [{
     The first half of a collective split for overlap: starts an allreduce of
@@ -132,7 +159,8 @@ def Comm_StartOp : Comm_Op<"start", Comm_DenseCollectiveTraits> {
     Exactly one `comm.wait` consumes the token and yields the results.
     `channel` picks the communication stream (collectives on different
     channels may be in flight at once); `priority` orders collectives
-    waiting for the same channel (lower is more urgent).
+    waiting for the same channel (lower is more urgent). `narrowed` makes a
+    mixed-wire bucket, as on `comm.fused_allreduce`.
 
     Example:
 
@@ -149,7 +177,8 @@ def Comm_StartOp : Comm_Op<"start", Comm_DenseCollectiveTraits> {
                             DefaultValuedAttr<ConfinedAttr<I64Attr,
                                 [IntNonNegative]>, "0">:$channel,
                             OptionalAttr<I64Attr>:$priority),
-                       Comm_GroupAndAlgorithmArgs);
+                       Comm_GroupAndAlgorithmArgs,
+                       Comm_NarrowedArgs);
   let results = (outs Comm_TokenType:$token);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;

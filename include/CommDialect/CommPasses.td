@@ -209,7 +209,13 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     so it is never worse than any of them under the model. Each bucket is
     priced with the cluster's algorithm, or with `cheapest-algorithm` with
     the cheapest of ring, tree and hierarchical, as comm-select-algorithm
-    will choose it (comm-optimize sets it with `algorithm=auto`). Policy `mgwfbp` applies MG-WFBP's merge rule with the
+    will choose it (comm-optimize sets it with `algorithm=auto`). With
+    `mixed-wire` (the default), gradients narrowed to a wire type and the
+    full-precision ones of the same reduction, element type, group and
+    algorithm are also bucketed as one kind, each keeping its own type in a
+    mixed-wire bucket (`narrowed`, one message, run with the ring), and
+    that plan is kept only where the model finds the whole step faster
+    than with the kinds apart. Policy `mgwfbp` applies MG-WFBP's merge rule with the
     same model: a gradient joins the bucket still waiting for the channel
     when that bucket could not have started before the gradient was ready.
     Both plan the function's body; gradients in nested blocks are bucketed
@@ -236,7 +242,10 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
            /*default=*/"false",
            "Price each bucket (cost policy) with the allreduce algorithm "
            "comm-select-algorithm will give it, the cheapest, rather than "
-           "the cluster's (default: false)">
+           "the cluster's (default: false)">,
+    Option<"mixedWire", "mixed-wire", "bool", /*default=*/"true",
+           "Let one bucket carry narrowed and full-precision gradients (cost "
+           "policy) where the model finds it faster (default: true)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }

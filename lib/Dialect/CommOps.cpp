@@ -153,6 +153,34 @@ static LogicalResult verifyCollective(Operation *op, ValueRange inputs,
   return success();
 }
 
+/// Checks the `narrowed` flags of a mixed-wire bucket of `gradients`
+/// gradients: they need the `wire` type they flag gradients for, one flag
+/// per gradient, both values, and the ring, which the runtime runs such a
+/// bucket with.
+static LogicalResult verifyNarrowed(Operation *op,
+                                    std::optional<ArrayRef<bool>> narrowed,
+                                    std::optional<Type> wire, size_t gradients,
+                                    std::optional<AlgorithmKind> algorithm) {
+  if (!narrowed)
+    return success();
+  if (!wire)
+    return op->emitOpError("'narrowed' needs a wire type: it flags the "
+                           "gradients that travel in it");
+  if (narrowed->size() != gradients)
+    return op->emitOpError("has ") << narrowed->size() << " narrowed flags for "
+                                   << gradients << " gradients";
+  if (llvm::all_of(*narrowed, [](bool flag) { return flag; }))
+    return op->emitOpError("narrows every gradient: leave 'narrowed' out");
+  if (llvm::none_of(*narrowed, [](bool flag) { return flag; }))
+    return op->emitOpError("narrows no gradient: leave 'narrowed', 'wire' "
+                           "and 'prescale' out");
+  if (algorithm && *algorithm != AlgorithmKind::ring)
+    return op->emitOpError("is a mixed-wire bucket, which runs the ring, but "
+                           "has algorithm ")
+           << stringifyAlgorithmKind(*algorithm);
+  return success();
+}
+
 /// Checks a collective's `group` against the module: its grid must be a
 /// `shard.grid` whose rank exceeds every axis of the group.
 static LogicalResult verifyGroup(Operation *op, GroupAttr group,
@@ -276,12 +304,19 @@ SmallVector<StringRef> FusedAllReduceOp::getGradientNames() {
   return getBucketNames(getNames(), getInputs().size());
 }
 
+std::optional<ArrayRef<bool>> FusedAllReduceOp::getNarrowedGradients() {
+  return getNarrowed();
+}
+
 LogicalResult FusedAllReduceOp::verify() {
   if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
     return failure();
-  return verifyCollective(*this, getInputs(), getResultTypes(),
-                          /*checkResults=*/true, getReduce(), getWire(),
-                          getPrescale(), getNames());
+  if (failed(verifyCollective(*this, getInputs(), getResultTypes(),
+                              /*checkResults=*/true, getReduce(), getWire(),
+                              getPrescale(), getNames())))
+    return failure();
+  return verifyNarrowed(*this, getNarrowed(), getWire(), getInputs().size(),
+                        getAlgorithm());
 }
 
 LogicalResult
@@ -305,12 +340,19 @@ SmallVector<StringRef> StartOp::getGradientNames() {
   return getBucketNames(getNames(), getInputs().size());
 }
 
+std::optional<ArrayRef<bool>> StartOp::getNarrowedGradients() {
+  return getNarrowed();
+}
+
 LogicalResult StartOp::verify() {
   if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
     return failure();
   if (failed(verifyCollective(*this, getInputs(), {}, /*checkResults=*/false,
                               getReduce(), getWire(), getPrescale(),
                               getNames())))
+    return failure();
+  if (failed(verifyNarrowed(*this, getNarrowed(), getWire(), getInputs().size(),
+                            getAlgorithm())))
     return failure();
   Value token = getToken();
   if (token.use_empty())

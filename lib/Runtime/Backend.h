@@ -56,10 +56,39 @@ struct Plan {
   float prescale = 1.0f;
   /// How the plan is reduced; DEFAULT follows the backend's configuration.
   commrt_algorithm algorithm = COMMRT_ALGORITHM_DEFAULT;
+  /// A mixed-wire plan (commrt_mixed_allreduce): one flag per buffer, set
+  /// where the buffer travels in `wire` (multiplied by `prescale`), clear
+  /// where it travels in `dtype` itself. Empty: every buffer travels in
+  /// `wire` (which may be COMMRT_WIRE_NONE). A mixed plan has buffers of
+  /// both kinds.
+  std::vector<uint8_t> narrowed;
+
+  /// Whether some buffers travel in `wire` and others in `dtype`.
+  bool isMixed() const { return !narrowed.empty(); }
 
   /// Whether the plan reduces its one buffer in place, with nothing to pack.
   bool inPlace() const {
-    return buffers.size() == 1 && wire == COMMRT_WIRE_NONE && prescale == 1.0f;
+    return buffers.size() == 1 && wire == COMMRT_WIRE_NONE &&
+           prescale == 1.0f && !isMixed();
+  }
+
+  /// The plan of the buffers whose flag in `narrowed` is `narrow`, with the
+  /// reduction of this one: the narrowed ones in `wire` with `prescale`, the
+  /// others in `dtype` unscaled. Only for a mixed plan.
+  Plan part(bool narrow) const {
+    Plan made;
+    made.dtype = dtype;
+    made.reduce = reduce;
+    made.algorithm = algorithm;
+    made.wire = narrow ? wire : COMMRT_WIRE_NONE;
+    made.prescale = narrow ? prescale : 1.0f;
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (static_cast<bool>(narrowed[i]) == narrow) {
+        made.buffers.push_back(buffers[i]);
+        made.counts.push_back(counts[i]);
+        made.total += counts[i];
+      }
+    return made;
   }
 };
 

@@ -116,6 +116,42 @@ MPI_Datatype mpiTypeOf(commrt_dtype dtype, MPI_Datatype type16) {
   return type16;
 }
 
+/// The ring's reduction of a mixed-wire fusion buffer (Reducer::runMixed):
+/// its first `narrowUnits` units of `width` bytes hold 16-bit wire values,
+/// reduced two bytes at a time with `narrowOp` over `type16`; the units after
+/// them hold elements of `type`, reduced with `op`.
+class MixedReduction final : public RingReduction {
+public:
+  MixedReduction(int64_t narrowUnits, size_t width, MPI_Datatype type16,
+                 MPI_Op narrowOp, MPI_Datatype type, MPI_Op op)
+      : narrowUnits(narrowUnits), width(width), type16(type16),
+        narrowOp(narrowOp), type(type), op(op) {}
+
+  commrt_status reduce(const unsigned char *from, unsigned char *into,
+                       int64_t begin, int64_t count) const override {
+    int64_t narrow = std::clamp<int64_t>(narrowUnits - begin, 0, count);
+    if (narrow > 0)
+      if (int error =
+              MPI_Reduce_local(from, into, static_cast<int>(narrow * width / 2),
+                               type16, narrowOp))
+        return failMpi("MPI_Reduce_local (mixed-wire ring allreduce)", error);
+    if (narrow < count)
+      if (int error =
+              MPI_Reduce_local(from + narrow * width, into + narrow * width,
+                               static_cast<int>(count - narrow), type, op))
+        return failMpi("MPI_Reduce_local (mixed-wire ring allreduce)", error);
+    return COMMRT_SUCCESS;
+  }
+
+private:
+  int64_t narrowUnits;
+  size_t width;
+  MPI_Datatype type16;
+  MPI_Op narrowOp;
+  MPI_Datatype type;
+  MPI_Op op;
+};
+
 /// The name of the MPI thread support level `level`.
 const char *threadLevelName(int level) {
   switch (level) {
@@ -180,6 +216,8 @@ public:
   commrt_status run(const Plan &plan, const Ranks &ranks,
                     std::vector<unsigned char> &fusion,
                     std::vector<unsigned char> &scratch) const {
+    if (plan.isMixed())
+      return runMixed(plan, ranks, fusion, scratch);
     if (plan.inPlace())
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
                        plan.algorithm, ranks, scratch);
@@ -225,6 +263,62 @@ public:
   MPI_Datatype halfType() const { return type16; }
 
 private:
+  /// Runs the mixed-wire `plan` (commrt_mixed_allreduce) over `ranks`: the
+  /// narrowed buffers go, as the wire type, to the front of `fusion`, padded
+  /// with zeros to a whole element of the plan's dtype, and the others after
+  /// them as the dtype; one ring allreduce reduces the whole in units of the
+  /// dtype's width, each segment in its own type (MixedReduction).
+  commrt_status runMixed(const Plan &plan, const Ranks &ranks,
+                         std::vector<unsigned char> &fusion,
+                         std::vector<unsigned char> &scratch) const {
+    const auto wire = static_cast<commrt_dtype>(plan.wire);
+    const size_t width = elementSize(plan.dtype), wireWidth = elementSize(wire);
+    int64_t narrowCount = 0;
+    for (size_t i = 0; i < plan.buffers.size(); ++i)
+      if (plan.narrowed[i])
+        narrowCount += plan.counts[i];
+    const int64_t narrowUnits =
+        static_cast<int64_t>((narrowCount * wireWidth + width - 1) / width);
+    const int64_t units = narrowUnits + (plan.total - narrowCount);
+    if (fusion.size() < static_cast<size_t>(units) * width)
+      fusion.resize(units * width);
+    unsigned char *narrowAt = fusion.data();
+    unsigned char *fullAt = fusion.data() + narrowUnits * width;
+    std::fill(narrowAt + narrowCount * wireWidth, fullAt, 0);
+    for (size_t i = 0; i < plan.buffers.size(); ++i) {
+      unsigned char *&at = plan.narrowed[i] ? narrowAt : fullAt;
+      convert(plan.buffers[i], plan.dtype, at,
+              plan.narrowed[i] ? wire : plan.dtype, plan.counts[i],
+              plan.narrowed[i] ? plan.prescale : 1.0);
+      at += plan.counts[i] * (plan.narrowed[i] ? wireWidth : width);
+    }
+    if (ranks.size > 1)
+      COMMRT_TRY(ringAllreduce(
+          {{fusion.data(), units}}, mpiType(plan.dtype), width,
+          MixedReduction(narrowUnits, width, type16,
+                         mpiOp(wire, travelReduce(plan.wire, plan.reduce)),
+                         mpiType(plan.dtype), mpiOp(plan.dtype, plan.reduce)),
+          ranks.comm, scratch));
+    const double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
+                                     plan.prescale, ranks.size);
+    narrowAt = fusion.data();
+    fullAt = fusion.data() + narrowUnits * width;
+    for (size_t i = 0; i < plan.buffers.size(); ++i) {
+      if (plan.narrowed[i]) {
+        convert(narrowAt, wire, plan.buffers[i], plan.dtype, plan.counts[i],
+                scale);
+        narrowAt += plan.counts[i] * wireWidth;
+        continue;
+      }
+      convert(fullAt, plan.dtype, plan.buffers[i], plan.dtype, plan.counts[i],
+              1.0);
+      if (plan.reduce == COMMRT_AVG)
+        divideBySize(plan.buffers[i], plan.counts[i], plan.dtype, ranks.size);
+      fullAt += plan.counts[i] * width;
+    }
+    return COMMRT_SUCCESS;
+  }
+
   /// How a reduction runs (methodFor).
   enum class Method { Ring, Mpi, Hierarchical };
 

@@ -427,6 +427,12 @@ private:
   /// Enqueues `plan` on `stream`, one of `group`'s: packing, the collective
   /// and unpacking, including the copies back to host buffers.
   commrt_status enqueue(const Plan &plan, const Group &group, Stream &stream) {
+    // A mixed-wire plan: its two kinds of buffers, one after the other on
+    // the stream (NCCL reduces one type per collective).
+    if (plan.isMixed()) {
+      COMMRT_TRY(enqueue(plan.part(/*narrow=*/true), group, stream));
+      return enqueue(plan.part(/*narrow=*/false), group, stream);
+    }
     COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
     bool hierarchical;
     COMMRT_TRY(useHierarchy(plan, group, stream, hierarchical));

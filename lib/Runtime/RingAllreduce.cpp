@@ -52,7 +52,8 @@ struct Message {
 class Ring {
 public:
   Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
-       MPI_Op op, MPI_Comm comm, std::vector<unsigned char> &scratch);
+       const RingReduction &reduction, MPI_Comm comm,
+       std::vector<unsigned char> &scratch);
 
   /// Runs the reduce-scatter and the allgather.
   commrt_status run();
@@ -121,7 +122,7 @@ private:
   const std::vector<Span> &spans;
   const MPI_Datatype type;
   const size_t width;
-  const MPI_Op op;
+  const RingReduction &reduction;
   const MPI_Comm comm;
   std::vector<unsigned char> &scratch;
   int rank, size, left, right;
@@ -140,8 +141,9 @@ private:
 };
 
 Ring::Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
-           MPI_Op op, MPI_Comm comm, std::vector<unsigned char> &scratch)
-    : spans(spans), type(type), width(width), op(op), comm(comm),
+           const RingReduction &reduction, MPI_Comm comm,
+           std::vector<unsigned char> &scratch)
+    : spans(spans), type(type), width(width), reduction(reduction), comm(comm),
       scratch(scratch) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -228,10 +230,10 @@ commrt_status Ring::reduceInto(const unsigned char *from, int64_t begin,
              offsets.begin() - 1;
   for (int64_t within = begin - offsets[i]; n > 0; ++i, within = 0) {
     int64_t taken = std::min(n, spans[i].count - within);
-    if (int error = MPI_Reduce_local(from, spans[i].data + within * width,
-                                     static_cast<int>(taken), type, op))
-      return failMpi("MPI_Reduce_local (ring allreduce)", error);
+    COMMRT_TRY(
+        reduction.reduce(from, spans[i].data + within * width, begin, taken));
     from += taken * width;
+    begin += taken;
     n -= taken;
   }
   return COMMRT_SUCCESS;
@@ -284,11 +286,38 @@ commrt_status Ring::complete() {
   return COMMRT_SUCCESS;
 }
 
+/// The reduction of an MPI op over elements of one MPI datatype.
+class MpiOpReduction final : public RingReduction {
+public:
+  MpiOpReduction(MPI_Datatype type, MPI_Op op) : type(type), op(op) {}
+
+  commrt_status reduce(const unsigned char *from, unsigned char *into, int64_t,
+                       int64_t count) const override {
+    if (int error =
+            MPI_Reduce_local(from, into, static_cast<int>(count), type, op))
+      return failMpi("MPI_Reduce_local (ring allreduce)", error);
+    return COMMRT_SUCCESS;
+  }
+
+private:
+  MPI_Datatype type;
+  MPI_Op op;
+};
+
 } // namespace
+
+commrt_status commrt::ringAllreduce(const std::vector<Span> &spans,
+                                    MPI_Datatype type, size_t width,
+                                    const RingReduction &reduction,
+                                    MPI_Comm comm,
+                                    std::vector<unsigned char> &scratch) {
+  return Ring(spans, type, width, reduction, comm, scratch).run();
+}
 
 commrt_status commrt::ringAllreduce(const std::vector<Span> &spans,
                                     MPI_Datatype type, size_t width, MPI_Op op,
                                     MPI_Comm comm,
                                     std::vector<unsigned char> &scratch) {
-  return Ring(spans, type, width, op, comm, scratch).run();
+  return ringAllreduce(spans, type, width, MpiOpReduction(type, op), comm,
+                       scratch);
 }

@@ -26,6 +26,26 @@ struct Span {
   int64_t count;
 };
 
+/// How the ring combines what it receives with what it holds.
+class RingReduction {
+public:
+  virtual ~RingReduction() = default;
+
+  /// Reduces the `count` elements at `from` into the `count` elements at
+  /// `into`, which are elements [begin, begin + count) of the ring's
+  /// concatenated spans.
+  virtual commrt_status reduce(const unsigned char *from, unsigned char *into,
+                               int64_t begin, int64_t count) const = 0;
+};
+
+/// Ring allreduce in place of the concatenation of `spans`, elements of
+/// `type` (`width` bytes each) combined by `reduction`, over `comm`,
+/// receiving into `scratch` (grown as needed and kept by the caller); as the
+/// overload below.
+commrt_status ringAllreduce(const std::vector<Span> &spans, MPI_Datatype type,
+                            size_t width, const RingReduction &reduction,
+                            MPI_Comm comm, std::vector<unsigned char> &scratch);
+
 /// Ring allreduce in place of the concatenation of `spans`, elements of
 /// `type` (`width` bytes each) reduced with `op`, over `comm`, receiving
 /// into `scratch` (grown as needed and kept by the caller). Segment `s` is

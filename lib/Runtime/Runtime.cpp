@@ -403,47 +403,56 @@ int32_t queryGroup(const char *function, int32_t group, Value &&value) {
   return result;
 }
 
-/// commrt_fused_allreduce among the ranks of `group`, as the entry point
-/// `function`.
+/// A fused allreduce among the ranks of `group`, as the entry point
+/// `function`: `check` checks its arguments and fills the plan it is given.
+template <typename Check>
 commrt_status fusedAllreduce(const char *function, int32_t group,
-                             void *const *buffers, const int64_t *counts,
-                             int32_t nbuffers, int32_t dtype, int32_t reduce,
-                             int32_t wire, float prescale, int32_t algorithm) {
+                             int32_t algorithm, Check &&check) {
   Plan plan;
   return inGroupCollective(
       function, group,
-      [&] {
-        return withAlgorithm(checkFusedAllreduce(buffers, counts, nbuffers,
-                                                 dtype, reduce, wire, prescale,
-                                                 plan),
-                             algorithm, plan);
-      },
+      [&] { return withAlgorithm(check(plan), algorithm, plan); },
       [&](int64_t) { return runPlan(plan, group); });
 }
 
-/// commrt_fused_allreduce_start among the ranks of `group`, as the entry
-/// point `function`.
+/// The start of a fused allreduce among the ranks of `group` on `channel`,
+/// as the entry point `function`: `check` checks its arguments and fills the
+/// plan it is given.
+template <typename Check>
 commrt_status fusedAllreduceStart(const char *function, int32_t group,
-                                  void *const *buffers, const int64_t *counts,
-                                  int32_t nbuffers, int32_t dtype,
-                                  int32_t reduce, int32_t wire, float prescale,
                                   int32_t algorithm, int32_t channel,
-                                  int64_t *handle) {
+                                  int64_t *handle, Check &&check) {
   if (handle)
     *handle = 0;
   Plan plan;
   return inGroupCollective(
       function, group,
       [&] {
-        return checkStart(
-            withAlgorithm(checkFusedAllreduce(buffers, counts, nbuffers, dtype,
-                                              reduce, wire, prescale, plan),
-                          algorithm, plan),
-            channel, runtime().channels, handle);
+        return checkStart(withAlgorithm(check(plan), algorithm, plan), channel,
+                          runtime().channels, handle);
       },
       [&](int64_t collective) {
         return startPlan(plan, group, channel, collective, handle);
       });
+}
+
+/// The check of commrt_fused_allreduce's arguments, for fusedAllreduce.
+auto fusedCheck(void *const *buffers, const int64_t *counts, int32_t nbuffers,
+                int32_t dtype, int32_t reduce, int32_t wire, float prescale) {
+  return [=](Plan &plan) {
+    return checkFusedAllreduce(buffers, counts, nbuffers, dtype, reduce, wire,
+                               prescale, plan);
+  };
+}
+
+/// The check of commrt_mixed_allreduce's arguments, for fusedAllreduce.
+auto mixedCheck(void *const *buffers, const int64_t *counts,
+                const int32_t *narrowed, int32_t nbuffers, int32_t dtype,
+                int32_t reduce, int32_t wire, float prescale) {
+  return [=](Plan &plan) {
+    return checkMixedAllreduce(buffers, counts, narrowed, nbuffers, dtype,
+                               reduce, wire, prescale, plan);
+  };
 }
 
 /// commrt_sparse_allreduce among the ranks of `group`, as the entry point
@@ -605,9 +614,9 @@ int32_t commrt_allreduce_wire(float *buffer, int64_t count, int32_t wire,
 int32_t commrt_fused_allreduce(void *const *buffers, const int64_t *counts,
                                int32_t nbuffers, int32_t dtype, int32_t reduce,
                                int32_t wire, float prescale) {
-  return fusedAllreduce("commrt_fused_allreduce", /*group=*/0, buffers, counts,
-                        nbuffers, dtype, reduce, wire, prescale,
-                        COMMRT_ALGORITHM_DEFAULT);
+  return fusedAllreduce(
+      "commrt_fused_allreduce", /*group=*/0, COMMRT_ALGORITHM_DEFAULT,
+      fusedCheck(buffers, counts, nbuffers, dtype, reduce, wire, prescale));
 }
 
 int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
@@ -643,8 +652,9 @@ int32_t commrt_fused_allreduce_start(void *const *buffers,
                                      int32_t wire, float prescale,
                                      int32_t channel, int64_t *handle) {
   return fusedAllreduceStart(
-      "commrt_fused_allreduce_start", /*group=*/0, buffers, counts, nbuffers,
-      dtype, reduce, wire, prescale, COMMRT_ALGORITHM_DEFAULT, channel, handle);
+      "commrt_fused_allreduce_start", /*group=*/0, COMMRT_ALGORITHM_DEFAULT,
+      channel, handle,
+      fusedCheck(buffers, counts, nbuffers, dtype, reduce, wire, prescale));
 }
 
 int32_t commrt_group_split(int64_t id, int32_t color, int32_t key,
@@ -719,8 +729,9 @@ int32_t commrt_group_fused_allreduce(int32_t group, void *const *buffers,
                                      int32_t dtype, int32_t reduce,
                                      int32_t wire, float prescale,
                                      int32_t algorithm) {
-  return fusedAllreduce("commrt_group_fused_allreduce", group, buffers, counts,
-                        nbuffers, dtype, reduce, wire, prescale, algorithm);
+  return fusedAllreduce(
+      "commrt_group_fused_allreduce", group, algorithm,
+      fusedCheck(buffers, counts, nbuffers, dtype, reduce, wire, prescale));
 }
 
 int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
@@ -729,9 +740,31 @@ int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
                                            int32_t reduce, int32_t wire,
                                            float prescale, int32_t algorithm,
                                            int32_t channel, int64_t *handle) {
-  return fusedAllreduceStart("commrt_group_fused_allreduce_start", group,
-                             buffers, counts, nbuffers, dtype, reduce, wire,
-                             prescale, algorithm, channel, handle);
+  return fusedAllreduceStart(
+      "commrt_group_fused_allreduce_start", group, algorithm, channel, handle,
+      fusedCheck(buffers, counts, nbuffers, dtype, reduce, wire, prescale));
+}
+
+int32_t commrt_mixed_allreduce(int32_t group, void *const *buffers,
+                               const int64_t *counts, const int32_t *narrowed,
+                               int32_t nbuffers, int32_t dtype, int32_t reduce,
+                               int32_t wire, float prescale) {
+  return fusedAllreduce("commrt_mixed_allreduce", group,
+                        COMMRT_ALGORITHM_DEFAULT,
+                        mixedCheck(buffers, counts, narrowed, nbuffers, dtype,
+                                   reduce, wire, prescale));
+}
+
+int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
+                                     const int64_t *counts,
+                                     const int32_t *narrowed, int32_t nbuffers,
+                                     int32_t dtype, int32_t reduce,
+                                     int32_t wire, float prescale,
+                                     int32_t channel, int64_t *handle) {
+  return fusedAllreduceStart("commrt_mixed_allreduce_start", group,
+                             COMMRT_ALGORITHM_DEFAULT, channel, handle,
+                             mixedCheck(buffers, counts, narrowed, nbuffers,
+                                        dtype, reduce, wire, prescale));
 }
 
 int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,

@@ -3,6 +3,7 @@
 #include "Validation.h"
 #include "WireFormat.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -411,6 +412,51 @@ Checked commrt::checkFusedAllreduce(void *const *buffers, const int64_t *counts,
                                        wire, prescale, plan, digest);
   return {status, fusedArguments(nbuffers, plan, digest, dtype, reduce, wire,
                                  prescale)};
+}
+
+Checked commrt::checkMixedAllreduce(void *const *buffers, const int64_t *counts,
+                                    const int32_t *narrowed, int32_t nbuffers,
+                                    int32_t dtype, int32_t reduce, int32_t wire,
+                                    float prescale, Plan &plan) {
+  int64_t digest = 0;
+  // FNV-1a over the flags, so that ranks agree on which buffers narrow.
+  uint64_t flagsHash = 14695981039346656037ull;
+  auto check = [&]() -> commrt_status {
+    COMMRT_TRY(makeFusedPlan(buffers, counts, nbuffers, dtype, reduce, wire,
+                             prescale, plan, digest));
+    if (wire == COMMRT_WIRE_NONE)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT,
+                  "wire is COMMRT_WIRE_NONE (-1): a mixed allreduce narrows "
+                  "some buffers to COMMRT_F16 or COMMRT_BF16");
+    if (!narrowed)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "narrowed is null");
+    std::vector<uint8_t> flags;
+    for (int32_t i = 0; i < nbuffers; ++i) {
+      if (narrowed[i] != 0 && narrowed[i] != 1)
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT, "narrowed[", i, "] ",
+                    narrowed[i], " is not 0 or 1");
+      flagsHash =
+          (flagsHash ^ static_cast<uint64_t>(narrowed[i])) * 1099511628211ull;
+      if (counts[i] > 0)
+        flags.push_back(static_cast<uint8_t>(narrowed[i]));
+    }
+    bool anyNarrow = std::count(flags.begin(), flags.end(), 1) > 0;
+    bool anyFull = std::count(flags.begin(), flags.end(), 0) > 0;
+    if (anyNarrow && anyFull) {
+      plan.narrowed = std::move(flags);
+    } else if (!anyNarrow) {
+      // Nothing narrows: the data travels as it is, unscaled.
+      plan.wire = COMMRT_WIRE_NONE;
+      plan.prescale = 1.0f;
+    }
+    return COMMRT_SUCCESS;
+  };
+  commrt_status status = check();
+  std::vector<SharedArgument> shared =
+      fusedArguments(nbuffers, plan, digest, dtype, reduce, wire, prescale);
+  shared.push_back({"narrowed", static_cast<int64_t>(flagsHash),
+                    SharedArgument::Show::Nothing});
+  return {status, std::move(shared)};
 }
 
 Checked commrt::checkSparseAllreduce(const float *grad, const float *residual,

@@ -97,6 +97,14 @@ Checked checkFusedAllreduce(void *const *buffers, const int64_t *counts,
                             int32_t nbuffers, int32_t dtype, int32_t reduce,
                             int32_t wire, float prescale, Plan &plan);
 
+/// Checks the arguments of a mixed-wire allreduce (commrt_mixed_allreduce)
+/// and fills `plan` with its nonempty buffers; a plan whose nonempty buffers
+/// all travel alike comes out uniform (Plan::narrowed empty).
+Checked checkMixedAllreduce(void *const *buffers, const int64_t *counts,
+                            const int32_t *narrowed, int32_t nbuffers,
+                            int32_t dtype, int32_t reduce, int32_t wire,
+                            float prescale, Plan &plan);
+
 /// Checks the arguments of a sparse allreduce (commrt_sparse_allreduce).
 Checked checkSparseAllreduce(const float *grad, const float *residual,
                              int64_t count, double density, int32_t select,

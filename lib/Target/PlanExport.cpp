@@ -37,6 +37,8 @@ struct GradientRange {
   std::string dtype;
   int64_t offset = 0;
   int64_t count = 0;
+  /// In a mixed-wire bucket, whether the gradient travels in the wire type.
+  std::optional<bool> narrowed;
 };
 
 /// One collective of the plan.
@@ -139,10 +141,16 @@ collectPlan(func::FuncOp func) {
       return WalkResult::interrupt();
     }
     PlannedCollective collective{op, {}};
-    for (auto [gradient, name] : llvm::zip_equal(gradients, names)) {
+    std::optional<ArrayRef<bool>> narrowed =
+        cast<CollectiveOpInterface>(op).getNarrowedGradients();
+    for (auto [index, pair] :
+         llvm::enumerate(llvm::zip_equal(gradients, names))) {
+      auto [gradient, name] = pair;
       FailureOr<GradientRange> range = traceGradient(op, gradient, name);
       if (failed(range))
         return WalkResult::interrupt();
+      if (narrowed)
+        range->narrowed = (*narrowed)[index];
       collective.gradients.push_back(std::move(*range));
     }
     plan.push_back(std::move(collective));
@@ -323,6 +331,9 @@ static void writeCollective(llvm::json::OStream &json,
         json.attribute("dtype", range.dtype);
         json.attribute("offset", range.offset);
         json.attribute("count", range.count);
+        // Only in a mixed-wire bucket: whether it travels in `wire`.
+        if (range.narrowed)
+          json.attribute("narrowed", *range.narrowed);
       });
   });
 }

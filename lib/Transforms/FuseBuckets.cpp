@@ -124,6 +124,54 @@ SmallVector<Candidate> collectCandidates(Block &block) {
   return candidates;
 }
 
+/// The candidates with each full-precision kind merged into the one
+/// narrowed kind that differs from it only in its wire settings (as
+/// comm-lower-precision leaves small gradients in full precision), for
+/// mixed-wire buckets, which the runtime reduces with the ring; nullopt when
+/// no kind merges. Only keys change: the candidates keep their ops, bytes
+/// and positions, so buckets of either list index both.
+std::optional<SmallVector<Candidate>>
+mergeWireKinds(ArrayRef<Candidate> candidates) {
+  SmallVector<BucketKey> narrowedKeys;
+  for (const Candidate &candidate : candidates)
+    if (candidate.key.wire && !llvm::is_contained(narrowedKeys, candidate.key))
+      narrowedKeys.push_back(candidate.key);
+  auto runsRing = [](AlgorithmKindAttr algorithm) {
+    return !algorithm || algorithm.getValue() == AlgorithmKind::ring;
+  };
+  SmallVector<Candidate> merged(candidates.begin(), candidates.end());
+  bool anyMerged = false;
+  for (Candidate &candidate : merged) {
+    const BucketKey &key = candidate.key;
+    if (key.wire || key.prescale || !runsRing(key.algorithm))
+      continue;
+    SmallVector<const BucketKey *, 1> alike;
+    for (const BucketKey &narrowed : narrowedKeys)
+      if (narrowed.reduce == key.reduce &&
+          narrowed.elementType == key.elementType &&
+          narrowed.group == key.group && narrowed.algorithm == key.algorithm)
+        alike.push_back(&narrowed);
+    if (alike.size() != 1)
+      continue;
+    candidate.key = *alike.front();
+    anyMerged = true;
+  }
+  if (!anyMerged)
+    return std::nullopt;
+  return merged;
+}
+
+/// Whether `bucket` of `candidates` mixes wire types.
+bool isMixedWire(ArrayRef<Candidate> candidates, const Bucket &bucket) {
+  auto wireOf = [&](size_t member) {
+    AllReduceOp op = candidates[member].op;
+    return op.getWireAttr();
+  };
+  return llvm::any_of(bucket, [&](size_t member) {
+    return wireOf(member) != wireOf(bucket.front());
+  });
+}
+
 /// Buckets by the threshold rule, filling one open bucket per kind of
 /// gradient; a bucket closes when full or before one of its results is used.
 SmallVector<Bucket> planThreshold(ArrayRef<Candidate> candidates,
@@ -193,11 +241,26 @@ void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
     names.push_back(builder.getStringAttr(member.getName().value_or("")));
     locations.push_back(member.getLoc());
   }
+  // A mixed-wire bucket takes its wire settings from a narrowed member and
+  // flags the members that travel in the wire type.
+  AllReduceOp settings = last;
+  DenseBoolArrayAttr narrowed;
+  if (isMixedWire(candidates, bucket)) {
+    SmallVector<bool> flags;
+    for (size_t index : bucket) {
+      AllReduceOp member = candidates[index].op;
+      flags.push_back(member.getWireAttr() != nullptr);
+      if (member.getWireAttr())
+        settings = member;
+    }
+    narrowed = builder.getDenseBoolArrayAttr(flags);
+  }
   auto fused = FusedAllReduceOp::create(
       builder, builder.getFusedLoc(locations), types, inputs,
-      last.getReduceAttr(), last.getWireAttr(), last.getPrescaleAttr(),
-      anyName ? builder.getArrayAttr(names) : ArrayAttr(), last.getGroupAttr(),
-      last.getAlgorithmAttr());
+      settings.getReduceAttr(), settings.getWireAttr(),
+      settings.getPrescaleAttr(),
+      anyName ? builder.getArrayAttr(names) : ArrayAttr(),
+      settings.getGroupAttr(), settings.getAlgorithmAttr(), narrowed);
   for (auto [index, result] : llvm::zip(bucket, fused.getResults())) {
     AllReduceOp member = candidates[index].op;
     member.getResult().replaceAllUsesWith(result);
@@ -293,13 +356,58 @@ private:
     cost.usPerByte = (costTwo - costOne) / kBytesPerMiB;
     cost.latencyUs = costOne - cost.usPerByte * kBytesPerMiB;
 
-    // The classes of candidates that may share buckets, and each one's
-    // bucketings to choose from, in the function's candidate indices: the
-    // optimal plan of the class alone (planOptimalBuckets), or MG-WFBP's,
-    // and for `cost` every peer's threshold rule.
     SmallVector<std::optional<size_t>> issued;
     for (const Candidate &candidate : candidates)
       issued.push_back(issuedAfter.lookup(candidate.op));
+    PlanningContext context{model->step, computeEndUs, issued, cost};
+    auto [buckets, bestUs] = planClasses(candidates, context);
+    if (policy == FusionPolicy::Mgwfbp)
+      return buckets;
+    // Narrowed and full-precision gradients as one kind, in mixed-wire
+    // buckets, where that makes the step faster.
+    if (mixedWire) {
+      if (std::optional<SmallVector<Candidate>> merged =
+              mergeWireKinds(candidates)) {
+        auto [mixed, mixedUs] = planClasses(*merged, context);
+        if (mixedUs < bestUs) {
+          bestUs = mixedUs;
+          buckets = std::move(mixed);
+        }
+      }
+    }
+    // Never slower than a peer's rule over the whole function as the peer
+    // applies it (one open bucket per class, closed by size or deadline).
+    for (const ThresholdRule &rule : kPeerRules) {
+      SmallVector<Bucket> peer = planThreshold(candidates, rule);
+      double peerUs = simulate(model->step, candidates, issued, peer);
+      if (peerUs < bestUs) {
+        bestUs = peerUs;
+        buckets = std::move(peer);
+      }
+    }
+    return buckets;
+  }
+
+  /// What planClasses plans against: the step's compute, when each compute
+  /// task ends if nothing stalls it, the compute task after which each
+  /// candidate is ready, and the cluster's allreduce cost.
+  struct PlanningContext {
+    const StepDescription &step;
+    ArrayRef<double> computeEndUs;
+    ArrayRef<std::optional<size_t>> issued;
+    AffineCost cost;
+  };
+
+  /// Buckets `candidates` class by class (candidates of one key), and
+  /// returns the buckets and the simulated step time. `mgwfbp`: MG-WFBP's
+  /// merge rule in each class. `cost`: for each class, the optimal plan of
+  /// the class alone (planOptimalBuckets) or a peer's threshold rule,
+  /// whichever makes the whole step fastest with the other classes'
+  /// buckets on the same channel.
+  std::pair<SmallVector<Bucket>, double>
+  planClasses(ArrayRef<Candidate> candidates, const PlanningContext &context) {
+    // The classes of candidates that may share buckets, and each one's
+    // bucketings to choose from, in the function's candidate indices.
     bool mergedWFBP = policy == FusionPolicy::Mgwfbp;
     SmallVector<SmallVector<SmallVector<Bucket>>> choices;
     SmallVector<bool> planned(candidates.size(), false);
@@ -317,7 +425,9 @@ private:
         members.push_back(candidate);
         indices.push_back(index);
         items.push_back({static_cast<double>(candidate.bytes),
-                         issued[index] ? computeEndUs[*issued[index]] : 0.0,
+                         context.issued[index]
+                             ? context.computeEndUs[*context.issued[index]]
+                             : 0.0,
                          candidate.position, candidate.deadline});
       }
       auto toFunction = [&](SmallVector<Bucket> classBuckets) {
@@ -328,8 +438,9 @@ private:
       };
       SmallVector<SmallVector<Bucket>> &options = choices.emplace_back();
       SmallVector<Bucket> best;
-      for (BucketRange range : mergedWFBP ? planMergedWFBP(items, cost)
-                                          : planOptimalBuckets(items, cost))
+      for (BucketRange range : mergedWFBP
+                                   ? planMergedWFBP(items, context.cost)
+                                   : planOptimalBuckets(items, context.cost))
         best.push_back(llvm::to_vector(llvm::seq(range.first, range.last)));
       options.push_back(toFunction(std::move(best)));
       if (!mergedWFBP)
@@ -348,7 +459,8 @@ private:
         llvm::append_range(buckets, options[pick]);
       return buckets;
     };
-    double bestUs = simulate(model->step, candidates, issued, assemble(chosen));
+    double bestUs =
+        simulate(context.step, candidates, context.issued, assemble(chosen));
     for (bool changed = !mergedWFBP && choices.size() > 1; changed;) {
       changed = false;
       for (size_t cls = 0; cls < choices.size(); ++cls)
@@ -357,8 +469,8 @@ private:
             continue;
           SmallVector<size_t> trial = chosen;
           trial[cls] = option;
-          double us =
-              simulate(model->step, candidates, issued, assemble(trial));
+          double us = simulate(context.step, candidates, context.issued,
+                               assemble(trial));
           if (us < bestUs) {
             bestUs = us;
             chosen = std::move(trial);
@@ -366,20 +478,7 @@ private:
           }
         }
     }
-    SmallVector<Bucket> buckets = assemble(chosen);
-    if (mergedWFBP)
-      return buckets;
-    // Never slower than a peer's rule over the whole function as the peer
-    // applies it (one open bucket per class, closed by size or deadline).
-    for (const ThresholdRule &rule : kPeerRules) {
-      SmallVector<Bucket> peer = planThreshold(candidates, rule);
-      double peerUs = simulate(model->step, candidates, issued, peer);
-      if (peerUs < bestUs) {
-        bestUs = peerUs;
-        buckets = std::move(peer);
-      }
-    }
-    return buckets;
+    return {assemble(chosen), bestUs};
   }
 
   /// The simulated step time of `step`'s compute with `buckets` of
@@ -400,12 +499,14 @@ private:
       double bytes = 0.0;
       for (size_t member : *bucket)
         bytes += static_cast<double>(candidates[member].bytes);
-      CollectiveTask task;
-      task.cost = allreduceCost(
-          *clusterModel_, bytes,
-          cheapestAlgorithm
+      // The runtime reduces a mixed-wire bucket with its ring.
+      AllreduceAlgorithm algorithm =
+          isMixedWire(candidates, *bucket) ? AllreduceAlgorithm::Ring
+          : cheapestAlgorithm
               ? getCheapestAllreduceAlgorithm(*clusterModel_, bytes)
-              : clusterModel_->algorithm);
+              : clusterModel_->algorithm;
+      CollectiveTask task;
+      task.cost = allreduceCost(*clusterModel_, bytes, algorithm);
       task.issuedAfter = issued[bucket->back()];
       plan.collectives.push_back(std::move(task));
     }

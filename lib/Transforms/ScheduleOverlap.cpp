@@ -267,12 +267,17 @@ private:
     if (llvm::any_of(allNames, [](StringRef name) { return !name.empty(); }))
       names = builder.getStrArrayAttr(
           ArrayRef(allNames).take_front(gradients.size()));
+    // A mixed-wire bucket's flags, for the gradients taken.
+    DenseBoolArrayAttr narrowed;
+    if (std::optional<ArrayRef<bool>> flags = from.getNarrowedGradients())
+      narrowed =
+          builder.getDenseBoolArrayAttr(flags->take_front(gradients.size()));
     auto start = StartOp::create(
         builder, collective->getLoc(), TokenType::get(builder.getContext()),
         gradients, from.getReduceKind(), wire, prescale, names,
         /*channel=*/0,
         priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr(),
-        from.getProcessGroup(), algorithm);
+        from.getProcessGroup(), algorithm, narrowed);
     created.insert(start);
     return start;
   }

@@ -58,6 +58,11 @@ struct CommSelectAlgorithmPass
     func->walk([&](CollectiveOpInterface op) {
       if (!op.isDenseAllreduce())
         return;
+      // The runtime reduces a mixed-wire bucket with its ring only.
+      if (op.isMixedWire()) {
+        op.setAllreduceAlgorithm(AlgorithmKind::ring);
+        return;
+      }
       const ClusterModel &runsOn = pricing.get(op);
       std::optional<AllreduceAlgorithm> chosen =
           algorithm == AlgorithmChoice::Auto

@@ -206,12 +206,20 @@ class DistributedOptimizer:
         arguments = (pointers, counts, runtime.DTYPES[dtype],
                      runtime.REDUCES[collective.reduce], wire,
                      collective.prescale)
+        blocking, start = runtime.fused_allreduce, \
+            runtime.fused_allreduce_start
+        if collective.is_mixed_wire:
+            # One message: the narrowed gradients in the wire type, the
+            # others in their own.
+            arguments = (pointers, counts,
+                         [g.narrowed for g in collective.gradients]) + \
+                arguments[2:]
+            blocking, start = runtime.mixed_allreduce, \
+                runtime.mixed_allreduce_start
         if collective.channel is None:
-            self._bounded(collective,
-                          lambda: runtime.fused_allreduce(*arguments))
+            self._bounded(collective, lambda: blocking(*arguments))
             return
-        status, handle = runtime.fused_allreduce_start(*arguments,
-                                                       collective.channel)
+        status, handle = start(*arguments, collective.channel)
         runtime.check(status, collective.describe())
         self._issued.append(_Issued(collective, handle))
 

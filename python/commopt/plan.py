@@ -29,14 +29,17 @@ class GradientRange:
     """Elements [offset, offset + count) of one parameter's gradient,
     flattened in row-major order."""
 
-    __slots__ = ("name", "shape", "dtype", "offset", "count")
+    __slots__ = ("name", "shape", "dtype", "offset", "count", "narrowed")
 
-    def __init__(self, name, shape, dtype, offset, count):
+    def __init__(self, name, shape, dtype, offset, count, narrowed=None):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = dtype
         self.offset = offset
         self.count = count
+        # In a mixed-wire bucket, whether it travels in the bucket's wire
+        # type; None elsewhere.
+        self.narrowed = narrowed
 
     @property
     def numel(self):
@@ -64,6 +67,12 @@ class Collective:
     @property
     def names(self):
         return [g.name for g in self.gradients]
+
+    @property
+    def is_mixed_wire(self):
+        """Whether some gradients travel in `wire` and others in their own
+        type (a mixed-wire bucket)."""
+        return any(g.narrowed is not None for g in self.gradients)
 
     def describe(self):
         names = self.names
@@ -236,8 +245,23 @@ def parse_plan(document, source="plan"):
             _require(0 <= offset and 0 <= count and offset + count <= numel,
                      g_where, f"range [{offset}, {offset + count}) of '{name}'"
                      f" is outside its {numel} elements")
-            gradients.append(GradientRange(name, shape, dtype, offset, count))
+            narrowed = g.get("narrowed")
+            _require(narrowed is None or isinstance(narrowed, bool), g_where,
+                     f"narrowed of '{name}' is not true or false")
+            gradients.append(GradientRange(name, shape, dtype, offset, count,
+                                           narrowed))
         _require(gradients, where, "carries no gradient")
+        flags = [g.narrowed for g in gradients]
+        if any(f is not None for f in flags):
+            _require(kind == "dense" and wire != "none", where,
+                     "only a dense collective with a wire type narrows some "
+                     "gradients")
+            _require(all(f is not None for f in flags), where,
+                     "says for some gradients but not all whether they are "
+                     "narrowed")
+            _require(any(flags) and not all(flags), where,
+                     "a mixed-wire bucket narrows some gradients and not "
+                     "others")
         if sparse:
             _require(len(gradients) == 1 and gradients[0].offset == 0 and
                      gradients[0].count == gradients[0].numel, where,

@@ -39,6 +39,14 @@ _SIGNATURES = [
     ("commrt_fused_allreduce_start", _c_int32,
      [ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32, _c_int32,
       _c_int32, _c_int32, _c_float, _c_int32, ctypes.POINTER(_c_int64)]),
+    ("commrt_mixed_allreduce", _c_int32,
+     [_c_int32, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64),
+      ctypes.POINTER(_c_int32), _c_int32, _c_int32, _c_int32, _c_int32,
+      _c_float]),
+    ("commrt_mixed_allreduce_start", _c_int32,
+     [_c_int32, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64),
+      ctypes.POINTER(_c_int32), _c_int32, _c_int32, _c_int32, _c_int32,
+      _c_float, _c_int32, ctypes.POINTER(_c_int64)]),
     ("commrt_test", _c_int32, [_c_int64, ctypes.POINTER(_c_int32)]),
     ("commrt_wait", _c_int32, [_c_int64]),
     ("commrt_sparse_allreduce", _c_int32,
@@ -189,6 +197,29 @@ def fused_allreduce_start(pointers, counts, dtype, reduce, wire, prescale,
     status = library().commrt_fused_allreduce_start(
         buffers, lengths, len(pointers), dtype, reduce, wire, prescale,
         channel, ctypes.byref(handle))
+    return status, handle.value
+
+
+def mixed_allreduce(pointers, counts, narrowed, dtype, reduce, wire,
+                    prescale):
+    """A mixed-wire bucket among all ranks: buffer i travels in `wire` where
+    narrowed[i] is true, in `dtype` otherwise."""
+    buffers, lengths = _arrays(pointers, counts)
+    flags = (_c_int32 * len(narrowed))(*(int(n) for n in narrowed))
+    return library().commrt_mixed_allreduce(0, buffers, lengths, flags,
+                                            len(pointers), dtype, reduce,
+                                            wire, prescale)
+
+
+def mixed_allreduce_start(pointers, counts, narrowed, dtype, reduce, wire,
+                          prescale, channel):
+    """Returns (status, handle)."""
+    buffers, lengths = _arrays(pointers, counts)
+    flags = (_c_int32 * len(narrowed))(*(int(n) for n in narrowed))
+    handle = _c_int64(0)
+    status = library().commrt_mixed_allreduce_start(
+        0, buffers, lengths, flags, len(pointers), dtype, reduce, wire,
+        prescale, channel, ctypes.byref(handle))
     return status, handle.value
 
 

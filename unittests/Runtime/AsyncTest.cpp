@@ -180,6 +180,77 @@ TEST_P(AsyncInvalidArgumentTest, FusedAllreduceStart) {
       "3 (bf16); COMMRT_WIRE_NONE (-1) sends the dtype itself"));
 }
 
+TEST_P(AsyncInvalidArgumentTest, MixedAllreduce) {
+  float a[3] = {}, b[2] = {};
+  void *buffers[] = {a, b};
+  const int64_t counts[] = {3, 2};
+  const int32_t narrowed[] = {1, 0};
+  auto invalid = [&](int32_t status, const std::string &message) {
+    return failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT,
+                      "commrt_mixed_allreduce: " + message);
+  };
+  EXPECT_TRUE(invalid(commrt_mixed_allreduce(0, buffers, counts, narrowed, 2,
+                                             COMMRT_F32, COMMRT_SUM,
+                                             COMMRT_WIRE_NONE, 1.0f),
+                      "wire is COMMRT_WIRE_NONE (-1): a mixed allreduce "
+                      "narrows some buffers to COMMRT_F16 or COMMRT_BF16"));
+  EXPECT_TRUE(
+      invalid(commrt_mixed_allreduce(0, buffers, counts, nullptr, 2, COMMRT_F32,
+                                     COMMRT_SUM, COMMRT_F16, 1.0f),
+              "narrowed is null"));
+  const int32_t notAFlag[] = {1, 2};
+  EXPECT_TRUE(
+      invalid(commrt_mixed_allreduce(0, buffers, counts, notAFlag, 2,
+                                     COMMRT_F32, COMMRT_SUM, COMMRT_F16, 1.0f),
+              "narrowed[1] 2 is not 0 or 1"));
+  EXPECT_TRUE(
+      invalid(commrt_mixed_allreduce(0, buffers, counts, narrowed, 2,
+                                     COMMRT_F16, COMMRT_SUM, COMMRT_F16, 1.0f),
+              "wire 2 (f16) is not narrower than dtype 2 (f16); "
+              "COMMRT_WIRE_NONE (-1) sends the dtype itself"));
+  EXPECT_TRUE(
+      invalid(commrt_mixed_allreduce(0, buffers, counts, narrowed, 2,
+                                     COMMRT_F32, COMMRT_SUM, COMMRT_F16, 0.0f),
+              "prescale 0 is not a finite nonzero number"));
+  EXPECT_TRUE(failedWith(
+      commrt_mixed_allreduce(7, buffers, counts, narrowed, 2, COMMRT_F32,
+                             COMMRT_SUM, COMMRT_F16, 1.0f),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_mixed_allreduce: group 7 is not a process group (0, all ranks, "
+      "or a handle commrt_group_split returned)"));
+  int64_t handle = 42;
+  EXPECT_TRUE(failedWith(
+      commrt_mixed_allreduce_start(0, buffers, counts, narrowed, 2, COMMRT_F32,
+                                   COMMRT_SUM, COMMRT_F16, 1.0f, channels,
+                                   &handle),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_mixed_allreduce_start: channel " + std::to_string(channels) +
+          " is out of range (expected 0.." + std::to_string(channels - 1) +
+          "; COMMRT_CHANNELS sets the number of channels)"));
+  EXPECT_EQ(handle, 0);
+}
+
+TEST(Async, OneRankMixedAllreduceRoundsOnlyTheNarrowedBuffers) {
+  // On one rank nothing travels, but narrowed buffers still go through the
+  // wire type: 1/3 comes back rounded to f16, the f32 buffer unchanged.
+  float narrow[2] = {1.0f / 3.0f, 2.0f}, full[3] = {1.0f / 3.0f, -5.5f, 7.0f};
+  float empty[1] = {9.0f};
+  void *buffers[] = {narrow, empty, full};
+  const int64_t counts[] = {2, 0, 3};
+  const int32_t narrowed[] = {1, 1, 0};
+  ASSERT_EQ(commrt_mixed_allreduce(0, buffers, counts, narrowed, 3, COMMRT_F32,
+                                   COMMRT_AVG, COMMRT_F16, 0.5f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(narrow[0],
+            commrt::halfToFloat(commrt::floatToHalf(1.0f / 6.0f)) * 2.0f);
+  EXPECT_EQ(narrow[1], 2.0f);
+  EXPECT_EQ(full[0], 1.0f / 3.0f);
+  EXPECT_EQ(full[1], -5.5f);
+  EXPECT_EQ(full[2], 7.0f);
+  EXPECT_EQ(empty[0], 9.0f) << "an empty buffer is not touched";
+}
+
 TEST_P(AsyncInvalidArgumentTest, TestAndWait) {
   const std::string notInFlight = " is not in flight (it was never returned "
                                   "by a start, or was already waited)";

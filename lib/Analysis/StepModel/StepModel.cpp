@@ -110,6 +110,9 @@ const ClusterModel &CollectiveClusters::get(CollectiveOpInterface op) {
 CollectiveCost mlir::comm::getDenseAllreduceCost(CollectiveOpInterface op,
                                                  const ClusterModel &cluster,
                                                  double bytes) {
+  // The runtime reduces a mixed-wire bucket with its ring.
+  if (op.isMixedWire())
+    return allreduceCost(cluster, bytes, AllreduceAlgorithm::Ring);
   std::optional<AlgorithmKind> algorithm = op.getAllreduceAlgorithm();
   return allreduceCost(cluster, bytes,
                        algorithm ? getAllreduceAlgorithm(*algorithm)
@@ -335,7 +338,10 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   // algorithm (else the cluster's).
   auto addAllreduce = [&](CollectiveOpInterface op, ValueRange inputs,
                           Type wire, std::string label) -> CollectiveTask & {
-    double bytes = getCollectiveBytes(inputs.getTypes(), wire);
+    double bytes =
+        op.isMixedWire()
+            ? static_cast<double>(op.getCommunicatedBytes().value_or(0))
+            : getCollectiveBytes(inputs.getTypes(), wire);
     return addCollective(op, inputs,
                          getDenseAllreduceCost(op, clusters.get(op), bytes),
                          bytes, std::move(label));

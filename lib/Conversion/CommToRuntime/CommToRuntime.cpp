@@ -444,6 +444,64 @@ static FailureOr<std::string> useGroupForm(OpBuilder &b, Operation *op,
   return ("commrt_group_" + name.drop_front(StringRef("commrt_").size())).str();
 }
 
+/// The arguments of `commrt_mixed_allreduce` for the mixed-wire bucket `op`
+/// on its `staged` buffers: the group's handle (0 for all ranks), the
+/// buffers' arrays with the narrowed flags after the counts, and the
+/// scalars; its `_start` form adds the channel and the handle's slot.
+static FailureOr<SmallVector<Value>>
+getMixedCallArguments(OpBuilder &b, Operation *op, const StagedBuffers &staged,
+                      const CollectiveArguments &args) {
+  Location loc = op->getLoc();
+  auto collective = cast<CollectiveOpInterface>(op);
+  ArrayRef<bool> narrowed = *collective.getNarrowedGradients();
+  Value flags = allocateArray(b, op, static_cast<int64_t>(narrowed.size()),
+                              b.getI32Type());
+  for (auto [index, flag] : llvm::enumerate(narrowed)) {
+    Value position = arith::ConstantIndexOp::create(b, loc, index);
+    memref::StoreOp::create(b, loc,
+                            arith::ConstantIntOp::create(b, loc, flag, 32),
+                            flags, position);
+  }
+  Value handle;
+  if (GroupAttr group = collective.getProcessGroup()) {
+    FailureOr<Value> split = emitGroupHandle(b, op, group);
+    if (failed(split))
+      return failure();
+    handle = *split;
+  } else {
+    handle = arith::ConstantIntOp::create(b, loc, 0, 32);
+  }
+  SmallVector<Value> callArgs = {handle};
+  SmallVector<Value> arrays = getBufferArrays(b, op, staged.contiguous);
+  callArgs.append(
+      {arrays[0], arrays[1], getDataPointer(b, loc, flags), arrays[2]});
+  llvm::append_range(callArgs, getScalarArguments(b, loc, args));
+  return callArgs;
+}
+
+/// The runtime function and arguments of the fused allreduce `op` (or of its
+/// start, `name` ending in `_start`) on its `staged` buffers:
+/// `commrt_mixed_allreduce` for a mixed-wire bucket, else `name` or its
+/// group form (useGroupForm).
+static FailureOr<std::string> getBucketCall(OpBuilder &b, Operation *op,
+                                            StringRef name,
+                                            const StagedBuffers &staged,
+                                            const CollectiveArguments &args,
+                                            SmallVectorImpl<Value> &callArgs) {
+  if (cast<CollectiveOpInterface>(op).isMixedWire()) {
+    FailureOr<SmallVector<Value>> mixed =
+        getMixedCallArguments(b, op, staged, args);
+    if (failed(mixed))
+      return failure();
+    callArgs.assign(mixed->begin(), mixed->end());
+    return ("commrt_mixed_allreduce" +
+            name.drop_front(StringRef("commrt_fused_allreduce").size()))
+        .str();
+  }
+  callArgs.assign(getFusedCallArguments(b, op, staged, args));
+  return useGroupForm(b, op, name, callArgs);
+}
+
 //===----------------------------------------------------------------------===//
 // What the runtime cannot do
 //===----------------------------------------------------------------------===//
@@ -591,10 +649,9 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
       return success();
     }
     StagedBuffers staged = StagedBuffers::stage(rewriter, loc, buffers);
-    SmallVector<Value> callArgs =
-        getFusedCallArguments(rewriter, op, staged, *args);
-    FailureOr<std::string> callee =
-        useGroupForm(rewriter, op, "commrt_fused_allreduce", callArgs);
+    SmallVector<Value> callArgs;
+    FailureOr<std::string> callee = getBucketCall(
+        rewriter, op, "commrt_fused_allreduce", staged, *args, callArgs);
     if (failed(callee) ||
         failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
       return failure();
@@ -622,10 +679,10 @@ struct StartLowering : public OpConversionPattern<StartOp> {
     Value slot = allocateI64Array(rewriter, start, 1);
     StagedBuffers staged =
         StagedBuffers::stage(rewriter, loc, adaptor.getInputs());
-    SmallVector<Value> callArgs =
-        getFusedCallArguments(rewriter, start, staged, *args);
+    SmallVector<Value> callArgs;
     FailureOr<std::string> callee =
-        useGroupForm(rewriter, start, "commrt_fused_allreduce_start", callArgs);
+        getBucketCall(rewriter, start, "commrt_fused_allreduce_start", staged,
+                      *args, callArgs);
     if (failed(callee))
       return failure();
     callArgs.push_back(

@@ -518,3 +518,58 @@ func.func @grid_name_not_utf8(%g: tensor<4xf32>) {
   %0 = comm.allreduce %g {group = #comm.group<@"g\FF", axes = [0]>} : tensor<4xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @narrowed_without_wire(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op 'narrowed' needs a wire type: it flags the gradients that travel in it}}
+  %0:2 = comm.fused_allreduce %a, %b {narrowed = array<i1: true, false>}
+      : tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @narrowed_wrong_count(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op has 3 narrowed flags for 2 gradients}}
+  %0:2 = comm.fused_allreduce %a, %b {narrowed = array<i1: true, false, true>, wire = f16}
+      : tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @narrowed_all(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op narrows every gradient: leave 'narrowed' out}}
+  %0:2 = comm.fused_allreduce %a, %b {narrowed = array<i1: true, true>, wire = f16}
+      : tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @narrowed_none(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op narrows no gradient: leave 'narrowed', 'wire' and 'prescale' out}}
+  %0:2 = comm.fused_allreduce %a, %b {narrowed = array<i1: false, false>, wire = f16}
+      : tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @narrowed_not_ring(%a: memref<4xf32>, %b: memref<2xf32>) {
+  // expected-error @+1 {{'comm.fused_allreduce' op is a mixed-wire bucket, which runs the ring, but has algorithm tree}}
+  comm.fused_allreduce %a, %b {algorithm = #comm.algorithm<tree>,
+      narrowed = array<i1: true, false>, wire = f16} : memref<4xf32>, memref<2xf32>
+  return
+}
+
+// -----
+
+func.func @start_narrowed_wrong_count(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{'comm.start' op has 1 narrowed flags for 2 gradients}}
+  %t = comm.start %a, %b {narrowed = array<i1: true>, wire = f16}
+      : tensor<4xf32>, tensor<2xf32>
+  %r:2 = comm.wait %t : tensor<4xf32>, tensor<2xf32>
+  return
+}

@@ -43,6 +43,25 @@ func.func @fused(%w: tensor<1000x2048xf32>, %b: tensor<1000xf32>) {
   return
 }
 
+// Mixed-wire buckets: the flagged gradients travel in `wire`.
+// CHECK-LABEL: func.func @mixed_wire
+func.func @mixed_wire(%w: tensor<1000x2048xf32>, %b: tensor<1000xf32>,
+                      %m: memref<64xf32>, %n: memref<8xf32>) {
+  // CHECK: %{{.*}}:2 = comm.fused_allreduce %{{.*}}, %{{.*}} {narrowed = array<i1: true, false>, prescale = 1.250000e-01 : f64, reduce = #comm.reduce<avg>, wire = f16} : tensor<1000x2048xf32>, tensor<1000xf32> -> tensor<1000x2048xf32>, tensor<1000xf32>
+  %0:2 = comm.fused_allreduce %w, %b {narrowed = array<i1: true, false>,
+      prescale = 0.125, reduce = #comm.reduce<avg>, wire = f16}
+      : tensor<1000x2048xf32>, tensor<1000xf32> -> tensor<1000x2048xf32>, tensor<1000xf32>
+  // CHECK: comm.fused_allreduce %{{.*}}, %{{.*}} {algorithm = #comm.algorithm<ring>, narrowed = array<i1: false, true>, wire = bf16} : memref<64xf32>, memref<8xf32>
+  comm.fused_allreduce %m, %n {algorithm = #comm.algorithm<ring>,
+      narrowed = array<i1: false, true>, wire = bf16} : memref<64xf32>, memref<8xf32>
+  // CHECK: %[[T:.*]] = comm.start %{{.*}}, %{{.*}} {channel = 1 : i64, narrowed = array<i1: true, false>, wire = f16} : tensor<1000x2048xf32>, tensor<1000xf32>
+  %t = comm.start %w, %b {channel = 1, narrowed = array<i1: true, false>, wire = f16}
+      : tensor<1000x2048xf32>, tensor<1000xf32>
+  // CHECK: comm.wait %[[T]] : tensor<1000x2048xf32>, tensor<1000xf32>
+  %r:2 = comm.wait %t : tensor<1000x2048xf32>, tensor<1000xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @start_wait
 func.func @start_wait(%w: tensor<64xf32>, %b: tensor<8xf32>, %x: tensor<4xf32>)
     -> (tensor<64xf32>, tensor<8xf32>) {

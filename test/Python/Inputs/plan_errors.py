@@ -86,6 +86,18 @@ def main(argv):
     def channel(document):
         document["collectives"][1]["channel"] = 2
 
+    def narrow_without_wire(document):
+        document["collectives"][0]["gradients"][0]["narrowed"] = True
+        document["collectives"][0]["gradients"][1]["narrowed"] = False
+        document["collectives"][0]["gradients"][2]["narrowed"] = False
+
+    def narrow_some(document):
+        narrow_without_wire(document)
+        document["collectives"][0]["wire"] = "f16"
+        del document["collectives"][0]["gradients"][2]["narrowed"]
+
+    expect_error("narrowed without a wire", with_document(narrow_without_wire))
+    expect_error("narrowed not said for all", with_document(narrow_some))
     expect_error("unknown parameter", with_document(rename))
     expect_error("other shape", with_document(reshape))
     expect_error("other dtype", with_document(retype))

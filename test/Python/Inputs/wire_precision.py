@@ -10,8 +10,10 @@ those sums them exactly. Rounding each value to the wire type and summing
 roundoff (2^-11 for f16, 2^-8 for bf16), plus, for f16, four roundings
 of subnormals of at most 2^-25 / (prescale size) each. Every element must
 be within 1.01 times that; the same step with a dense f32 plan, on a copy
-of the model, must be within f32 rounding of it. The wire results also
-differ from the f32 plan's, showing that the wire was used.
+of the model, must be within f32 rounding of it. A mixed-wire bucket
+(weights in f16, biases in f32, one message) must keep each gradient
+within its own type's bound. The wire results also differ from the f32
+plan's, showing that the wire was used.
 
     mpirun -np 4 python3 wire_precision.py
 """
@@ -60,18 +62,27 @@ def main(argv):
                           dense([g(n) for n in names[3:]], channel=1,
                                 wire="f16", prescale=1.0 / size)]),
              "bf16": plan([dense([g(n) for n in names], channel=1,
-                                 wire="bf16")])}
+                                 wire="bf16")]),
+             # One mixed-wire bucket: the weights in f16, the biases in f32,
+             # blocking (no channel).
+             "mixed": plan([dense([dict(g(n), narrowed="weight" in n)
+                                   for n in names], channel=None,
+                                  wire="f16", prescale=1.0 / size)])}
     results = {}
     for wire, the_plan in wires.items():
         own, reduced = reduced_gradients(model, the_plan, x, y)
         results[wire] = reduced
-        prescale = the_plan.collectives[0].prescale
         worst = 0.0
         for name in names:
+            # The type this gradient travelled in, and its prescale.
+            travel, prescale = wire, the_plan.collectives[0].prescale
+            if wire == "mixed":
+                travel, prescale = ("f16", prescale) if "weight" in name \
+                    else ("none", 1.0)
             exact = all_reduce(own[name], "sum") / size
             largest = all_reduce(own[name].abs(), "max")
-            bound = 4 * UNIT_ROUNDOFF[wire] * largest + \
-                4 * TINY[wire] / (prescale * size)
+            bound = 4 * UNIT_ROUNDOFF[travel] * largest + \
+                4 * TINY[travel] / (prescale * size)
             # The f32 result of the widened sum and division.
             bound = 1.01 * bound + 2.0**-24 * exact.abs()
             error = (reduced[name].double() - exact).abs()
@@ -87,13 +98,14 @@ def main(argv):
         say(f"{wire} wire ({the_plan.kinds}): every reduced gradient within "
             f"its bound of the exact average (error at most {worst:.2f} of "
             f"the bound)")
-    for wire in ("f16", "bf16"):
+    for wire in ("f16", "bf16", "mixed"):
+        narrowed = [n for n in names if wire != "mixed" or "weight" in n]
         same = sum(torch.equal(results[wire][n], results["none"][n])
-                   for n in names)
-        if same == len(names):
+                   for n in narrowed)
+        if same == len(narrowed):
             fail(f"{wire} wire: the reduced gradients equal the f32 plan's "
                  "bit for bit: was the wire used?")
-    say("the f16 and bf16 results differ from the f32 plan's")
+    say("the f16, bf16 and mixed results differ from the f32 plan's")
 
 
 if __name__ == "__main__":

@@ -485,6 +485,41 @@ int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
                                            float prescale, int32_t algorithm,
                                            int32_t channel, int64_t *handle);
 
+/* A mixed-wire allreduce: commrt_fused_allreduce where buffer i travels in
+ * `wire` (COMMRT_F16 or COMMRT_BF16, narrower than `dtype`) when
+ * `narrowed[i]` is 1 and in `dtype` itself when it is 0, in one collective,
+ * among the ranks of `group` (0: all ranks).
+ *  - Each buffer's result is the one commrt_fused_allreduce would give it in
+ *    a bucket of its own kind: narrowed buffers are multiplied by `prescale`,
+ *    rounded to `wire`, reduced in `wire` and unpacked as there (AVG sums
+ *    and divides once by size * prescale); the others are reduced in
+ *    `dtype`, unscaled (AVG divides the sum by the number of ranks).
+ *  - MPI: the narrowed buffers are packed, as `wire`, at the front of one
+ *    fusion buffer, padded to a whole `dtype` element, and the others after
+ *    them, as `dtype`; one ring allreduce (whatever COMMRT_ALLREDUCE says)
+ *    reduces each segment in its own type, so a bucket pays one collective's
+ *    latency. On one rank nothing is sent.
+ *  - NCCL: the two kinds are two allreduces, back to back on the channel's
+ *    stream.
+ * Where the nonempty buffers all have the same flag this is
+ * commrt_fused_allreduce with `wire` (all 1) or COMMRT_WIRE_NONE and
+ * prescale 1 (all 0). The consistency checks compare what
+ * commrt_fused_allreduce's compare and the flags. */
+int32_t commrt_mixed_allreduce(int32_t group, void *const *buffers,
+                               const int64_t *counts, const int32_t *narrowed,
+                               int32_t nbuffers, int32_t dtype, int32_t reduce,
+                               int32_t wire, float prescale);
+
+/* Starts commrt_mixed_allreduce on `channel` of `group`, as
+ * commrt_fused_allreduce_start does; waited with commrt_wait. The arrays are
+ * read before it returns. */
+int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
+                                     const int64_t *counts,
+                                     const int32_t *narrowed, int32_t nbuffers,
+                                     int32_t dtype, int32_t reduce,
+                                     int32_t wire, float prescale,
+                                     int32_t channel, int64_t *handle);
+
 /* commrt_sparse_allreduce among the ranks of `group` (AVG divides by the
  * group's size; the hash exchange's owners are the group's ranks). */
 int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,
