@@ -123,6 +123,13 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Gradients smaller than this many bytes stay in full "
                      "precision (default: 65536)"),
       llvm::cl::init(CommLowerPrecisionOptions().minBytes)};
+  Option<bool> mixedWire{
+      *this, "mixed-wire",
+      llvm::cl::desc("Let a bucket carry narrowed and full-precision "
+                     "gradients in one message where the cost model finds "
+                     "it faster (comm-fuse-buckets, fusion=cost) (default: "
+                     "true)"),
+      llvm::cl::init(CommFuseBucketsOptions().mixedWire)};
   Option<AlgorithmChoice> algorithm{
       *this, "algorithm",
       llvm::cl::desc("Allreduce algorithm of the dense collectives "

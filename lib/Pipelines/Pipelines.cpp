@@ -143,6 +143,7 @@ void comm::buildPlanningPasses(OpPassManager &pm,
     fuse.device = options.device;
     // comm-select-algorithm follows and gives each bucket the cheapest.
     fuse.cheapestAlgorithm = options.algorithm == AlgorithmChoice::Auto;
+    fuse.mixedWire = options.mixedWire;
     funcPm.addPass(createCommFuseBuckets(fuse));
   }
   CommScheduleOverlapOptions overlap;

@@ -146,7 +146,7 @@ def main():
     # The cost bucketing is never slower than DDP's threshold rule on one
     # channel, also with an f16 wire, whose small f32 gradients form a
     # class of their own that shares the channel with the f16 buckets.
-    policies = 0
+    policies = mixed = mixed_faster = 0
     for module, clusters in modules:
         for cluster in clusters:
             for wire in ("wire=none", "wire=f16"):
@@ -162,6 +162,18 @@ def main():
                              f"{wire}: fusion=cost plans {cost:.3f} us, "
                              f"slower than DDP's threshold ({ddp:.3f} us)")
                 policies += 1
+                if wire == "wire=none":
+                    continue
+                # Mixed-wire buckets (on by default) never slow it down.
+                apart = plan(opt, module, cluster,
+                             ("fusion=cost", "mixed-wire=false") + common,
+                             report)
+                if cost > apart * (1 + TOLERANCE):
+                    sys.exit(f"{os.path.basename(module)} on {cluster}: "
+                             f"mixed-wire buckets plan {cost:.3f} us, slower "
+                             f"than the kinds apart ({apart:.3f} us)")
+                mixed_faster += cost < apart * (1 - TOLERANCE)
+                mixed += 1
     # Every bucketing policy and channel setting: the estimate prices every
     # collective op of the plan (plan() checks it).
     priced = 0
@@ -175,6 +187,8 @@ def main():
     print(f"never worse: {checked} option-set pairs on {len(modules)} "
           f"modules: OK")
     print(f"cost bucketing never slower than DDP's: {policies} cases: OK")
+    print(f"mixed-wire buckets never slower: {mixed} cases, faster in "
+          f"{mixed_faster}: OK")
     print(f"every collective priced: {priced} more plans: OK")
 
 
