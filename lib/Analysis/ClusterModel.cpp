@@ -148,7 +148,11 @@ static bool verifyCounts(const ClusterModel &cluster, Path path) {
                             "expected a positive integer") &&
          detail::checkField(cluster.ranks % cluster.ranksPerNode == 0, path,
                             "ranks_per_node", "must divide ranks") &&
-         verifyChannels(cluster.channels, path);
+         verifyChannels(cluster.channels, path) &&
+         detail::checkNonNegative(cluster.wireUsPerByte, path,
+                                  "wire_s_per_byte") &&
+         detail::checkNonNegative(cluster.collectiveOverheadUs, path,
+                                  "collective_overhead_us");
 }
 
 llvm::Error ClusterModel::verify() const {
@@ -231,6 +235,7 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
     return false;
   ClusterModel result;
   int64_t channels = 1;
+  double wireSecondsPerByte = 0;
   if (!detail::readDescriptionHeader(mapper, path, kFormat,
                                      "expected \"commopt-cluster\""))
     return false;
@@ -240,11 +245,15 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
       !mapper.map("ranks_per_node", result.ranksPerNode) ||
       !mapper.mapOptional("allreduce", result.algorithm) ||
       !mapper.mapOptional("channels", channels) ||
-      !mapper.mapOptional("channel_sharing", result.sharing))
+      !mapper.mapOptional("channel_sharing", result.sharing) ||
+      !mapper.mapOptional("wire_s_per_byte", wireSecondsPerByte) ||
+      !mapper.mapOptional("collective_overhead_us",
+                          result.collectiveOverheadUs))
     return false;
   if (!verifyChannels(channels, path))
     return false;
   result.channels = static_cast<unsigned>(channels);
+  result.wireUsPerByte = wireSecondsPerByte * kUsPerSecond;
   if (!verifyCounts(result, path))
     return false;
 
@@ -358,7 +367,7 @@ llvm::json::Value ClusterModel::toJSON() const {
     }
     return object;
   };
-  return llvm::json::Object{
+  llvm::json::Object object{
       {"format", kFormat},
       {"version", kVersion},
       {"name", name},
@@ -371,13 +380,21 @@ llvm::json::Value ClusterModel::toJSON() const {
       {"levels",
        llvm::json::Object{{"intra", level(intra)}, {"inter", level(inter)}}},
   };
+  // Written where measured, so that other descriptions read as before.
+  if (wireUsPerByte != 0)
+    object["wire_s_per_byte"] = LinkLevel::secondsPerByte(wireUsPerByte);
+  if (collectiveOverheadUs != 0)
+    object["collective_overhead_us"] = collectiveOverheadUs;
+  return object;
 }
 
 bool ClusterModel::operator==(const ClusterModel &other) const {
   return name == other.name && source == other.source && ranks == other.ranks &&
          ranksPerNode == other.ranksPerNode && intra == other.intra &&
          inter == other.inter && algorithm == other.algorithm &&
-         channels == other.channels && sharing == other.sharing;
+         channels == other.channels && sharing == other.sharing &&
+         wireUsPerByte == other.wireUsPerByte &&
+         collectiveOverheadUs == other.collectiveOverheadUs;
 }
 
 //===----------------------------------------------------------------------===//

@@ -85,24 +85,29 @@ CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
+  // What every collective costs beyond its messages, as the ranks run it
+  // within a step (ClusterModel::collectiveOverheadUs).
+  CollectiveCost overhead{cluster.collectiveOverheadUs, 0};
   const LinkLevel &flat = cluster.flatLevel();
   switch (algorithm) {
   case AllreduceAlgorithm::Ring: {
     // Reduce-scatter + allgather: 2(p-1) af + 2(p-1)/p n bf.
     CollectiveCost pass = ringPass(flat, p, bytes);
-    return pass + pass;
+    return pass + pass + overhead;
   }
   case AllreduceAlgorithm::Tree:
     // Pipelined (double) binary tree, reduce then broadcast:
     // 2 ceil(lg p) af + 2 n bf.
-    return {2.0 * ceilLog2(p) * flat.alphaUs, 2.0 * bytes * flat.betaUsPerByte};
+    return CollectiveCost{2.0 * ceilLog2(p) * flat.alphaUs,
+                          2.0 * bytes * flat.betaUsPerByte} +
+           overhead;
   case AllreduceAlgorithm::Hierarchical: {
     // Intra-node reduce-scatter, inter-node ring allreduce of the shards,
     // intra-node allgather: 2(q-1) ai + 2(q-1)/q n bi + 2(m-1) ae +
     // 2(m-1)/m n be.
     CollectiveCost intra = ringPass(cluster.intra, cluster.ranksPerNode, bytes);
     CollectiveCost inter = ringPass(cluster.inter, cluster.nodes(), bytes);
-    return intra + intra + inter + inter;
+    return intra + intra + inter + inter + overhead;
   }
   }
   llvm_unreachable("unknown allreduce algorithm");

@@ -32,6 +32,9 @@
 #include "CommOpt/Analysis/DeviceModel.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Threading.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -40,7 +43,9 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 using namespace mlir;
@@ -133,6 +138,266 @@ bool fromJSON(const json::Value &value, ProfileSpec &profile, json::Path path) {
          mapper.map("layers", profile.layers);
 }
 
+/// Reads one layer of a profile straight from its JSON text into a
+/// LayerSpec, without the json::Value tree that json::parse builds (which
+/// costs most of the import of a large profile): the fast path for layers in
+/// the form the exporter writes them. It reads only what json::parse and the
+/// fromJSON functions above would read alike: strings without escapes or
+/// control characters, numbers in JSON's grammar (integers that fit an
+/// int64_t where an integer is read), `true` and `false`, each known field
+/// once and no `null`. At anything else it gives up, and the caller reads the
+/// layer with json::parse and fromJSON, which also report every error.
+class LayerReader {
+public:
+  /// `text` is one element of the `layers` array, valid UTF-8.
+  explicit LayerReader(StringRef text) : text(text) {}
+
+  /// Reads the layer into `layer`; false where the caller must read it.
+  bool read(LayerSpec &layer) {
+    if (!readLayer(layer))
+      return false;
+    skipSpace();
+    return at == text.size();
+  }
+
+private:
+  bool readLayer(LayerSpec &layer) {
+    // The fields of a layer, each at most once.
+    enum Field : unsigned {
+      Name = 1,
+      BackwardUs = 2,
+      Params = 4,
+      ForwardUs = 8,
+      ForwardFlops = 16,
+      BackwardFlops = 32,
+      ForwardBytes = 64,
+      BackwardBytes = 128,
+    };
+    unsigned seen = 0;
+    auto once = [&](Field field) {
+      bool first = !(seen & field);
+      seen |= field;
+      return first;
+    };
+    auto optional = [&](Field field, std::optional<double> &value) {
+      double number;
+      if (!once(field) || !readNumber(number))
+        return false;
+      value = number;
+      return true;
+    };
+    bool read = readObject([&](StringRef key) {
+      if (key == "name")
+        return once(Name) && readString(layer.name);
+      if (key == "backward_us")
+        return once(BackwardUs) && readNumber(layer.backwardUs);
+      if (key == "params")
+        return once(Params) && readArray([&] {
+                 return readParam(layer.params.emplace_back());
+               });
+      if (key == "forward_us")
+        return optional(ForwardUs, layer.forwardUs);
+      if (key == "forward_flops")
+        return optional(ForwardFlops, layer.forwardFlops);
+      if (key == "backward_flops")
+        return optional(BackwardFlops, layer.backwardFlops);
+      if (key == "forward_bytes")
+        return optional(ForwardBytes, layer.forwardBytes);
+      if (key == "backward_bytes")
+        return optional(BackwardBytes, layer.backwardBytes);
+      return false;
+    });
+    return read && (seen & (Name | BackwardUs | Params)) ==
+                       (Name | BackwardUs | Params);
+  }
+
+  bool readParam(ParamSpec &param) {
+    enum Field : unsigned {
+      Name = 1,
+      Shape = 2,
+      Dtype = 4,
+      Aliases = 8,
+      Unused = 16,
+    };
+    unsigned seen = 0;
+    auto once = [&](Field field) {
+      bool first = !(seen & field);
+      seen |= field;
+      return first;
+    };
+    bool read = readObject([&](StringRef key) {
+      if (key == "name")
+        return once(Name) && readString(param.name);
+      if (key == "shape")
+        return once(Shape) && readArray([&] {
+                 return readInteger(param.shape.emplace_back());
+               });
+      if (key == "dtype")
+        return once(Dtype) && readString(param.dtype);
+      if (key == "aliases")
+        return once(Aliases) && readArray([&] {
+                 return readString(param.aliases.emplace_back());
+               });
+      if (key == "unused") {
+        bool value;
+        if (!once(Unused) || !readBool(value))
+          return false;
+        param.unused = value;
+        return true;
+      }
+      return false;
+    });
+    return read && (seen & (Name | Shape | Dtype)) == (Name | Shape | Dtype);
+  }
+
+  /// Reads `{ "key": value, ... }`, each value by `field(key)`.
+  template <typename Field> bool readObject(Field &&field) {
+    if (!consume('{'))
+      return false;
+    if (consume('}'))
+      return true;
+    do {
+      StringRef key;
+      if (!readStringRef(key) || !consume(':') || !field(key))
+        return false;
+    } while (consume(','));
+    return consume('}');
+  }
+
+  /// Reads `[ element, ... ]`, each by `element()`.
+  template <typename Element> bool readArray(Element &&element) {
+    if (!consume('['))
+      return false;
+    if (consume(']'))
+      return true;
+    do {
+      if (!element())
+        return false;
+    } while (consume(','));
+    return consume(']');
+  }
+
+  bool readString(std::string &out) {
+    StringRef value;
+    if (!readStringRef(value))
+      return false;
+    out = value.str();
+    return true;
+  }
+
+  /// A string without escapes and control characters, which json::parse
+  /// would read as it stands.
+  bool readStringRef(StringRef &out) {
+    if (!consume('"'))
+      return false;
+    size_t begin = at;
+    for (; at < text.size() && text[at] != '"'; ++at)
+      if (text[at] == '\\' || static_cast<unsigned char>(text[at]) < 0x20)
+        return false;
+    if (at == text.size())
+      return false;
+    out = text.slice(begin, at++);
+    return true;
+  }
+
+  /// A number in JSON's grammar, `-? (0 | [1-9][0-9]*) (. [0-9]+)?
+  /// ([eE] [+-]? [0-9]+)?`: `token` is its text, `integer` whether it has
+  /// neither fraction nor exponent.
+  bool scanNumber(StringRef &token, bool &integer) {
+    skipSpace();
+    size_t begin = at;
+    auto digits = [&] {
+      size_t first = at;
+      while (at < text.size() && llvm::isDigit(text[at]))
+        ++at;
+      return at > first;
+    };
+    if (at < text.size() && text[at] == '-')
+      ++at;
+    if (at < text.size() && text[at] == '0')
+      ++at;
+    else if (!digits())
+      return false;
+    integer = true;
+    if (at < text.size() && text[at] == '.') {
+      ++at;
+      integer = false;
+      if (!digits())
+        return false;
+    }
+    if (at < text.size() && (text[at] == 'e' || text[at] == 'E')) {
+      ++at;
+      integer = false;
+      if (at < text.size() && (text[at] == '+' || text[at] == '-'))
+        ++at;
+      if (!digits())
+        return false;
+    }
+    token = text.slice(begin, at);
+    return true;
+  }
+
+  /// An integer that fits an int64_t, as json::parse keeps it.
+  bool readInteger(int64_t &out) {
+    StringRef token;
+    bool integer;
+    return scanNumber(token, integer) && integer &&
+           !token.getAsInteger(10, out);
+  }
+
+  /// A number as json::parse reads it: an integer that fits an int64_t
+  /// exactly, through double; any other by strtod.
+  bool readNumber(double &out) {
+    StringRef token;
+    bool integer;
+    if (!scanNumber(token, integer))
+      return false;
+    int64_t value;
+    if (integer) {
+      if (token.getAsInteger(10, value))
+        return false;
+      out = static_cast<double>(value);
+      return true;
+    }
+    llvm::SmallString<32> buffer(token);
+    char *end;
+    out = std::strtod(buffer.c_str(), &end);
+    return end == buffer.c_str() + buffer.size();
+  }
+
+  bool readBool(bool &out) {
+    skipSpace();
+    for (bool value : {true, false}) {
+      StringRef word = value ? "true" : "false";
+      if (text.substr(at).starts_with(word)) {
+        at += word.size();
+        out = value;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Skips JSON's whitespace, then consumes `c` if it is next.
+  bool consume(char c) {
+    skipSpace();
+    if (at < text.size() && text[at] == c) {
+      ++at;
+      return true;
+    }
+    return false;
+  }
+
+  void skipSpace() {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\n' ||
+                                text[at] == '\t' || text[at] == '\r'))
+      ++at;
+  }
+
+  StringRef text;
+  size_t at = 0;
+};
+
 /// Reads a profile from its JSON text and builds the module. Errors are
 /// recorded against a json::Path, so that the diagnostic names the field.
 class GradProfileImporter {
@@ -154,12 +419,16 @@ private:
   /// nested as JSON is.
   void scanFields();
   /// Parses the text in pieces: the document with an empty `layers` array
-  /// into `document`, and each layer on its own into `layers`. One
-  /// json::parse of a whole large profile costs far more: json::Value's move
-  /// is not noexcept, so the layers array copies every layer each time it
-  /// grows. False when the text has no layers array to split or a piece
-  /// does not parse (json::parse of the whole text then says where).
-  bool parseInPieces(json::Value &document, std::vector<json::Value> &layers);
+  /// into `document`, and each layer on its own, on the context's threads:
+  /// into `direct` where LayerReader reads it (`readDirectly` set), else
+  /// into `layers` by json::parse. One json::parse of a whole large profile
+  /// costs far more: json::Value's move is not noexcept, so the layers array
+  /// copies every layer each time it grows. False when the text has no
+  /// layers array to split or a piece does not parse (json::parse of the
+  /// whole text then says where).
+  bool parseInPieces(json::Value &document, std::vector<json::Value> &layers,
+                     std::vector<LayerSpec> &direct,
+                     std::vector<char> &readDirectly);
   /// Checks `format` and `version` of the profile `value`.
   LogicalResult checkHeader(const json::Value &value);
   /// Reads the header's totals (`num_layers`, ...) of the profile `value`
@@ -695,7 +964,9 @@ void GradProfileImporter::scanFields() {
 }
 
 bool GradProfileImporter::parseInPieces(json::Value &document,
-                                        std::vector<json::Value> &layers) {
+                                        std::vector<json::Value> &layers,
+                                        std::vector<LayerSpec> &direct,
+                                        std::vector<char> &readDirectly) {
   if (!scanned || !layersSpan)
     return false;
   std::string outer = (text.take_front(layersSpan->first) + "[]" +
@@ -707,24 +978,39 @@ bool GradProfileImporter::parseInPieces(json::Value &document,
     return false;
   }
   document = std::move(*parsed);
-  layers.clear();
-  layers.reserve(layerSpans.size());
-  for (auto [begin, end] : layerSpans) {
-    llvm::Expected<json::Value> layer = json::parse(text.slice(begin, end));
+  // The layers are independent pieces, read on the context's threads:
+  // directly where LayerReader can, else by json::parse.
+  layers.assign(layerSpans.size(), json::Value(nullptr));
+  direct.assign(layerSpans.size(), LayerSpec());
+  readDirectly.assign(layerSpans.size(), false);
+  bool utf8 = !options.jsonValuesOnly && json::isUTF8(text);
+  std::atomic<bool> allParsed{true};
+  parallelFor(context, 0, layerSpans.size(), [&](size_t index) {
+    auto [begin, end] = layerSpans[index];
+    StringRef piece = text.slice(begin, end);
+    if (utf8 && LayerReader(piece).read(direct[index])) {
+      readDirectly[index] = true;
+      return;
+    }
+    direct[index] = LayerSpec();
+    llvm::Expected<json::Value> layer = json::parse(piece);
     if (!layer) {
       llvm::consumeError(layer.takeError());
-      return false;
+      allParsed = false;
+      return;
     }
-    layers.push_back(std::move(*layer));
-  }
-  return true;
+    layers[index] = std::move(*layer);
+  });
+  return allParsed;
 }
 
 LogicalResult GradProfileImporter::read(ProfileSpec &profile) {
   scanFields();
   json::Value document = nullptr;
   std::vector<json::Value> layers;
-  bool inPieces = parseInPieces(document, layers);
+  std::vector<LayerSpec> direct;
+  std::vector<char> readDirectly;
+  bool inPieces = parseInPieces(document, layers, direct, readDirectly);
   if (!inPieces) {
     llvm::Expected<json::Value> value = json::parse(text);
     if (!value) {
@@ -757,12 +1043,26 @@ LogicalResult GradProfileImporter::read(ProfileSpec &profile) {
   auto readLayers = [&] {
     if (!inPieces)
       return true;
+    profile.layers = std::move(direct);
+    // On the context's threads, each layer that LayerReader left against a
+    // root of its own; where one fails, again in order against `root`,
+    // which then reports the first error as a single read would.
+    std::atomic<bool> allRead{true};
+    parallelFor(context, 0, layers.size(), [&](size_t index) {
+      json::Path::Root layerRoot;
+      if (!readDirectly[index] &&
+          !fromJSON(layers[index], profile.layers[index],
+                    json::Path(layerRoot)))
+        allRead = false;
+    });
+    if (allRead)
+      return true;
     // A json::Path points to its parent: both must outlive the reads.
     json::Path rootPath(root);
     json::Path layersPath = rootPath.field("layers");
-    profile.layers.resize(layers.size());
     for (auto [index, layer] : llvm::enumerate(layers))
-      if (!fromJSON(layer, profile.layers[index], layersPath.index(index)))
+      if (!readDirectly[index] &&
+          !fromJSON(layer, profile.layers[index], layersPath.index(index)))
         return false;
     return true;
   };

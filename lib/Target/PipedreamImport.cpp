@@ -463,13 +463,20 @@ OwningOpRef<ModuleOp> PipedreamImporter::build(ArrayRef<unsigned> order) {
   for (unsigned index : order)
     if (!nodes[index].isInput())
       layers.push_back(&nodes[index]);
-  auto getStepName = [](const Node &node) {
-    return (node.id + ": " + node.description).str();
-  };
+  // Each layer's step name and location, made once for its forward and
+  // backward steps.
+  std::vector<std::string> names;
+  SmallVector<Location> locations;
+  names.reserve(layers.size());
+  locations.reserve(layers.size());
+  for (const Node *node : layers) {
+    names.push_back((node->id + ": " + node->description).str());
+    locations.push_back(getLoc(node->line));
+  }
 
   for (auto [layer, node] : llvm::enumerate(layers))
-    step.addForward(getLoc(node->line), getStepName(*node),
-                    node->forwardMs * 1000.0, layer);
+    step.addForward(locations[layer], names[layer], node->forwardMs * 1000.0,
+                    layer);
 
   Type f32 = Float32Type::get(context);
   for (int64_t layer = layers.size() - 1; layer >= 0; --layer) {
@@ -478,8 +485,8 @@ OwningOpRef<ModuleOp> PipedreamImporter::build(ArrayRef<unsigned> order) {
     if (node->parameterBytes > 0)
       gradients.push_back(
           {node->id, RankedTensorType::get({node->parameterBytes / 4}, f32)});
-    step.addBackward(getLoc(node->line), getStepName(*node),
-                     node->backwardMs * 1000.0, layer, gradients);
+    step.addBackward(locations[layer], names[layer], node->backwardMs * 1000.0,
+                     layer, gradients);
   }
   return step.finish();
 }

@@ -15,6 +15,9 @@ TrainStepBuilder::TrainStepBuilder(MLIRContext *context, Location loc,
                                    StringRef model, StringRef source)
     : module(ModuleOp::create(loc)), builder(context) {
   context->loadDialect<CommDialect, func::FuncDialect>();
+  averageAttr = ReduceKindAttr::get(context, ReduceKind::avg);
+  backwardAttr = PhaseAttr::get(context, Phase::backward);
+  forwardAttr = PhaseAttr::get(context, Phase::forward);
   (*module)->setAttr("comm.model", builder.getStringAttr(model));
   (*module)->setAttr("comm.source", builder.getStringAttr(source));
   builder.setInsertionPointToEnd(module->getBody());
@@ -26,10 +29,9 @@ TrainStepBuilder::TrainStepBuilder(MLIRContext *context, Location loc,
 void TrainStepBuilder::addForward(Location loc, StringRef name, double costUs,
                                   std::optional<int64_t> layer) {
   IntegerAttr layerAttr = layer ? builder.getI64IntegerAttr(*layer) : nullptr;
-  ComputeOp::create(builder, loc, TypeRange(), ValueRange(),
-                    builder.getF64FloatAttr(costUs),
-                    builder.getStringAttr(name), layerAttr,
-                    PhaseAttr::get(builder.getContext(), Phase::forward));
+  ComputeOp::create(
+      builder, loc, TypeRange(), ValueRange(), builder.getF64FloatAttr(costUs),
+      builder.getStringAttr(name), layerAttr, cast<PhaseAttr>(forwardAttr));
 }
 
 void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
@@ -42,10 +44,11 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
   auto step = ComputeOp::create(
       builder, loc, types, ValueRange(), builder.getF64FloatAttr(costUs),
       builder.getStringAttr(name), builder.getI64IntegerAttr(layer),
-      PhaseAttr::get(builder.getContext(), Phase::backward));
+      cast<PhaseAttr>(backwardAttr));
   for (auto [gradient, value] : llvm::zip_equal(gradients, step.getResults()))
     reduced.push_back(AllReduceOp::create(builder, loc, gradient.type, value,
-                                          ReduceKind::avg, /*wire=*/nullptr,
+                                          cast<ReduceKindAttr>(averageAttr),
+                                          /*wire=*/nullptr,
                                           /*prescale=*/nullptr,
                                           builder.getStringAttr(gradient.name),
                                           /*group=*/nullptr,

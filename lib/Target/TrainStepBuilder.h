@@ -11,6 +11,7 @@
 #define COMMOPT_LIB_TARGET_TRAINSTEPBUILDER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Attributes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -61,6 +62,9 @@ private:
   OpBuilder builder;
   /// The allreduces' results, in the order they were created.
   SmallVector<Value> reduced;
+  /// Attributes every step or allreduce of their kind shares, made once: a
+  /// profile of 10^5 gradients would otherwise look each up 10^5 times.
+  Attribute averageAttr, backwardAttr, forwardAttr;
 };
 
 } // namespace mlir::comm

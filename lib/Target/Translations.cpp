@@ -54,7 +54,8 @@ struct TranslationInfo {
 static constexpr StringRef kTimelineOptions[] = {
     "timeline-cluster", "timeline-device", "timeline-mode"};
 static constexpr StringRef kPlanOptions[] = {"plan-function"};
-static constexpr StringRef kGradProfileOptions[] = {"grad-profile-device"};
+static constexpr StringRef kGradProfileOptions[] = {"grad-profile-device",
+                                                    "grad-profile-json-values"};
 static const TranslationInfo kImportGradProfile = {
     "import-grad-profile",
     "Import a commopt JSON gradient profile, version 1 (docs/GradProfile.md)",
@@ -118,6 +119,13 @@ void mlir::comm::registerCommOptTranslations() {
                        "of the profile's FLOPs and bytes (default: the "
                        "measured times)"),
         llvm::cl::init(comm::GradProfileImportOptions().device));
+    static llvm::cl::opt<bool> gradProfileJsonValues(
+        "grad-profile-json-values",
+        llvm::cl::desc("--import-grad-profile: read every layer through "
+                       "llvm::json values, never directly from the text (for "
+                       "tests of the direct reader) (default: false)"),
+        llvm::cl::init(comm::GradProfileImportOptions().jsonValuesOnly),
+        llvm::cl::Hidden);
     static llvm::cl::opt<std::string> planFunction(
         "plan-function",
         llvm::cl::desc("--export-plan: the step function (default: the one "
@@ -128,6 +136,7 @@ void mlir::comm::registerCommOptTranslations() {
         [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
           comm::GradProfileImportOptions options;
           options.device = gradProfileDevice;
+          options.jsonValuesOnly = gradProfileJsonValues;
           return OwningOpRef<Operation *>(
               comm::importGradProfile(sourceMgr, context, options).release());
         },

@@ -57,6 +57,9 @@ struct Candidate {
   BucketKey key;
   /// Bytes on the wire.
   int64_t bytes;
+  /// Bytes in its own type when a wire type narrows it, else 0: what
+  /// packing, the 16-bit reduction and unpacking cost (getWireCostUs).
+  int64_t narrowedBytes;
   /// Position of the op in its block.
   size_t position;
   /// Position of the first op of the block that uses the result, which the
@@ -118,6 +121,7 @@ SmallVector<Candidate> collectCandidates(Block &block) {
           allreduce.getPrescaleAttr(), allreduce.getGroupAttr(),
           allreduce.getAlgorithmAttr()},
          *getGradientBytes(type, wire),
+         wire ? *getGradientBytes(type, Type()) : 0,
          positions.lookup(&op),
          deadline});
   }
@@ -496,9 +500,11 @@ private:
     StepDescription plan;
     plan.computeTasks = step.computeTasks;
     for (const Bucket *bucket : order) {
-      double bytes = 0.0;
-      for (size_t member : *bucket)
+      double bytes = 0.0, narrowedBytes = 0.0;
+      for (size_t member : *bucket) {
         bytes += static_cast<double>(candidates[member].bytes);
+        narrowedBytes += static_cast<double>(candidates[member].narrowedBytes);
+      }
       // The runtime reduces a mixed-wire bucket with its ring.
       AllreduceAlgorithm algorithm =
           isMixedWire(candidates, *bucket) ? AllreduceAlgorithm::Ring
@@ -507,6 +513,7 @@ private:
               : clusterModel_->algorithm;
       CollectiveTask task;
       task.cost = allreduceCost(*clusterModel_, bytes, algorithm);
+      task.cost.latencyUs += getWireCostUs(*clusterModel_, narrowedBytes);
       task.issuedAfter = issued[bucket->back()];
       plan.collectives.push_back(std::move(task));
     }

@@ -28,18 +28,28 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace commopt::calibrate;
 using mlir::comm::ClusterModel;
 
 namespace {
+
+/// The collectives of the step that measures the per-collective overhead.
+constexpr int kStepCollectives = 16;
+
+/// The smallest message of the wire's sweep: below it the per-message terms
+/// hide what the wire costs per byte.
+constexpr int64_t kWireMinBytes = int64_t(64) << 10;
 
 struct Options {
   std::string output;
@@ -50,6 +60,9 @@ struct Options {
   int64_t ranksPerNode = 1;
   FitError fit = FitError::Absolute;
   int64_t pieces = 4;
+  /// The 16-bit wire type whose cost is measured (COMMRT_F16, COMMRT_BF16),
+  /// or COMMRT_WIRE_NONE.
+  int32_t wire = COMMRT_WIRE_NONE;
 };
 
 const char *const usageText =
@@ -66,7 +79,12 @@ const char *const usageText =
     "                         4): the fewest whose largest relative error is\n"
     "                         at most 5%, each a relative least-squares fit\n"
     "  --fit=absolute|relative  with --pieces=1, minimise absolute residuals\n"
-    "                         (MG-WFBP's fit, default) or relative ones\n";
+    "                         (MG-WFBP's fit, default) or relative ones\n"
+    "  --wire=f16|bf16        also time the allreduce of f32 gradients sent\n"
+    "                         in that wire type, from 64 KiB on, and record\n"
+    "                         what it adds per gradient byte beyond sending\n"
+    "                         the wire bytes (wire_s_per_byte: packing, the\n"
+    "                         16-bit reduction, unpacking)\n";
 
 /// Whether this process is rank 0 (or runs alone), known before MPI starts,
 /// so that only one rank reports bad options.
@@ -129,6 +147,10 @@ Options parseOptions(int argc, char **argv) {
       options.ranksPerNode = parseInteger(option, value, 1);
     else if (option == "--pieces")
       options.pieces = parseInteger(option, value, 1);
+    else if (option == "--wire" && (value == "f16" || value == "bf16"))
+      options.wire = value == "f16" ? COMMRT_F16 : COMMRT_BF16;
+    else if (option == "--wire")
+      badUsage(llvm::formatv("--wire expects f16 or bf16, not '{0}'", value));
     else
       badUsage(llvm::formatv("unknown option '{0}'", option));
   }
@@ -148,16 +170,19 @@ void check(int32_t status) { commrt_abort_on_error(status); }
 
 /// The slowest rank's time of one allreduce of `count` floats among the
 /// ranks of `group` (0: all ranks, commrt_allreduce; else every node's group
-/// at once, as the hierarchical allreduce runs them), in us.
-double timeOnce(std::vector<float> &buffer, int64_t count, int32_t group) {
+/// at once, as the hierarchical allreduce runs them), sent in `wire`
+/// (COMMRT_WIRE_NONE: as f32), in us.
+double timeOnce(std::vector<float> &buffer, int64_t count, int32_t group,
+                int32_t wire) {
   MPI_Barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime();
-  if (group == 0) {
+  if (group == 0 && wire == COMMRT_WIRE_NONE) {
     check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
   } else {
+    // Ones summed in f16 stay exact up to 2048 ranks: the prescale is 1.
     void *buffers[] = {buffer.data()};
     check(commrt_group_fused_allreduce(group, buffers, &count, 1, COMMRT_F32,
-                                       COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                       COMMRT_SUM, wire, 1.0f,
                                        COMMRT_ALGORITHM_DEFAULT));
   }
   double local = (MPI_Wtime() - start) * 1e6, slowest = 0;
@@ -165,22 +190,48 @@ double timeOnce(std::vector<float> &buffer, int64_t count, int32_t group) {
   return slowest;
 }
 
-/// The median time of the allreduce among `group` (see timeOnce) at each of
-/// `sizes`.
+/// The median time of the allreduce among `group` in `wire` (see timeOnce)
+/// at each of `sizes` (bytes of f32).
 std::vector<Sample> sweep(const std::vector<int64_t> &sizes, int repetitions,
-                          std::vector<float> &buffer, int32_t group) {
+                          std::vector<float> &buffer, int32_t group,
+                          int32_t wire = COMMRT_WIRE_NONE) {
   std::vector<Sample> samples;
   for (int64_t bytes : sizes) {
     int64_t count = bytes / 4;
     // One untimed run: connections, the runtime's buffers and page faults
     // belong to no repetition.
-    timeOnce(buffer, count, group);
+    timeOnce(buffer, count, group, wire);
     std::vector<double> times;
-    for (int r = 0; r < repetitions; ++r)
-      times.push_back(timeOnce(buffer, count, group));
+    for (int r = 0; r < repetitions; ++r) {
+      std::fill(buffer.begin(), buffer.begin() + count, 1.0f);
+      times.push_back(timeOnce(buffer, count, group, wire));
+    }
     samples.push_back({double(bytes), median(times)});
   }
   return samples;
+}
+
+/// The slowest rank's time of `count` allreduces of `elements` floats each,
+/// as a training step runs them: each started on channel 0 after `gapUs` of
+/// sleep (compute), all waited at the end, in us.
+double timeInStep(std::vector<float> &buffers, int64_t elements, int count,
+                  double gapUs) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  std::vector<int64_t> handles(count);
+  for (int i = 0; i < count; ++i) {
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::micro>(gapUs));
+    void *buffer[] = {buffers.data() + i * elements};
+    check(commrt_fused_allreduce_start(buffer, &elements, 1, COMMRT_F32,
+                                       COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                       /*channel=*/0, &handles[i]));
+  }
+  for (int64_t handle : handles)
+    check(commrt_wait(handle));
+  double local = (MPI_Wtime() - start) * 1e6, slowest = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
 }
 
 std::string formatBytes(int64_t bytes) {
@@ -233,6 +284,40 @@ int main(int argc, char **argv) {
     check(commrt_group_split(/*id=*/0x63616c6962,
                              static_cast<int32_t>(rank / q), rank, &node));
     nodeSamples = sweep(sizes, options.repetitions, buffer, node);
+  }
+
+  // The overhead of a collective within a step: kStepCollectives of the
+  // largest swept size up to 1 MiB, each started after as long a sleep as it
+  // took alone, so that the channel is never idle; what they take beyond
+  // the first sleep and their times alone, per collective.
+  auto aboveMiB = std::upper_bound(
+      samples.begin(), samples.end(), double(int64_t(1) << 20),
+      [](double bytes, const Sample &sample) { return bytes < sample.bytes; });
+  const Sample &stepSize =
+      aboveMiB == samples.begin() ? samples.front() : *std::prev(aboveMiB);
+  const int64_t stepElements = static_cast<int64_t>(stepSize.bytes) / 4;
+  std::vector<float> stepBuffers(stepElements * kStepCollectives, 1.0f);
+  timeInStep(stepBuffers, stepElements, kStepCollectives, stepSize.timeUs);
+  std::vector<double> stepTimes;
+  for (int r = 0; r < options.repetitions; ++r) {
+    std::fill(stepBuffers.begin(), stepBuffers.end(), 1.0f);
+    stepTimes.push_back(timeInStep(stepBuffers, stepElements, kStepCollectives,
+                                   stepSize.timeUs));
+  }
+  const double stepUs = median(stepTimes);
+  const double overheadUs =
+      std::max(0.0, (stepUs - stepSize.timeUs * (kStepCollectives + 1)) /
+                        kStepCollectives);
+
+  // The wire's sweep: f32 gradients of 64 KiB and more sent in 16 bits.
+  std::vector<Sample> wireSamples;
+  if (options.wire != COMMRT_WIRE_NONE) {
+    std::vector<int64_t> wireSizes;
+    for (int64_t bytes : sizes)
+      if (bytes >= kWireMinBytes)
+        wireSizes.push_back(bytes);
+    wireSamples = sweep(wireSizes, options.repetitions, buffer, /*group=*/0,
+                        options.wire);
   }
 
   if (rank != 0) {
@@ -299,11 +384,34 @@ int main(int argc, char **argv) {
         "; intra-node level from the allreduce within each node of {0} "
         "ranks, all nodes at once: {1}",
         q, describe(*nodeFit));
+  source += llvm::formatv(
+      "; per collective within a step {0:f1} us: {1} allreduces of {2} "
+      "started on a channel, each after {3:f1} us of sleep (its time alone), "
+      "took {4:f1} us",
+      overheadUs, kStepCollectives, formatBytes(int64_t(stepSize.bytes)),
+      stepSize.timeUs, stepUs);
   llvm::Expected<ClusterModel> cluster =
       makeCalibratedCluster(*fit, ranks, options.ranksPerNode, options.name,
                             source, nodeFit ? &*nodeFit : nullptr);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
+  if (!wireSamples.empty()) {
+    // What the wire adds beyond the allreduce of its bytes, which the f32
+    // sweep's model prices; a line through the origin in gradient bytes.
+    std::vector<Sample> extra;
+    for (const Sample &sample : wireSamples)
+      extra.push_back(
+          {sample.bytes,
+           sample.timeUs - mlir::comm::allreduceCost(*cluster, sample.bytes / 2)
+                               .totalUs()});
+    cluster->wireUsPerByte = fitThroughOrigin(extra);
+    cluster->source += llvm::formatv(
+        "; {0} wire: commrt_fused_allreduce of f32 sums in {0}, {1}..{2}, "
+        "adds {3:e4} s per gradient byte beyond the allreduce of the wire "
+        "bytes (least squares through the origin)",
+        options.wire == COMMRT_F16 ? "f16" : "bf16", formatBytes(kWireMinBytes),
+        formatBytes(options.maxBytes), cluster->wireUsPerByte * 1e-6);
+  }
 
   // Measured against fitted, and the cost model's ring prediction from the
   // written alpha and beta (equal to the fit, which checks the conversion).
@@ -346,6 +454,33 @@ int main(int argc, char **argv) {
         q, cluster->intra.alphaUs, cluster->intra.betaUsPerByte * 1e-6,
         cluster->intra.bandwidthGbps());
   }
+
+  if (!wireSamples.empty()) {
+    llvm::outs() << llvm::formatv("{0} wire, f32 gradients sent in 16 bits:\n"
+                                  "| {1,10} | {2,14} | {3,14} | {4,7} |\n",
+                                  options.wire == COMMRT_F16 ? "f16" : "bf16",
+                                  "size", "measured (us)", "model (us)",
+                                  "error");
+    for (const Sample &sample : wireSamples) {
+      double model =
+          mlir::comm::allreduceCost(*cluster, sample.bytes / 2).totalUs() +
+          mlir::comm::getWireCostUs(*cluster, sample.bytes);
+      llvm::outs() << llvm::formatv(
+          "| {0,10} | {1,14:f1} | {2,14:f1} | {3,6:f1}% |\n",
+          formatBytes(int64_t(sample.bytes)), sample.timeUs, model,
+          (model - sample.timeUs) / sample.timeUs * 100);
+    }
+    llvm::outs() << llvm::formatv("wire: {0:e4} s per gradient byte\n",
+                                  cluster->wireUsPerByte * 1e-6);
+  }
+
+  llvm::outs() << llvm::formatv(
+      "per collective within a step: {0:f1} us ({1} allreduces of {2} "
+      "started on a channel, each after {3:f1} us of sleep: {4:f1} us)\n",
+      overheadUs, kStepCollectives, formatBytes(int64_t(stepSize.bytes)),
+      stepSize.timeUs, stepUs);
+  // Set last: the tables above compare collectives measured alone.
+  cluster->collectiveOverheadUs = overheadUs;
 
   std::error_code error;
   llvm::raw_fd_ostream file(options.output, error, llvm::sys::fs::OF_Text);

@@ -285,3 +285,14 @@ double commopt::calibrate::median(std::vector<double> values) {
   double lower = *std::max_element(values.begin(), values.begin() + middle);
   return (lower + upper) / 2;
 }
+
+double commopt::calibrate::fitThroughOrigin(llvm::ArrayRef<Sample> samples) {
+  double timesBytes = 0, bytesSquared = 0;
+  for (const Sample &sample : samples) {
+    timesBytes += sample.timeUs * sample.bytes;
+    bytesSquared += sample.bytes * sample.bytes;
+  }
+  if (bytesSquared == 0)
+    return 0;
+  return std::max(0.0, timesBytes / bytesSquared);
+}

@@ -130,6 +130,11 @@ makeCalibratedCluster(const LinearFit &fit, int64_t ranks, int64_t ranksPerNode,
                       std::string name, std::string source,
                       const LinearFit *nodeFit = nullptr);
 
+/// The least-squares slope of a line through the origin fitted to
+/// `samples` (time over bytes), in us per byte; 0 when it would be negative
+/// (a cost cannot be) or there is no sample.
+double fitThroughOrigin(llvm::ArrayRef<Sample> samples);
+
 /// Sizes from `minBytes` to `maxBytes`, doubling (the last one is
 /// `maxBytes` even when it is not a doubling of the previous one).
 std::vector<int64_t> sweepSizes(int64_t minBytes, int64_t maxBytes);

@@ -109,6 +109,38 @@ TEST(Calibration, FitRejectsDegenerateInput) {
   llvm::consumeError(shrinking.takeError());
 }
 
+TEST(Calibration, WireCostIsTheSlopeThroughTheOrigin) {
+  // Noiseless: the slope itself.
+  EXPECT_DOUBLE_EQ(fitThroughOrigin({{1000, 2}, {4000, 8}, {1e6, 2000}}),
+                   0.002);
+  // Noisy: sum(t n) / sum(n^2) = (1 * 10 + 3 * 20) / (100 + 400) = 0.14.
+  EXPECT_DOUBLE_EQ(fitThroughOrigin({{10, 1}, {20, 3}}), 0.14);
+  // A wire that measured faster than its model costs nothing, and so does
+  // no measurement.
+  EXPECT_EQ(fitThroughOrigin({{1000, -5}, {2000, -1}}), 0.0);
+  EXPECT_EQ(fitThroughOrigin({}), 0.0);
+}
+
+TEST(Calibration, WireCostRoundTripsThroughTheClusterDescription) {
+  ClusterModel cluster;
+  cluster.ranks = 4;
+  cluster.intra.alphaUs = cluster.inter.alphaUs = 10;
+  cluster.intra.betaUsPerByte = cluster.inter.betaUsPerByte = 0.008;
+  cluster.wireUsPerByte = 7.3e-4;
+  std::string text = llvm::formatv("{0}", cluster.toJSON()).str();
+  EXPECT_NE(text.find("\"wire_s_per_byte\":7.29999"), std::string::npos)
+      << text;
+  llvm::Expected<ClusterModel> read = ClusterModel::fromJSON(text);
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(*read, cluster);
+  // It prices what a 16-bit wire adds per narrowed byte.
+  EXPECT_DOUBLE_EQ(mlir::comm::getWireCostUs(*read, 1e6), 730.0);
+  // Without it, nothing is added, and nothing is written.
+  cluster.wireUsPerByte = 0;
+  EXPECT_EQ(llvm::formatv("{0}", cluster.toJSON()).str().find("wire_s"),
+            std::string::npos);
+}
+
 TEST(Calibration, RingConversionIsTheInverseOfTheRingFormula) {
   // The docs' worked example: MG-WFBP's 16-worker 56 Gb IB fit gives alpha
   // 7.861 us and beta 2.1651e-10 s/B (docs/CostModel.md, section 5).
@@ -202,8 +234,8 @@ TEST(Calibration, PiecewiseClusterReproducesEachPiece) {
                   sample.timeUs, 1e-9 * sample.timeUs)
           << ranks << " ranks, " << sample.bytes << " bytes";
     // Written and read back, it is the same cluster.
-    llvm::Expected<ClusterModel> loaded = ClusterModel::fromJSON(
-        llvm::formatv("{0}", cluster->toJSON()).str());
+    llvm::Expected<ClusterModel> loaded =
+        ClusterModel::fromJSON(llvm::formatv("{0}", cluster->toJSON()).str());
     ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
     EXPECT_EQ(*loaded, *cluster);
   }

@@ -326,6 +326,10 @@ TEST(ClusterModel, BadFieldsAreNamed) {
        "expected a positive integer at cluster.ranks_per_node"},
       {[](llvm::json::Object &o) { o["channels"] = 0; },
        "expected a positive integer at cluster.channels"},
+      {[](llvm::json::Object &o) { o["wire_s_per_byte"] = -1e-9; },
+       "expected a non-negative number at cluster.wire_s_per_byte"},
+      {[](llvm::json::Object &o) { o["wire_s_per_byte"] = "slow"; },
+       "expected number at cluster.wire_s_per_byte"},
       {[](llvm::json::Object &o) { o["allreduce"] = "butterfly"; },
        "at cluster.allreduce"},
       {[](llvm::json::Object &o) { o["channel_sharing"] = "fair"; },
@@ -373,13 +377,12 @@ TEST(ClusterModel, BadFieldsAreNamed) {
 /// Two regimes below the inter level's own figures: up to 64 KiB and up to
 /// 1 MiB.
 llvm::json::Array twoRegimes() {
-  return llvm::json::Array{
-      llvm::json::Object{{"up_to_bytes", 65536.0},
-                         {"alpha_us", 40.0},
-                         {"beta_s_per_byte", 4e-9}},
-      llvm::json::Object{{"up_to_bytes", 1048576.0},
-                         {"alpha_us", 25.0},
-                         {"bandwidth_gbps", 2.0}}};
+  return llvm::json::Array{llvm::json::Object{{"up_to_bytes", 65536.0},
+                                              {"alpha_us", 40.0},
+                                              {"beta_s_per_byte", 4e-9}},
+                           llvm::json::Object{{"up_to_bytes", 1048576.0},
+                                              {"alpha_us", 25.0},
+                                              {"bandwidth_gbps", 2.0}}};
 }
 
 TEST(ClusterModel, RegimesPriceEachSize) {
@@ -424,7 +427,9 @@ TEST(ClusterModel, BadRegimesAreNamed) {
     const char *expected;
   };
   Case cases[] = {
-      {[](llvm::json::Array &a) { (*a[1].getAsObject())["up_to_bytes"] = 100.0; },
+      {[](llvm::json::Array &a) {
+         (*a[1].getAsObject())["up_to_bytes"] = 100.0;
+       },
        "expected sizes in increasing order at "
        "cluster.levels.inter.regimes[1].up_to_bytes"},
       {[](llvm::json::Array &a) { (*a[0].getAsObject())["up_to_bytes"] = 0.0; },

@@ -44,6 +44,11 @@ struct GradProfileImportOptions {
   /// profile counts (docs/GradProfile.md, section 3) instead of the
   /// measured ones; a profile without the counts is an error.
   std::string device;
+  /// Reads every layer through json::parse and fromJSON, never directly
+  /// from the text (the fast path that well-formed layers take otherwise);
+  /// both must give the same module or the same error, which the
+  /// grad-profile fuzzer checks.
+  bool jsonValuesOnly = false;
 };
 
 /// Imports commopt's JSON gradient profile (version 1) held in the main

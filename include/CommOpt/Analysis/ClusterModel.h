@@ -149,6 +149,18 @@ struct ClusterModel {
   unsigned channels = 1;
   /// How concurrently running collectives share bandwidth.
   ChannelSharing sharing = ChannelSharing::Shared;
+  /// What a 16-bit wire adds to a collective per byte of the gradients it
+  /// narrows (in their own type), beyond sending the wire bytes: packing,
+  /// the 16-bit reduction and unpacking on the ranks, in microseconds
+  /// (`wire_s_per_byte` in seconds in the JSON form). commopt-calibrate
+  /// --wire measures it; the presets leave it 0 (on GPUs these steps are
+  /// kernels at memory speed).
+  double wireUsPerByte = 0;
+  /// What every allreduce costs within a step beyond its messages as
+  /// measured alone: starting it on a channel, handing it to the channel's
+  /// thread, waiting for it, in microseconds (`collective_overhead_us`).
+  /// commopt-calibrate measures it; the presets leave it 0.
+  double collectiveOverheadUs = 0;
 
   /// Number of nodes (ranks / ranksPerNode).
   int64_t nodes() const { return ranks / ranksPerNode; }

@@ -46,6 +46,13 @@ struct CollectiveCost {
 /// cluster's algorithm.
 CollectiveCost allreduceCost(const ClusterModel &cluster, double bytes);
 
+/// What a 16-bit wire adds to a collective that narrows `narrowedBytes`
+/// bytes of gradients (in their own type): packing, the 16-bit reduction and
+/// unpacking on the ranks (ClusterModel::wireUsPerByte), in microseconds.
+inline double getWireCostUs(const ClusterModel &cluster, double narrowedBytes) {
+  return cluster.wireUsPerByte * narrowedBytes;
+}
+
 /// Allreduce of `bytes` bytes with an explicitly chosen algorithm.
 CollectiveCost allreduceCost(const ClusterModel &cluster, double bytes,
                              AllreduceAlgorithm algorithm);

@@ -99,7 +99,9 @@ private:
 };
 
 /// The cost of the dense allreduce `op` of `bytes` on `cluster` (the one it
-/// runs on): with its `algorithm` when it has one, else the cluster's.
+/// runs on): with its `algorithm` when it has one (a mixed-wire bucket: the
+/// ring), else the cluster's, and what its wire type adds on the ranks
+/// (getWireCostUs).
 CollectiveCost getDenseAllreduceCost(CollectiveOpInterface op,
                                      const ClusterModel &cluster, double bytes);
 

@@ -111,12 +111,21 @@ CollectiveCost mlir::comm::getDenseAllreduceCost(CollectiveOpInterface op,
                                                  const ClusterModel &cluster,
                                                  double bytes) {
   // The runtime reduces a mixed-wire bucket with its ring.
-  if (op.isMixedWire())
-    return allreduceCost(cluster, bytes, AllreduceAlgorithm::Ring);
   std::optional<AlgorithmKind> algorithm = op.getAllreduceAlgorithm();
-  return allreduceCost(cluster, bytes,
-                       algorithm ? getAllreduceAlgorithm(*algorithm)
-                                 : cluster.algorithm);
+  CollectiveCost cost =
+      allreduceCost(cluster, bytes,
+                    op.isMixedWire() ? AllreduceAlgorithm::Ring
+                    : algorithm      ? getAllreduceAlgorithm(*algorithm)
+                                     : cluster.algorithm);
+  // Packing into the wire type, the 16-bit reduction and unpacking, on the
+  // ranks: per byte of the narrowed gradients in their own type.
+  double narrowedBytes = 0;
+  for (auto [index, type] : llvm::enumerate(op.getGradients().getTypes()))
+    if (op.getGradientWireType(static_cast<unsigned>(index)))
+      narrowedBytes +=
+          static_cast<double>(getGradientBytes(type, Type()).value_or(0));
+  cost.latencyUs += getWireCostUs(cluster, narrowedBytes);
+  return cost;
 }
 
 SparseExchangeScheme
