@@ -106,6 +106,28 @@ public:
   virtual commrt_status wait() = 0;
 };
 
+/// A collective that finished before its start returned, with `status`
+/// (and the message of the last error at that time when it failed).
+class CompletedOperation final : public Operation {
+public:
+  CompletedOperation(commrt_status status, std::string message)
+      : status(status), message(std::move(message)) {}
+
+  commrt_status test(bool &done) override {
+    done = true;
+    return COMMRT_SUCCESS;
+  }
+  commrt_status wait() override {
+    if (status != COMMRT_SUCCESS)
+      return setLastError(status, message);
+    return COMMRT_SUCCESS;
+  }
+
+private:
+  commrt_status status;
+  std::string message;
+};
+
 /// A communication backend. Plans reaching it have been validated and have a
 /// positive total count; channels are in range. Collectives run among the
 /// ranks of a process group: 0 for all ranks (the communicator the backend
@@ -139,6 +161,13 @@ public:
   /// of `group` to completion, as commrt_sparse_allreduce describes; blocking
   /// and collective over the group.
   virtual commrt_status sparse(const SparseArguments &args, int group) = 0;
+
+  /// Starts the sparse allreduce `args` (validated, count > 0) among the
+  /// ranks of `group` on `channel`, as commrt_sparse_allreduce_start
+  /// describes, and sets `operation` to it.
+  virtual commrt_status startSparse(const SparseArguments &args, int group,
+                                    int channel,
+                                    std::unique_ptr<Operation> &operation) = 0;
 
   /// Broadcasts the `count` (> 0) elements of `dtype` at `buffer` from rank
   /// `root` (in range) to every rank, in place, as commrt_broadcast

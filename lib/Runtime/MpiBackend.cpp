@@ -50,6 +50,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -538,8 +539,12 @@ private:
 /// What a channel's thread and the caller share about one collective.
 struct Shared {
   explicit Shared(const Plan &plan) : plan(plan) {}
+  explicit Shared(const SparseArguments &sparse) : sparse(sparse) {}
 
+  /// The dense plan, unless `sparse` is set.
   const Plan plan;
+  /// The sparse allreduce, instead of a plan.
+  const std::optional<SparseArguments> sparse;
   /// Set, with release order, once the results are in the buffers.
   std::atomic<bool> done{false};
   std::mutex mutex;
@@ -628,7 +633,9 @@ private:
         shared = std::move(queue.front());
         queue.pop_front();
       }
-      commrt_status status = reducer.run(shared->plan, ranks, fusion, scratch);
+      commrt_status status =
+          shared->sparse ? sparseAllreduce(*shared->sparse, ranks.comm)
+                         : reducer.run(shared->plan, ranks, fusion, scratch);
       {
         std::lock_guard<std::mutex> lock(shared->mutex);
         shared->status = status;
@@ -701,19 +708,12 @@ public:
 
   commrt_status start(const Plan &plan, int group, int channel,
                       std::unique_ptr<Operation> &operation) override {
-    if (threadLevel != MPI_THREAD_MULTIPLE)
-      return fail(COMMRT_ERROR_UNAVAILABLE,
-                  "asynchronous collectives over MPI need "
-                  "MPI_THREAD_MULTIPLE, but MPI was initialised with ",
-                  threadLevelName(threadLevel),
-                  " (a program that initialises MPI itself must ask for "
-                  "MPI_THREAD_MULTIPLE with MPI_Init_thread)");
-    Group *found;
-    COMMRT_TRY(find(group, found));
-    auto shared = std::make_shared<Shared>(plan);
-    COMMRT_TRY(found->channels[channel]->submit(shared));
-    operation = std::make_unique<MpiOperation>(std::move(shared));
-    return COMMRT_SUCCESS;
+    return submit(std::make_shared<Shared>(plan), group, channel, operation);
+  }
+
+  commrt_status startSparse(const SparseArguments &args, int group, int channel,
+                            std::unique_ptr<Operation> &operation) override {
+    return submit(std::make_shared<Shared>(args), group, channel, operation);
   }
 
   commrt_status sparse(const SparseArguments &args, int group) override {
@@ -769,6 +769,23 @@ public:
   }
 
 private:
+  /// Queues `shared` on `channel` of `group` and sets `operation` to it.
+  commrt_status submit(std::shared_ptr<Shared> shared, int group, int channel,
+                       std::unique_ptr<Operation> &operation) {
+    if (threadLevel != MPI_THREAD_MULTIPLE)
+      return fail(COMMRT_ERROR_UNAVAILABLE,
+                  "asynchronous collectives over MPI need "
+                  "MPI_THREAD_MULTIPLE, but MPI was initialised with ",
+                  threadLevelName(threadLevel),
+                  " (a program that initialises MPI itself must ask for "
+                  "MPI_THREAD_MULTIPLE with MPI_Init_thread)");
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    COMMRT_TRY(found->channels[channel]->submit(shared));
+    operation = std::make_unique<MpiOperation>(std::move(shared));
+    return COMMRT_SUCCESS;
+  }
+
   /// Sets `found` to the group `group`.
   commrt_status find(int group, Group *&found) {
     auto it = groups.find(group);

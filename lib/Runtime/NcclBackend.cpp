@@ -310,6 +310,17 @@ public:
     return found->sparseState->run(args);
   }
 
+  /// The sparse allreduce's selection and exchange synchronise with the
+  /// host between their steps, so under NCCL the start runs it to the end
+  /// on the group's main stream and returns a completed operation.
+  commrt_status startSparse(const SparseArguments &args, int group, int,
+                            std::unique_ptr<Operation> &operation) override {
+    commrt_status status = sparse(args, group);
+    operation = std::make_unique<CompletedOperation>(
+        status, status == COMMRT_SUCCESS ? "" : commrt_last_error());
+    return COMMRT_SUCCESS;
+  }
+
   commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
                           int root) override {
     bool onDevice = false;

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -456,21 +457,29 @@ auto mixedCheck(void *const *buffers, const int64_t *counts,
 }
 
 /// commrt_sparse_allreduce among the ranks of `group`, as the entry point
-/// `function`.
+/// `function`; with `handle`, its start on `channel` (the handle is stored
+/// there).
 commrt_status runSparseAllreduce(const char *function, int32_t group,
                                  float *grad, float *residual, int64_t count,
                                  double density, int32_t select,
                                  int32_t exchange, int32_t reduce,
-                                 int64_t chunkElements) {
+                                 int64_t chunkElements,
+                                 std::optional<int32_t> channel = std::nullopt,
+                                 int64_t *handle = nullptr) {
+  if (handle)
+    *handle = 0;
   return inGroupCollective(
       function, group,
       [&] {
-        return checkSparseAllreduce(grad, residual, count, density, select,
-                                    exchange, reduce, chunkElements);
+        Checked checked =
+            checkSparseAllreduce(grad, residual, count, density, select,
+                                 exchange, reduce, chunkElements);
+        if (!channel)
+          return checked;
+        return checkStart(std::move(checked), *channel, runtime().channels,
+                          handle);
       },
-      [&](int64_t) {
-        if (count == 0)
-          return COMMRT_SUCCESS;
+      [&](int64_t collective) -> commrt_status {
         SparseArguments args{grad,
                              residual,
                              count,
@@ -479,7 +488,18 @@ commrt_status runSparseAllreduce(const char *function, int32_t group,
                              static_cast<commrt_exchange>(exchange),
                              static_cast<commrt_reduce>(reduce),
                              chunkElements};
-        return runtime().backend->sparse(args, group);
+        Runtime &rt = runtime();
+        if (!channel)
+          return count == 0 ? COMMRT_SUCCESS : rt.backend->sparse(args, group);
+        std::unique_ptr<Operation> operation;
+        if (count == 0)
+          operation = std::make_unique<Finished>();
+        else
+          COMMRT_TRY(rt.backend->startSparse(args, group, *channel, operation));
+        *handle = rt.nextHandle++;
+        rt.operations.emplace(*handle,
+                              InFlight{std::move(operation), collective});
+        return COMMRT_SUCCESS;
       });
 }
 
@@ -765,6 +785,27 @@ int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
                              COMMRT_ALGORITHM_DEFAULT, channel, handle,
                              mixedCheck(buffers, counts, narrowed, nbuffers,
                                         dtype, reduce, wire, prescale));
+}
+
+int32_t commrt_sparse_allreduce_start(float *grad, float *residual,
+                                      int64_t count, double density,
+                                      int32_t select, int32_t exchange,
+                                      int32_t reduce, int64_t chunk_elements,
+                                      int32_t channel, int64_t *handle) {
+  return runSparseAllreduce("commrt_sparse_allreduce_start", /*group=*/0, grad,
+                            residual, count, density, select, exchange, reduce,
+                            chunk_elements, channel, handle);
+}
+
+int32_t commrt_group_sparse_allreduce_start(int32_t group, float *grad,
+                                            float *residual, int64_t count,
+                                            double density, int32_t select,
+                                            int32_t exchange, int32_t reduce,
+                                            int64_t chunk_elements,
+                                            int32_t channel, int64_t *handle) {
+  return runSparseAllreduce("commrt_group_sparse_allreduce_start", group, grad,
+                            residual, count, density, select, exchange, reduce,
+                            chunk_elements, channel, handle);
 }
 
 int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,

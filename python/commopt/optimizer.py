@@ -33,13 +33,15 @@ def _wait_timeout_s():
 
 
 class _Issued:
-    """A collective issued in this step: its handle, or None once done."""
+    """A collective issued in this step: its handle, or None once done, and
+    what to do once it is (None: nothing)."""
 
-    __slots__ = ("collective", "handle")
+    __slots__ = ("collective", "handle", "then")
 
-    def __init__(self, collective, handle):
+    def __init__(self, collective, handle, then=None):
         self.collective = collective
         self.handle = handle
+        self.then = then
 
 
 class DistributedOptimizer:
@@ -235,16 +237,30 @@ class DistributedOptimizer:
                 u.mul_(momentum).add_(grad)
                 grad.copy_(u)
         sparse = collective.sparse
-        self._bounded(collective, lambda: runtime.sparse_allreduce(
-            grad.data_ptr(), residual.data_ptr(), g.count, sparse["density"],
-            runtime.SELECTS[sparse["select"]],
-            runtime.EXCHANGES[sparse["exchange"]],
-            runtime.REDUCES[collective.reduce], sparse["chunk_elements"]))
-        if velocity is not None:
+        arguments = (grad.data_ptr(), residual.data_ptr(), g.count,
+                     sparse["density"], runtime.SELECTS[sparse["select"]],
+                     runtime.EXCHANGES[sparse["exchange"]],
+                     runtime.REDUCES[collective.reduce],
+                     sparse["chunk_elements"])
+
+        def mask():
             # Momentum factor masking: what was sent leaves the velocity
             # too (the residual is zero exactly where this rank sent).
-            with torch.no_grad():
-                u.masked_fill_(residual == 0, 0.0)
+            if velocity is not None:
+                with torch.no_grad():
+                    velocity[1].masked_fill_(residual == 0, 0.0)
+
+        if collective.channel is None:
+            self._bounded(collective,
+                          lambda: runtime.sparse_allreduce(*arguments))
+            mask()
+            return
+        # On a channel: it runs while backward goes on, and is waited, and
+        # the velocity masked, in synchronize().
+        status, handle = runtime.sparse_allreduce_start(*arguments,
+                                                        collective.channel)
+        runtime.check(status, collective.describe())
+        self._issued.append(_Issued(collective, handle, mask))
 
     def _timed_out(self, collective):
         """The error of `collective` still running after the timeout."""
@@ -290,6 +306,8 @@ class DistributedOptimizer:
         status = runtime.wait(issued.handle)
         issued.handle = None
         runtime.check(status, issued.collective.describe())
+        if issued.then is not None:
+            issued.then()
 
     def synchronize(self):
         """Issues what backward left (parameters that got no gradient are

@@ -52,6 +52,9 @@ _SIGNATURES = [
     ("commrt_sparse_allreduce", _c_int32,
      [_c_void_p, _c_void_p, _c_int64, _c_double, _c_int32, _c_int32, _c_int32,
       _c_int64]),
+    ("commrt_sparse_allreduce_start", _c_int32,
+     [_c_void_p, _c_void_p, _c_int64, _c_double, _c_int32, _c_int32, _c_int32,
+      _c_int64, _c_int32, ctypes.POINTER(_c_int64)]),
     ("commrt_broadcast", _c_int32, [_c_void_p, _c_int64, _c_int32, _c_int32]),
     ("commrt_barrier", _c_int32, []),
     ("commrt_set_consistency_checks", _c_int32, [_c_int32]),
@@ -238,6 +241,16 @@ def sparse_allreduce(grad, residual, count, density, select, exchange, reduce,
     return library().commrt_sparse_allreduce(grad, residual, count, density,
                                              select, exchange, reduce,
                                              chunk_elements)
+
+
+def sparse_allreduce_start(grad, residual, count, density, select, exchange,
+                           reduce, chunk_elements, channel):
+    """Returns (status, handle)."""
+    handle = _c_int64(0)
+    status = library().commrt_sparse_allreduce_start(
+        grad, residual, count, density, select, exchange, reduce,
+        chunk_elements, channel, ctypes.byref(handle))
+    return status, handle.value
 
 
 def broadcast(pointer, count, dtype, root):

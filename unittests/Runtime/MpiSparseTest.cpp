@@ -216,6 +216,118 @@ INSTANTIATE_TEST_SUITE_P(ValidSchemes, SparseTest,
                          ::testing::ValuesIn(validSparseSchemes()),
                          sparseSchemeName);
 
+/// Sparse allreduces started on a channel and waited.
+class SparseStartTest : public ::testing::TestWithParam<SparseScheme> {};
+
+TEST_P(SparseStartTest, StartAndWaitGiveTheBlockingResults) {
+  auto [select, exchange, reduce] = GetParam();
+  const int64_t count = 5003, chunkElements = 64;
+  std::vector<float> grad(count), residual(count);
+  for (int64_t i = 0; i < count; ++i) {
+    grad[i] = gradientAt(rank(), i) / 3.0f;
+    residual[i] = residualAt(rank(), i) / 7.0f;
+  }
+  std::vector<float> startedGrad = grad, startedResidual = residual;
+  const int64_t chunk = select == COMMRT_SELECT_CHUNK ? chunkElements : 0;
+  ASSERT_EQ(commrt_sparse_allreduce(grad.data(), residual.data(), count, 0.02,
+                                    select, exchange, reduce, chunk),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int64_t handle = 0;
+  ASSERT_EQ(commrt_sparse_allreduce_start(
+                startedGrad.data(), startedResidual.data(), count, 0.02, select,
+                exchange, reduce, chunk, channels() - 1, &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_NE(handle, 0);
+  ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+  EXPECT_EQ(startedGrad, grad);
+  EXPECT_EQ(startedResidual, residual);
+}
+
+INSTANTIATE_TEST_SUITE_P(ValidSchemes, SparseStartTest,
+                         ::testing::ValuesIn(validSparseSchemes()),
+                         sparseSchemeName);
+
+TEST(Sparse, StartsOverlapDenseCollectivesOnOtherChannels) {
+  // A sparse allreduce on channel 0 while a dense one runs on the last
+  // channel, and a second sparse one queued behind the first: every result
+  // is the blocking one.
+  const int64_t count = 20000;
+  std::vector<float> grad(count), residual(count), dense(count);
+  for (int64_t i = 0; i < count; ++i) {
+    grad[i] = gradientAt(rank(), i);
+    residual[i] = residualAt(rank(), i);
+    dense[i] = static_cast<float>(contribution(rank(), i));
+  }
+  std::vector<float> grad2 = grad, residual2 = residual;
+  std::vector<float> expectedGrad = grad, expectedResidual = residual;
+  ASSERT_EQ(commrt_sparse_allreduce(
+                expectedGrad.data(), expectedResidual.data(), count, 0.01,
+                COMMRT_SELECT_THRESHOLD, COMMRT_EXCHANGE_HASH, COMMRT_AVG, 0),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int64_t first = 0, second = 0, other = 0;
+  ASSERT_EQ(commrt_sparse_allreduce_start(grad.data(), residual.data(), count,
+                                          0.01, COMMRT_SELECT_THRESHOLD,
+                                          COMMRT_EXCHANGE_HASH, COMMRT_AVG, 0,
+                                          /*channel=*/0, &first),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(commrt_allreduce_start(dense.data(), count, COMMRT_F32, COMMRT_SUM,
+                                   channels() - 1, &other),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(commrt_sparse_allreduce_start(grad2.data(), residual2.data(), count,
+                                          0.01, COMMRT_SELECT_THRESHOLD,
+                                          COMMRT_EXCHANGE_HASH, COMMRT_AVG, 0,
+                                          /*channel=*/0, &second),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(commrt_wait(second), COMMRT_SUCCESS) << commrt_last_error();
+  ASSERT_EQ(commrt_wait(other), COMMRT_SUCCESS) << commrt_last_error();
+  ASSERT_EQ(commrt_wait(first), COMMRT_SUCCESS) << commrt_last_error();
+  EXPECT_EQ(grad, expectedGrad);
+  EXPECT_EQ(residual, expectedResidual);
+  EXPECT_EQ(grad2, expectedGrad);
+  EXPECT_EQ(residual2, expectedResidual);
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < count; ++i)
+    mismatches += dense[i] !=
+                  static_cast<float>(expectedReduction(COMMRT_SUM, i, size()));
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(Sparse, StartRejectsABadChannelAndANullHandle) {
+  std::vector<float> grad(8, 1.0f), residual(8, 0.0f);
+  int64_t handle = 7;
+  EXPECT_TRUE(failedWith(
+      commrt_sparse_allreduce_start(
+          grad.data(), residual.data(), 8, 0.5, COMMRT_SELECT_TOPK,
+          COMMRT_EXCHANGE_ALLGATHER, COMMRT_SUM, 0, channels(), &handle),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_sparse_allreduce_start: channel " + std::to_string(channels()) +
+          " is out of range (expected 0.." + std::to_string(channels() - 1) +
+          "; COMMRT_CHANNELS sets the number of channels)"));
+  EXPECT_EQ(handle, 0) << "a failed start stores handle 0";
+  EXPECT_TRUE(
+      failedWith(commrt_sparse_allreduce_start(
+                     grad.data(), residual.data(), 8, 0.5, COMMRT_SELECT_TOPK,
+                     COMMRT_EXCHANGE_ALLGATHER, COMMRT_SUM, 0, 0, nullptr),
+                 COMMRT_ERROR_INVALID_ARGUMENT,
+                 "commrt_sparse_allreduce_start: handle is null"));
+  // Nothing to reduce: a handle that is already complete.
+  ASSERT_EQ(commrt_sparse_allreduce_start(
+                nullptr, nullptr, 0, 0.5, COMMRT_SELECT_TOPK,
+                COMMRT_EXCHANGE_ALLGATHER, COMMRT_SUM, 0, 0, &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int32_t done = 0;
+  ASSERT_EQ(commrt_test(handle, &done), COMMRT_SUCCESS);
+  EXPECT_EQ(done, 1);
+  EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS);
+}
+
 TEST(Sparse, HashExchangeSumsAsTheAllgatherDoes) {
   const int64_t count = 4096;
   std::vector<float> grad(count), residual(count);

@@ -36,13 +36,19 @@ SCHEMES = {
 }
 
 
-def make_plan(model):
+def make_plan(model, started):
+    """The plan; with `started`, the sparse collectives are started on
+    channels 0 and 1 in turn and waited in synchronize()."""
     g = lambda name: param_gradient(model, name)  # noqa
     collectives = [dense([g("fc2.bias"), g("fc1.bias"), g("conv.bias")],
                          channel=0, reduce="sum")]
-    for name, (select, exchange, density, chunk) in SCHEMES.items():
-        collectives.append(sparse(g(name), select, exchange, density, chunk,
-                                  reduce="sum"))
+    for index, (name, (select, exchange, density, chunk)) in \
+            enumerate(SCHEMES.items()):
+        collective = sparse(g(name), select, exchange, density, chunk,
+                            reduce="sum")
+        if started:
+            collective["channel"] = index % 2
+        collectives.append(collective)
     return plan(collectives)
 
 
@@ -119,7 +125,8 @@ def main(argv):
             lambda grad, name=name: own.__setitem__(name, grad.clone()))
     optimizer = commopt.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=0.01),
-        model.named_parameters(), plan=make_plan(model))
+        model.named_parameters(),
+        plan=make_plan(model, started="--started" in argv))
     for step in (1, 2, 3):
         residual_old = {n: r.clone() for n, r in optimizer.residuals.items()}
         if step > 1 and not all(bool((r != 0).any())

@@ -485,6 +485,29 @@ int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
                                            float prescale, int32_t algorithm,
                                            int32_t channel, int64_t *handle);
 
+/* Starts commrt_sparse_allreduce(grad, residual, ...) on `channel` (of all
+ * ranks), as commrt_fused_allreduce_start does, and stores its handle at
+ * `*handle` (0 when the start fails); commrt_wait completes it, after which
+ * `grad` holds the reduced gradient and `residual` the new residual. Both
+ * buffers belong to the runtime until then. The consistency checks also
+ * compare the channel. Over MPI the channel's thread runs the whole sparse
+ * allreduce (selection, exchange and residual) while the caller goes on.
+ * Under NCCL the start runs it to completion on the main stream (its
+ * selection synchronises with the host between steps) and returns a handle
+ * that is already complete. */
+int32_t commrt_sparse_allreduce_start(float *grad, float *residual,
+                                      int64_t count, double density,
+                                      int32_t select, int32_t exchange,
+                                      int32_t reduce, int64_t chunk_elements,
+                                      int32_t channel, int64_t *handle);
+
+/* commrt_sparse_allreduce_start among the ranks of `group`, on `channel` of
+ * the group. */
+int32_t commrt_group_sparse_allreduce_start(
+    int32_t group, float *grad, float *residual, int64_t count,
+    double density, int32_t select, int32_t exchange, int32_t reduce,
+    int64_t chunk_elements, int32_t channel, int64_t *handle);
+
 /* A mixed-wire allreduce: commrt_fused_allreduce where buffer i travels in
  * `wire` (COMMRT_F16 or COMMRT_BF16, narrower than `dtype`) when
  * `narrowed[i]` is 1 and in `dtype` itself when it is 0, in one collective,
