@@ -161,6 +161,19 @@ public:
   }
 
 private:
+  /// The fields of an object read so far, as bits.
+  struct FieldsSeen {
+    unsigned bits = 0;
+    /// Records `field`; whether it was not seen before.
+    bool first(unsigned field) {
+      bool isFirst = !(bits & field);
+      bits |= field;
+      return isFirst;
+    }
+    /// Whether every field of `fields` was seen.
+    bool all(unsigned fields) const { return (bits & fields) == fields; }
+  };
+
   bool readLayer(LayerSpec &layer) {
     // The fields of a layer, each at most once.
     enum Field : unsigned {
@@ -173,12 +186,8 @@ private:
       ForwardBytes = 64,
       BackwardBytes = 128,
     };
-    unsigned seen = 0;
-    auto once = [&](Field field) {
-      bool first = !(seen & field);
-      seen |= field;
-      return first;
-    };
+    FieldsSeen seen;
+    auto once = [&](Field field) { return seen.first(field); };
     auto optional = [&](Field field, std::optional<double> &value) {
       double number;
       if (!once(field) || !readNumber(number))
@@ -207,8 +216,7 @@ private:
         return optional(BackwardBytes, layer.backwardBytes);
       return false;
     });
-    return read && (seen & (Name | BackwardUs | Params)) ==
-                       (Name | BackwardUs | Params);
+    return read && seen.all(Name | BackwardUs | Params);
   }
 
   bool readParam(ParamSpec &param) {
@@ -219,12 +227,8 @@ private:
       Aliases = 8,
       Unused = 16,
     };
-    unsigned seen = 0;
-    auto once = [&](Field field) {
-      bool first = !(seen & field);
-      seen |= field;
-      return first;
-    };
+    FieldsSeen seen;
+    auto once = [&](Field field) { return seen.first(field); };
     bool read = readObject([&](StringRef key) {
       if (key == "name")
         return once(Name) && readString(param.name);
@@ -247,7 +251,7 @@ private:
       }
       return false;
     });
-    return read && (seen & (Name | Shape | Dtype)) == (Name | Shape | Dtype);
+    return read && seen.all(Name | Shape | Dtype);
   }
 
   /// Reads `{ "key": value, ... }`, each value by `field(key)`.

@@ -395,6 +395,14 @@ static FailureOr<Value> emitGroupHandle(OpBuilder &b, Operation *op,
   return Value(memref::LoadOp::create(b, loc, slot, zero));
 }
 
+/// The runtime's handle of the process group the collective `op` runs
+/// among (emitGroupHandle), or 0 for all ranks.
+static FailureOr<Value> emitGroupHandleOrAll(OpBuilder &b, Operation *op) {
+  if (GroupAttr group = cast<CollectiveOpInterface>(op).getProcessGroup())
+    return emitGroupHandle(b, op, group);
+  return Value(arith::ConstantIntOp::create(b, op->getLoc(), 0, 32));
+}
+
 /// The runtime's code for an allreduce algorithm (the dialect's values are
 /// commrt_algorithm's); COMMRT_ALGORITHM_DEFAULT for none.
 static int32_t getRuntimeAlgorithm(std::optional<AlgorithmKind> algorithm) {
@@ -428,19 +436,13 @@ static FailureOr<std::string> useGroupForm(OpBuilder &b, Operation *op,
   if (!needsGroupForm(op))
     return name.str();
   auto collective = cast<CollectiveOpInterface>(op);
-  Value handle;
-  if (GroupAttr group = collective.getProcessGroup()) {
-    FailureOr<Value> split = emitGroupHandle(b, op, group);
-    if (failed(split))
-      return failure();
-    handle = *split;
-  } else {
-    handle = arith::ConstantIntOp::create(b, op->getLoc(), 0, 32);
-  }
+  FailureOr<Value> handle = emitGroupHandleOrAll(b, op);
+  if (failed(handle))
+    return failure();
   callArgs.push_back(arith::ConstantIntOp::create(
       b, op->getLoc(), getRuntimeAlgorithm(collective.getAllreduceAlgorithm()),
       32));
-  callArgs.insert(callArgs.begin(), handle);
+  callArgs.insert(callArgs.begin(), *handle);
   return ("commrt_group_" + name.drop_front(StringRef("commrt_").size())).str();
 }
 
@@ -462,16 +464,10 @@ getMixedCallArguments(OpBuilder &b, Operation *op, const StagedBuffers &staged,
                             arith::ConstantIntOp::create(b, loc, flag, 32),
                             flags, position);
   }
-  Value handle;
-  if (GroupAttr group = collective.getProcessGroup()) {
-    FailureOr<Value> split = emitGroupHandle(b, op, group);
-    if (failed(split))
-      return failure();
-    handle = *split;
-  } else {
-    handle = arith::ConstantIntOp::create(b, loc, 0, 32);
-  }
-  SmallVector<Value> callArgs = {handle};
+  FailureOr<Value> handle = emitGroupHandleOrAll(b, op);
+  if (failed(handle))
+    return failure();
+  SmallVector<Value> callArgs = {*handle};
   SmallVector<Value> arrays = getBufferArrays(b, op, staged.contiguous);
   callArgs.append(
       {arrays[0], arrays[1], getDataPointer(b, loc, flags), arrays[2]});
