@@ -25,7 +25,8 @@ from benchmarks_md import write_section  # noqa: E402
 
 PLANS = [("optimized", "comm-optimize (cost-model plan)"),
          ("optimized-f16", "comm-optimize, f16 on the wire"),
-         ("ddp", "DDP policy (25 MiB threshold buckets, 1 channel)")]
+         ("ddp", "DDP policy (25 MiB threshold buckets, 1 channel)"),
+         ("sparse", "comm-optimize, sparse allowed (blocking sparse allreduces)")]
 TITLE = "## Closing the loop"
 STEP = re.compile(r"^round (\d+): commrt: step (\d+): ([0-9.]+) us$")
 
@@ -63,6 +64,7 @@ def main():
     parser.add_argument("--steps", default="5")
     parser.add_argument("--rounds", default="4")
     parser.add_argument("--cluster", default="bench/cluster/emulated-4x1gbit.json")
+    parser.add_argument("--device", default="bench/cluster/host-2core.json")
     parser.add_argument("--profile",
                         default="../shared/profiles/pipedream/resnet50.graph.txt")
     args = parser.parse_args()
@@ -97,10 +99,13 @@ def main():
         "Release build with clang-22) by `bench/loop/run.sh`. "
         f"pipedream's ResNet-50 profile (`{args.profile}`, imported with "
         "`commopt-translate --import-pipedream`) is planned by `comm-optimize` "
-        f"for the calibrated cluster `{args.cluster}` three times: the "
+        f"for the calibrated cluster `{args.cluster}` four times: the "
         "cost-model plan (`cluster=FILE`, defaults), the same with f16 on the "
-        "wire (`wire=f16`: precision lowering, prescale 1/p) and DDP's policy (`cluster=FILE "
-        "fusion=threshold bucket-cap-mb=25 channels=1 priorities=false`). "
+        "wire (`wire=f16`: precision lowering, prescale 1/p), DDP's policy (`cluster=FILE "
+        "fusion=threshold bucket-cap-mb=25 channels=1 priorities=false`) "
+        "and a sparse plan (`cluster=FILE sparse=true search=false "
+        f"device={args.device}`: comm-sparsify's choice of gradients, "
+        "densities and exchanges, its local steps priced on the host CPU). "
         "`comm-estimate` predicts each plan's step (`estimate=step`, one step "
         "from a cold start, which is what the driver times: `@train_step` waits "
         "for every gradient before it returns) and, for reference, the steady "
@@ -122,7 +127,8 @@ def main():
         *[f"- Measured speedup of the {name} over the DDP-policy plan: "
           f"{speedup(plan)[0]:.2f}x (predicted {speedup(plan)[1]:.2f}x)."
           for plan, name in [("optimized", "cost-model plan"),
-                             ("optimized-f16", "f16-wire plan")]],
+                             ("optimized-f16", "f16-wire plan"),
+                             ("sparse", "sparse plan")]],
         "",
         "| Target | result |",
         "|---|---|",
@@ -130,11 +136,13 @@ def main():
           f"{results[plan][2]:+.1f}%, {verdict(abs(results[plan][2]) <= 15)} |"
           for plan, name in [("optimized", "cost-model plan"),
                              ("optimized-f16", "f16-wire plan"),
-                             ("ddp", "DDP-policy plan")]],
+                             ("ddp", "DDP-policy plan"),
+                             ("sparse", "sparse plan")]],
         *[f"| {name} beats DDP (measured) | {speedup(plan)[0]:.2f}x, "
           f"{verdict(results[plan][1] < ddp_measured)} |"
           for plan, name in [("optimized", "cost-model plan"),
-                             ("optimized-f16", "f16-wire plan")]],
+                             ("optimized-f16", "f16-wire plan"),
+                             ("sparse", "sparse plan")]],
         "",
         "Command (as root, after `ninja -C build commopt-opt commopt-translate "
         "commrt`; modules, estimates and logs in `build/loop/`):",

@@ -3,8 +3,9 @@
 #
 # Imports pipedream's ResNet-50 profile, plans it three times for the
 # calibrated emulated cluster (comm-optimize's default plan, the same with
-# f16 on the wire, and DDP's policy: 25 MiB threshold buckets, one channel,
-# no priorities), takes comm-estimate's
+# f16 on the wire, DDP's policy: 25 MiB threshold buckets, one channel,
+# no priorities, and a sparse plan: comm-sparsify's choice, priced with the
+# host CPU as the device of its local steps), takes comm-estimate's
 # prediction of each plan (step and steady state, JSON), appends a timing
 # @main (comm-add-step-driver), lowers with comm.compute sleeping its cost
 # (compute-delay), runs them on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
@@ -17,7 +18,8 @@
 #   bench/loop/run.sh
 # Environment: BUILD (default build), OUT (default $BUILD/loop), STEPS
 # (default 5), ROUNDS (default 4), RATE (default 1gbit), CLUSTER (default
-# bench/cluster/emulated-4x1gbit.json), PROFILE (default
+# bench/cluster/emulated-4x1gbit.json), DEVICE (default
+# bench/cluster/host-2core.json), PROFILE (default
 # ../shared/profiles/pipedream/resnet50.graph.txt, pipedream's measured
 # profile beside the checkout), LLVM_BIN (default
 # /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3).
@@ -33,6 +35,9 @@ STEPS=${STEPS:-5}
 ROUNDS=${ROUNDS:-4}
 RATE=${RATE:-1gbit}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
+# The device of the ranks' local work (the sparse plan's selection and
+# residual run on the host CPU here).
+DEVICE=${DEVICE:-bench/cluster/host-2core.json}
 PROFILE=${PROFILE:-../shared/profiles/pipedream/resnet50.graph.txt}
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 BUILD=$(cd "$BUILD" && pwd)
@@ -54,8 +59,9 @@ declare -A PLAN_OPTIONS=(
   [optimized]="cluster=$CLUSTER"
   [optimized-f16]="cluster=$CLUSTER wire=f16"
   [ddp]="cluster=$CLUSTER fusion=threshold bucket-cap-mb=25 channels=1 priorities=false"
+  [sparse]="cluster=$CLUSTER sparse=true search=false device=$DEVICE"
 )
-PLANS=(optimized optimized-f16 ddp)
+PLANS=(optimized optimized-f16 ddp sparse)
 
 "$TRANSLATE" --import-pipedream "$PROFILE" -o "$OUT/resnet50.mlir"
 for plan in "${PLANS[@]}"; do
@@ -85,4 +91,4 @@ done
 
 "$PYTHON" bench/loop/report.py "$OUT" BENCHMARKS.md \
   --rate="$RATE" --steps="$STEPS" --rounds="$ROUNDS" \
-  --cluster="$CLUSTER" --profile="$PROFILE"
+  --cluster="$CLUSTER" --device="$DEVICE" --profile="$PROFILE"

@@ -117,23 +117,33 @@ CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes) {
   return allreduceCost(cluster, bytes, cluster.algorithm);
 }
 
+/// `cost` and what every collective costs within a step beyond its
+/// messages (ClusterModel::collectiveOverheadUs), on more than one rank.
+static CollectiveCost withOverhead(const ClusterModel &cluster,
+                                   CollectiveCost cost) {
+  if (cluster.ranks > 1)
+    cost.latencyUs += cluster.collectiveOverheadUs;
+  return cost;
+}
+
 CollectiveCost comm::reduceScatterCost(const ClusterModel &cluster,
                                        double totalBytes) {
   assert(totalBytes >= 0 && "negative message size");
-  return halfAllreduceCost(cluster, totalBytes);
+  return withOverhead(cluster, halfAllreduceCost(cluster, totalBytes));
 }
 
 CollectiveCost comm::allgatherCost(const ClusterModel &cluster,
                                    double totalBytes) {
   assert(totalBytes >= 0 && "negative message size");
-  return halfAllreduceCost(cluster, totalBytes);
+  return withOverhead(cluster, halfAllreduceCost(cluster, totalBytes));
 }
 
-CollectiveCost comm::allToAllCost(const ClusterModel &cluster,
-                                  double bytesPerRank) {
-  assert(bytesPerRank >= 0 && "negative message size");
+/// The messages of an all-to-all (see allToAllCost), without the
+/// per-collective overhead.
+static CollectiveCost allToAllLinkCost(const ClusterModel &cluster,
+                                       double bytesPerRank) {
   if (cluster.hasRegimes())
-    return allToAllCost(cluster.forBytes(bytesPerRank), bytesPerRank);
+    return allToAllLinkCost(cluster.forBytes(bytesPerRank), bytesPerRank);
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
@@ -155,10 +165,12 @@ CollectiveCost comm::allToAllCost(const ClusterModel &cluster,
   return {(pd - 1) * cluster.inter.alphaUs, std::max(interUs, intraUs)};
 }
 
-CollectiveCost comm::broadcastCost(const ClusterModel &cluster, double bytes) {
-  assert(bytes >= 0 && "negative message size");
+/// The messages of a broadcast (see broadcastCost), without the
+/// per-collective overhead.
+static CollectiveCost broadcastLinkCost(const ClusterModel &cluster,
+                                        double bytes) {
   if (cluster.hasRegimes())
-    return broadcastCost(cluster.forBytes(bytes), bytes);
+    return broadcastLinkCost(cluster.forBytes(bytes), bytes);
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
@@ -177,6 +189,17 @@ CollectiveCost comm::broadcastCost(const ClusterModel &cluster, double bytes) {
                                      bytes);
   }
   llvm_unreachable("unknown allreduce algorithm");
+}
+
+CollectiveCost comm::allToAllCost(const ClusterModel &cluster,
+                                  double bytesPerRank) {
+  assert(bytesPerRank >= 0 && "negative message size");
+  return withOverhead(cluster, allToAllLinkCost(cluster, bytesPerRank));
+}
+
+CollectiveCost comm::broadcastCost(const ClusterModel &cluster, double bytes) {
+  assert(bytes >= 0 && "negative message size");
+  return withOverhead(cluster, broadcastLinkCost(cluster, bytes));
 }
 
 double comm::sparseLocalBytes(SparseSelectScheme select,
