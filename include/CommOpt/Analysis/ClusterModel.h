@@ -156,9 +156,10 @@ struct ClusterModel {
   /// --wire measures it; the presets leave it 0 (on GPUs these steps are
   /// kernels at memory speed).
   double wireUsPerByte = 0;
-  /// What every allreduce costs within a step beyond its messages as
-  /// measured alone: starting it on a channel, handing it to the channel's
-  /// thread, waiting for it, in microseconds (`collective_overhead_us`).
+  /// What every collective costs within a step beyond its messages as
+  /// measured alone (an allreduce started on a channel between compute and
+  /// waited at the end), in microseconds (`collective_overhead_us`); the cost
+  /// functions add it once per collective they price.
   /// commopt-calibrate measures it; the presets leave it 0.
   double collectiveOverheadUs = 0;
 
