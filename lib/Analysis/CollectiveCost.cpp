@@ -47,6 +47,15 @@ static CollectiveCost scatterAllgatherBroadcast(const LinkLevel &level,
 }
 
 /// Reduce-scatter and allgather have the same cost form in every algorithm.
+/// `cost` and what every collective costs within a step beyond its
+/// messages (ClusterModel::collectiveOverheadUs), on more than one rank.
+static CollectiveCost withOverhead(const ClusterModel &cluster,
+                                   CollectiveCost cost) {
+  if (cluster.ranks > 1)
+    cost.latencyUs += cluster.collectiveOverheadUs;
+  return cost;
+}
+
 static CollectiveCost halfAllreduceCost(const ClusterModel &cluster,
                                         double totalBytes) {
   if (cluster.hasRegimes())
@@ -85,29 +94,25 @@ CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
-  // What every collective costs beyond its messages, as the ranks run it
-  // within a step (ClusterModel::collectiveOverheadUs).
-  CollectiveCost overhead{cluster.collectiveOverheadUs, 0};
   const LinkLevel &flat = cluster.flatLevel();
   switch (algorithm) {
   case AllreduceAlgorithm::Ring: {
     // Reduce-scatter + allgather: 2(p-1) af + 2(p-1)/p n bf.
     CollectiveCost pass = ringPass(flat, p, bytes);
-    return pass + pass + overhead;
+    return withOverhead(cluster, pass + pass);
   }
   case AllreduceAlgorithm::Tree:
     // Pipelined (double) binary tree, reduce then broadcast:
     // 2 ceil(lg p) af + 2 n bf.
-    return CollectiveCost{2.0 * ceilLog2(p) * flat.alphaUs,
-                          2.0 * bytes * flat.betaUsPerByte} +
-           overhead;
+    return withOverhead(cluster, {2.0 * ceilLog2(p) * flat.alphaUs,
+                                  2.0 * bytes * flat.betaUsPerByte});
   case AllreduceAlgorithm::Hierarchical: {
     // Intra-node reduce-scatter, inter-node ring allreduce of the shards,
     // intra-node allgather: 2(q-1) ai + 2(q-1)/q n bi + 2(m-1) ae +
     // 2(m-1)/m n be.
     CollectiveCost intra = ringPass(cluster.intra, cluster.ranksPerNode, bytes);
     CollectiveCost inter = ringPass(cluster.inter, cluster.nodes(), bytes);
-    return intra + intra + inter + inter + overhead;
+    return withOverhead(cluster, intra + intra + inter + inter);
   }
   }
   llvm_unreachable("unknown allreduce algorithm");
@@ -115,15 +120,6 @@ CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
 
 CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes) {
   return allreduceCost(cluster, bytes, cluster.algorithm);
-}
-
-/// `cost` and what every collective costs within a step beyond its
-/// messages (ClusterModel::collectiveOverheadUs), on more than one rank.
-static CollectiveCost withOverhead(const ClusterModel &cluster,
-                                   CollectiveCost cost) {
-  if (cluster.ranks > 1)
-    cost.latencyUs += cluster.collectiveOverheadUs;
-  return cost;
 }
 
 CollectiveCost comm::reduceScatterCost(const ClusterModel &cluster,

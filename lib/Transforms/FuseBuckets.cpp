@@ -501,13 +501,17 @@ private:
     plan.computeTasks = step.computeTasks;
     for (const Bucket *bucket : order) {
       double bytes = 0.0, narrowedBytes = 0.0;
+      bool anyNarrowed = false, anyFull = false;
       for (size_t member : *bucket) {
-        bytes += static_cast<double>(candidates[member].bytes);
-        narrowedBytes += static_cast<double>(candidates[member].narrowedBytes);
+        const Candidate &candidate = candidates[member];
+        bytes += static_cast<double>(candidate.bytes);
+        narrowedBytes += static_cast<double>(candidate.narrowedBytes);
+        AllReduceOp op = candidate.op;
+        (op.getWireAttr() ? anyNarrowed : anyFull) = true;
       }
       // The runtime reduces a mixed-wire bucket with its ring.
       AllreduceAlgorithm algorithm =
-          isMixedWire(candidates, *bucket) ? AllreduceAlgorithm::Ring
+          anyNarrowed && anyFull ? AllreduceAlgorithm::Ring
           : cheapestAlgorithm
               ? getCheapestAllreduceAlgorithm(*clusterModel_, bytes)
               : clusterModel_->algorithm;

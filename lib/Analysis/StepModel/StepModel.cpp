@@ -343,15 +343,17 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   // The cluster a collective runs on: all of `cluster`'s ranks, or the
   // ranks of its process group (ClusterModel::forGroup).
   CollectiveClusters clusters(cluster);
-  // A dense allreduce of `inputs`, in the `wire` type when not null, by its
-  // algorithm (else the cluster's).
-  auto addAllreduce = [&](CollectiveOpInterface op, ValueRange inputs,
-                          Type wire, std::string label) -> CollectiveTask & {
-    double bytes =
-        op.isMixedWire()
-            ? static_cast<double>(op.getCommunicatedBytes().value_or(0))
-            : getCollectiveBytes(inputs.getTypes(), wire);
-    return addCollective(op, inputs,
+  // A dense allreduce of `op`'s gradients, each in the type it travels in
+  // (a dynamic shape counts 0 bytes), by its algorithm (else the cluster's).
+  auto addAllreduce = [&](CollectiveOpInterface op,
+                          std::string label) -> CollectiveTask & {
+    double bytes = 0.0;
+    for (auto [index, type] : llvm::enumerate(op.getGradients().getTypes()))
+      bytes += static_cast<double>(
+          getGradientBytes(type,
+                           op.getGradientWireType(static_cast<unsigned>(index)))
+              .value_or(0));
+    return addCollective(op, op.getGradients(),
                          getDenseAllreduceCost(op, clusters.get(op), bytes),
                          bytes, std::move(label));
   };
@@ -395,9 +397,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       continue;
     }
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
-      CollectiveTask &task =
-          addAllreduce(collective, collective.getGradients(),
-                       collective.getWireType(), getLabel(collective));
+      CollectiveTask &task = addAllreduce(collective, getLabel(collective));
       auto start = dyn_cast<StartOp>(op);
       if (!start) {
         task.blocking = true;
