@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 #===- run.sh - Closing the loop: predicted vs measured step times --------===#
 #
-# Imports pipedream's ResNet-50 profile, plans it three times for the
+# Imports pipedream's ResNet-50 profile, plans it five times for the
 # calibrated emulated cluster (comm-optimize's default plan, the same with
 # f16 on the wire, DDP's policy: 25 MiB threshold buckets, one channel,
 # no priorities, and a sparse plan: comm-sparsify's choice, priced with the
-# host CPU as the device of its local steps), takes comm-estimate's
+# host CPU as the device of its local steps, its sparse allreduces started
+# on channels, and the same with them blocking), takes comm-estimate's
 # prediction of each plan (step and steady state, JSON), appends a timing
 # @main (comm-add-step-driver), lowers with comm.compute sleeping its cost
 # (compute-delay), runs them on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
@@ -60,8 +61,9 @@ declare -A PLAN_OPTIONS=(
   [optimized-f16]="cluster=$CLUSTER wire=f16"
   [ddp]="cluster=$CLUSTER fusion=threshold bucket-cap-mb=25 channels=1 priorities=false"
   [sparse]="cluster=$CLUSTER sparse=true search=false device=$DEVICE"
+  [sparse-blocking]="cluster=$CLUSTER sparse=true sparse-overlap=false search=false device=$DEVICE"
 )
-PLANS=(optimized optimized-f16 ddp sparse)
+PLANS=(optimized optimized-f16 ddp sparse sparse-blocking)
 
 "$TRANSLATE" --import-pipedream "$PROFILE" -o "$OUT/resnet50.mlir"
 for plan in "${PLANS[@]}"; do

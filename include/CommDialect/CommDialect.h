@@ -30,18 +30,16 @@ namespace mlir::comm {
 /// to whole bytes: the one byte count of every pass and estimate. Nullopt
 /// for a dynamic shape.
 std::optional<int64_t> getGradientBytes(Type type, Type wire = {});
+
+/// The chunk size of chunk selection when a sparse collective names none
+/// (the default of its `chunk_elements`; the runtime's
+/// COMMRT_DEFAULT_CHUNK_ELEMENTS).
+inline constexpr int64_t kDefaultSparseChunkElements = 32768;
 } // namespace mlir::comm
 
 #include "CommDialect/CommInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "CommDialect/CommOps.h.inc"
-
-namespace mlir::comm {
-/// The chunk size of chunk selection when a comm.sparse_allreduce names none
-/// (the default of its `chunk_elements`; the runtime's
-/// COMMRT_DEFAULT_CHUNK_ELEMENTS).
-inline constexpr int64_t kDefaultSparseChunkElements = 32768;
-} // namespace mlir::comm
 
 #endif // COMMDIALECT_COMMDIALECT_H

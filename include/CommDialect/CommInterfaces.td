@@ -132,4 +132,41 @@ def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   }];
 }
 
+def Comm_SparseCollectiveOpInterface
+    : OpInterface<"SparseCollectiveOpInterface"> {
+  let cppNamespace = "::mlir::comm";
+  let description = [{
+    A sparsified allreduce of one gradient with a residual, blocking
+    (comm.sparse_allreduce) or started (comm.sparse_start): what the step
+    model, the lowering and the plan export ask of either form.
+  }];
+  let methods = [
+    InterfaceMethod<"The gradient.", "::mlir::Value", "getGrad", (ins),
+      [{ return $_op.getGrad(); }]>,
+    InterfaceMethod<"The residual carried in from the previous step.",
+      "::mlir::Value", "getResidualIn", (ins),
+      [{ return $_op.getResidualIn(); }]>,
+    InterfaceMethod<"The fraction of entries (or chunks) sent.",
+      "double", "getDensityValue", (ins),
+      [{ return $_op.getDensity().convertToDouble(); }]>,
+    InterfaceMethod<"How entries are selected.",
+      "::mlir::comm::SelectKind", "getSelect", (ins),
+      [{ return $_op.getSelect(); }]>,
+    InterfaceMethod<"How the selected entries are exchanged.",
+      "::mlir::comm::ExchangeKind", "getExchange", (ins),
+      [{ return $_op.getExchange(); }]>,
+    InterfaceMethod<[{
+        The chunk size of chunk selection: `chunk_elements`, else the
+        documented default.
+      }],
+      "int64_t", "getChunkElementCount", (ins), [{
+        return static_cast<int64_t>($_op.getChunkElements().value_or(
+            ::mlir::comm::kDefaultSparseChunkElements));
+      }]>,
+    InterfaceMethod<"Whether `chunk_elements` is given.",
+      "bool", "hasChunkElements", (ins),
+      [{ return $_op.getChunkElements().has_value(); }]>,
+  ];
+}
+
 #endif // COMM_INTERFACES

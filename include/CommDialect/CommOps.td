@@ -188,9 +188,10 @@ def Comm_WaitOp : Comm_Op<"wait", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Wait for an asynchronous allreduce and take its results";
   let description = [{
-    Completes the collective that `comm.start` began and returns the reduced
-    gradients in the start's operand order (nothing in buffer form, where the
-    start's memrefs hold the results).
+    Completes the collective that `comm.start` or `comm.sparse_start` began
+    and returns its results: the reduced gradients in the start's operand
+    order, or a sparse start's reduced gradient and new residual (nothing in
+    buffer form, where the start's memrefs hold the results).
 
     Example:
 
@@ -203,19 +204,40 @@ def Comm_WaitOp : Comm_Op<"wait", [
   let assemblyFormat = "$token attr-dict (`:` type($results)^)?";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The start whose collective this wait completes.
+    /// The dense start whose collective this wait completes, or null.
     StartOp getStart();
+    /// The op that started the collective: a comm.start or a
+    /// comm.sparse_start (null only in IR that fails verification).
+    ::mlir::Operation *getStartingOp();
   }];
 }
 
-def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
+// The operands and attributes of a sparse allreduce, blocking or started.
+defvar Comm_SparseArgs = (ins Comm_FloatGradient:$grad,
+                              Comm_FloatGradient:$residual_in,
+                              F64Attr:$density,
+                              Comm_SelectKindAttr:$select,
+                              Comm_ExchangeKindAttr:$exchange,
+                              DefaultValuedAttr<Comm_ReduceKindAttr,
+                                  "::mlir::comm::ReduceKind::sum">:$reduce,
+                              OptionalAttr<ConfinedAttr<I64Attr,
+                                  [IntPositive]>>:$chunk_elements,
+                              OptionalAttr<StrAttr>:$name,
+                              OptionalAttr<Comm_GroupAttr>:$group);
+
+// A sparse allreduce is a collective of one gradient that has no wire type,
+// prescale or allreduce algorithm of its own.
+defvar Comm_SparseTraits = [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
         ["getGradients", "getGradientNames", "getWireType",
          "getPrescaleFactor", "getAllreduceAlgorithm",
          "setAllreduceAlgorithm", "isDenseAllreduce", "canNarrowWire",
-         "narrowWire"]>]> {
+         "narrowWire"]>,
+    Comm_SparseCollectiveOpInterface];
+
+def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", Comm_SparseTraits> {
   let summary = "Sparsified allreduce of one gradient with a residual";
   let description = [{
     Residual gradient compression (RedSync, GradientFlow, Zen): each rank
@@ -309,17 +331,7 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
         select = #comm.select<topk>} : memref<4096xf32>, memref<4096xf32>
     ```
   }];
-  let arguments = (ins Comm_FloatGradient:$grad,
-                       Comm_FloatGradient:$residual_in,
-                       F64Attr:$density,
-                       Comm_SelectKindAttr:$select,
-                       Comm_ExchangeKindAttr:$exchange,
-                       DefaultValuedAttr<Comm_ReduceKindAttr,
-                           "::mlir::comm::ReduceKind::sum">:$reduce,
-                       OptionalAttr<ConfinedAttr<I64Attr,
-                           [IntPositive]>>:$chunk_elements,
-                       OptionalAttr<StrAttr>:$name,
-                       OptionalAttr<Comm_GroupAttr>:$group);
+  let arguments = Comm_SparseArgs;
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $grad `,` $residual_in attr-dict `:` type($grad) `,` type($residual_in)
@@ -336,6 +348,39 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", [
       return getResults().size() == 2 ? getResults()[1] : ::mlir::Value();
     }
   }];
+}
+
+def Comm_SparseStartOp : Comm_Op<"sparse_start", Comm_SparseTraits> {
+  let summary = "Start an asynchronous sparse allreduce";
+  let description = [{
+    The first half of a `comm.sparse_allreduce` split for overlap: starts the
+    sparse allreduce of `grad` with `residual_in` (same attributes and
+    semantics) on `channel` and returns a token. Exactly one `comm.wait`
+    consumes the token and yields, in tensor form, the reduced gradient and
+    the new residual (in buffer form nothing: `grad` and `residual_in` hold
+    them). `channel` and `priority` are those of `comm.start`.
+
+    Example:
+
+    ```mlir
+    %t = comm.sparse_start %grad, %res {channel = 1 : i64,
+        density = 1.000000e-03 : f64, exchange = #comm.exchange<allgather>,
+        select = #comm.select<threshold>}
+        : tensor<1000x2048xf32>, tensor<1000x2048xf32>
+    // ... compute that does not need the reduced gradient ...
+    %reduced, %residual = comm.wait %t
+        : tensor<1000x2048xf32>, tensor<1000x2048xf32>
+    ```
+  }];
+  let arguments = !con(Comm_SparseArgs,
+                       (ins DefaultValuedAttr<ConfinedAttr<I64Attr,
+                                [IntNonNegative]>, "0">:$channel,
+                            OptionalAttr<I64Attr>:$priority));
+  let results = (outs Comm_TokenType:$token);
+  let assemblyFormat = [{
+    $grad `,` $residual_in attr-dict `:` type($grad) `,` type($residual_in)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -308,6 +308,17 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
     reduced in a copy of their slice, so partition only gradients large
     enough for pipelining to pay.
 
+    Sparse allreduces (`sparse=true`, the default): a `comm.sparse_allreduce`
+    in tensor form becomes a `comm.sparse_start` (placed as a start is, with
+    the same channel and priority rules; it counts `density` times its
+    gradient's bytes towards its channel's load) and a `comm.wait` that
+    yields the reduced gradient and the new residual. The `ml_program`
+    store of the new residual does not hold the wait back: each
+    `ml_program.global_store` of the residual moves to right after the wait,
+    unless an op between it and the wait point loads that global or is a
+    call (which might), in which case the wait stays before the store.
+    `sparse=false` leaves sparse allreduces blocking.
+
     Left alone: collectives already split into start/wait, collectives in
     buffer form (memref operands), and all other ops.
 
@@ -352,7 +363,10 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
     Option<"partitionMb", "partition-mb", "double", /*default=*/"0.0",
            "Split single-gradient allreduces larger than this many MiB into "
            "ceil(size / cap) pieces of near-equal size (0: never split) "
-           "(default: 0)">
+           "(default: 0)">,
+    Option<"sparse", "sparse", "bool", /*default=*/"true",
+           "Also split sparse allreduces into comm.sparse_start and "
+           "comm.wait (default: true)">
   ];
   let dependentDialects = [
     "::mlir::comm::CommDialect", "::mlir::tensor::TensorDialect"

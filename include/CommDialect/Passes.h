@@ -169,6 +169,13 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Elements per chunk of the chunk exchange "
                      "(comm-sparsify's chunk-elements) (default: 32768)"),
       llvm::cl::init(CommSparsifyOptions().chunkElements)};
+  Option<bool> sparseOverlap{
+      *this, "sparse-overlap",
+      llvm::cl::desc("Start sparse allreduces on a channel "
+                     "(comm.sparse_start) so that their exchange overlaps "
+                     "compute; false keeps them blocking "
+                     "(comm-schedule-overlap's sparse) (default: true)"),
+      llvm::cl::init(CommScheduleOverlapOptions().sparse)};
   Option<EstimateMode> estimate{
       *this, "estimate",
       llvm::cl::desc("Estimate the plan at the end (default: none)"),
@@ -187,7 +194,8 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
   Option<bool> search{
       *this, "search",
       llvm::cl::desc("Plan with every subset of the plan-changing options "
-                     "turned on (wire, sparse, partition-mb) and keep the "
+                     "turned on (wire, sparse, sparse-overlap, partition-mb) "
+                     "and keep the "
                      "fastest in the model; false plans exactly the options "
                      "given (default: true)"),
       llvm::cl::init(true)};
@@ -219,7 +227,8 @@ inline constexpr llvm::StringLiteral kPlanSearchAttrName = "comm.plan_search";
 
 /// comm-optimize's search (lib/Pipelines/PlanSearch.cpp): plans the module
 /// with every subset of the plan-changing options that `options` turns on
-/// (wire, sparse, partition-mb), simulates each, and keeps the fastest.
+/// (wire, sparse, sparse-overlap, partition-mb), simulates each, and keeps
+/// the fastest.
 std::unique_ptr<Pass> createPlanSearchPass(const OptimizeOptions &options);
 
 /// Registers every commopt pass and pipeline with the global registry, so

@@ -1,9 +1,9 @@
 //===- BufferizableOpInterfaceImpl.cpp - Bufferization of comm ops --------===//
 //
 // The collectives (comm.allreduce, comm.fused_allreduce,
-// comm.sparse_allreduce, comm.start) share one model: every gradient operand
-// is read and written in place, and the op in buffer form reduces the
-// operands' buffers, which stand for its tensor results.
+// comm.sparse_allreduce, comm.start, comm.sparse_start) share one model: every
+// gradient operand is read and written in place, and the op in buffer form
+// reduces the operands' buffers, which stand for its tensor results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,9 +74,9 @@ struct InPlaceCollectiveModel : public BufferizableOpInterface::ExternalModel<
   }
 };
 
-/// comm.wait: its results are its start's buffers, which the start already
-/// accounts for; the analysis sees them as fresh buffers owned by nobody
-/// else.
+/// comm.wait: its results are its start's buffers (a sparse start's: the
+/// gradient's and the residual's), which the start already accounts for;
+/// the analysis sees them as fresh buffers owned by nobody else.
 struct WaitModel
     : public BufferizableOpInterface::ExternalModel<WaitModel, WaitOp> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
@@ -87,11 +87,12 @@ struct WaitModel
     auto wait = cast<WaitOp>(op);
     // The start bufferizes first (it dominates the wait), so its operands are
     // already the buffers the collective reduces in place.
-    StartOp start = wait.getStart();
-    SmallVector<Value> buffers(start.getInputs());
+    Operation *start = wait.getStartingOp();
+    SmallVector<Value> buffers(start->getOperands());
     if (llvm::any_of(buffers,
                      [](Value v) { return !isa<BaseMemRefType>(v.getType()); }))
-      return wait.emitOpError("its comm.start was not bufferized");
+      return wait.emitOpError("its ")
+             << start->getName() << " was not bufferized";
     rewriter.setInsertionPoint(op);
     WaitOp::create(rewriter, wait.getLoc(), TypeRange(), wait.getToken());
     replaceOpWithBufferizedValues(rewriter, op, buffers);
@@ -184,6 +185,8 @@ void comm::registerBufferizableOpInterfaceExternalModels(
     SparseAllReduceOp::attachInterface<
         InPlaceCollectiveModel<SparseAllReduceOp>>(*context);
     StartOp::attachInterface<InPlaceCollectiveModel<StartOp>>(*context);
+    SparseStartOp::attachInterface<InPlaceCollectiveModel<SparseStartOp>>(
+        *context);
     WaitOp::attachInterface<WaitModel>(*context);
     ComputeOp::attachInterface<ComputeModel>(*context);
   });

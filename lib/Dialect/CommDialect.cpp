@@ -87,8 +87,8 @@ void CommDialect::initialize() {
       >();
   // BufferizableOpInterfaceImpl.cpp implements it.
   declarePromisedInterfaces<bufferization::BufferizableOpInterface, AllReduceOp,
-                            FusedAllReduceOp, SparseAllReduceOp, StartOp,
-                            WaitOp, ComputeOp>();
+                            FusedAllReduceOp, SparseAllReduceOp, SparseStartOp,
+                            StartOp, WaitOp, ComputeOp>();
 }
 
 //===----------------------------------------------------------------------===//

@@ -262,6 +262,22 @@ static SmallVector<StringRef> getBucketNames(std::optional<ArrayAttr> names,
                       [](StringAttr name) { return name.getValue(); }));
 }
 
+/// Checks that the token of the start `op` is consumed by exactly one
+/// comm.wait.
+static LogicalResult verifyWaitedOnce(Operation *op, Value token) {
+  StringRef name = op->getName().getStringRef();
+  if (token.use_empty())
+    return op->emitOpError("token is never waited on: every ")
+           << name << " needs exactly one comm.wait";
+  if (!token.hasOneUse())
+    return op->emitOpError("token is waited on more than once: every ")
+           << name << " needs exactly one comm.wait";
+  if (!isa<WaitOp>(*token.getUsers().begin()))
+    return op->emitOpError("token must be consumed by comm.wait, not by ")
+           << token.getUsers().begin()->getName();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AllReduceOp
 //===----------------------------------------------------------------------===//
@@ -354,17 +370,7 @@ LogicalResult StartOp::verify() {
   if (failed(verifyNarrowed(*this, getNarrowed(), getWire(), getInputs().size(),
                             getAlgorithm())))
     return failure();
-  Value token = getToken();
-  if (token.use_empty())
-    return emitOpError("token is never waited on: every comm.start needs "
-                       "exactly one comm.wait");
-  if (!token.hasOneUse())
-    return emitOpError("token is waited on more than once: every "
-                       "comm.start needs exactly one comm.wait");
-  if (!isa<WaitOp>(*token.getUsers().begin()))
-    return emitOpError("token must be consumed by comm.wait, not by ")
-           << token.getUsers().begin()->getName();
-  return success();
+  return verifyWaitedOnce(*this, getToken());
 }
 
 LogicalResult StartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -383,11 +389,19 @@ void StartOp::getEffects(
 
 StartOp WaitOp::getStart() { return getToken().getDefiningOp<StartOp>(); }
 
+Operation *WaitOp::getStartingOp() {
+  Operation *start = getToken().getDefiningOp();
+  return isa_and_nonnull<StartOp, SparseStartOp>(start) ? start : nullptr;
+}
+
 LogicalResult WaitOp::verify() {
-  StartOp start = getStart();
+  Operation *start = getStartingOp();
   if (!start)
-    return emitOpError("token must come directly from a comm.start");
-  ValueRange inputs = start.getInputs();
+    return emitOpError(
+        "token must come directly from a comm.start or comm.sparse_start");
+  // A dense start's results are its gradients reduced; a sparse start's are
+  // its gradient reduced and its new residual: one per operand either way.
+  ValueRange inputs = start->getOperands();
   if (inputs.empty() || !isa<RankedTensorType>(inputs.front().getType())) {
     if (getNumResults() != 0)
       return emitOpError("waits on a collective over memrefs, which reduces "
@@ -396,15 +410,16 @@ LogicalResult WaitOp::verify() {
     return success();
   }
   if (getNumResults() != inputs.size())
-    return emitOpError("expects one result per gradient of its comm.start (")
-           << inputs.size() << "), but has " << getNumResults();
+    return emitOpError("expects one result per operand of its ")
+           << start->getName() << " (" << inputs.size() << "), but has "
+           << getNumResults();
   for (auto [index, pair] :
        llvm::enumerate(llvm::zip(inputs, getResultTypes()))) {
     auto [input, resultType] = pair;
     if (input.getType() != resultType)
       return emitOpError("result #")
              << index << " has type " << resultType
-             << ", but the gradient started has type " << input.getType();
+             << ", but the operand started has type " << input.getType();
   }
   return success();
 }
@@ -421,8 +436,79 @@ void WaitOp::getEffects(
 }
 
 //===----------------------------------------------------------------------===//
-// SparseAllReduceOp
+// SparseAllReduceOp and SparseStartOp
 //===----------------------------------------------------------------------===//
+
+/// Checks what both forms of a sparse allreduce share: the gradient and the
+/// residual, the density, the reduction and the selection/exchange pairing.
+/// `results` are the results that stand for the reduced gradient and the new
+/// residual (the blocking op's own; a start's come from its wait).
+static LogicalResult verifySparse(SparseCollectiveOpInterface op,
+                                  std::optional<TypeRange> results) {
+  auto collective = cast<CollectiveOpInterface>(op.getOperation());
+  if (failed(verifyNamesAreUTF8(op, collective.getGradientNames())) ||
+      failed(verifyByteSize(op, op.getGrad())))
+    return failure();
+  auto gradType = cast<ShapedType>(op.getGrad().getType());
+  auto residualType = cast<ShapedType>(op.getResidualIn().getType());
+  bool isTensor = isa<RankedTensorType>(gradType);
+  if (isa<RankedTensorType>(residualType) != isTensor)
+    return op->emitOpError("expects grad and residual_in to be both tensors "
+                           "or both memrefs, but grad is ")
+           << gradType << " and residual_in is " << residualType;
+
+  if (isTensor) {
+    if (residualType != gradType)
+      return op->emitOpError("expects residual_in to have the type of grad (")
+             << gradType << "), but it has " << residualType;
+    if (results && results->size() != 2)
+      return op->emitOpError("on tensors returns the reduced gradient and "
+                             "the new residual (2 results), but has ")
+             << results->size();
+    if (results)
+      for (auto [index, resultType] : llvm::enumerate(*results))
+        if (resultType != gradType)
+          return op->emitOpError("result #")
+                 << index << " has type " << resultType
+                 << ", but the gradient has type " << gradType;
+  } else {
+    // Bufferization may give the two buffers different layouts.
+    if (residualType.getShape() != gradType.getShape() ||
+        residualType.getElementType() != gradType.getElementType())
+      return op->emitOpError("expects residual_in to have the shape and "
+                             "element type of grad (")
+             << gradType << "), but it is " << residualType;
+    if (results && !results->empty())
+      return op->emitOpError("on memrefs updates grad and residual_in in "
+                             "place and has no results, but has ")
+             << results->size();
+  }
+
+  double density = op.getDensityValue();
+  if (!(density > 0.0 && density <= 1.0))
+    return op->emitOpError("density must be in (0, 1], got ") << density;
+
+  ReduceKind reduce = collective.getReduceKind();
+  if (reduce != ReduceKind::sum && reduce != ReduceKind::avg)
+    return op->emitOpError("reduce must be <sum> or <avg>, got <")
+           << stringifyReduceKind(reduce)
+           << ">: ranks exchange selected entries and add them up";
+
+  bool chunkSelect = op.getSelect() == SelectKind::chunk;
+  bool chunkExchange = op.getExchange() == ExchangeKind::chunk;
+  if (chunkSelect != chunkExchange)
+    return op->emitOpError("select <chunk> and exchange <chunk> go together, "
+                           "got select <")
+           << stringifySelectKind(op.getSelect()) << "> and exchange <"
+           << stringifyExchangeKind(op.getExchange())
+           << ">: the chunk exchange sends the chunks that chunk selection "
+              "makes all ranks agree on";
+  if (op.hasChunkElements() && !chunkSelect)
+    return op->emitOpError("chunk_elements applies to select <chunk> and "
+                           "exchange <chunk> only, got select <")
+           << stringifySelectKind(op.getSelect()) << ">";
+  return success();
+}
 
 // The residual is the rank's own state, not a gradient to reduce.
 ValueRange SparseAllReduceOp::getGradients() {
@@ -463,69 +549,59 @@ SparseAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult SparseAllReduceOp::verify() {
-  if (failed(verifyNamesAreUTF8(*this, getGradientNames())) ||
-      failed(verifyByteSize(*this, getGrad())))
-    return failure();
-  auto gradType = cast<ShapedType>(getGrad().getType());
-  auto residualType = cast<ShapedType>(getResidualIn().getType());
-  bool isTensor = isa<RankedTensorType>(gradType);
-  if (isa<RankedTensorType>(residualType) != isTensor)
-    return emitOpError("expects grad and residual_in to be both tensors or "
-                       "both memrefs, but grad is ")
-           << gradType << " and residual_in is " << residualType;
-
-  if (isTensor) {
-    if (residualType != gradType)
-      return emitOpError("expects residual_in to have the type of grad (")
-             << gradType << "), but it has " << residualType;
-    if (getNumResults() != 2)
-      return emitOpError("on tensors returns the reduced gradient and the "
-                         "new residual (2 results), but has ")
-             << getNumResults();
-    for (auto [index, resultType] : llvm::enumerate(getResultTypes()))
-      if (resultType != gradType)
-        return emitOpError("result #")
-               << index << " has type " << resultType
-               << ", but the gradient has type " << gradType;
-  } else {
-    // Bufferization may give the two buffers different layouts.
-    if (residualType.getShape() != gradType.getShape() ||
-        residualType.getElementType() != gradType.getElementType())
-      return emitOpError("expects residual_in to have the shape and element "
-                         "type of grad (")
-             << gradType << "), but it is " << residualType;
-    if (getNumResults() != 0)
-      return emitOpError("on memrefs updates grad and residual_in in place "
-                         "and has no results, but has ")
-             << getNumResults();
-  }
-
-  double density = getDensity().convertToDouble();
-  if (!(density > 0.0 && density <= 1.0))
-    return emitOpError("density must be in (0, 1], got ") << density;
-
-  if (getReduce() != ReduceKind::sum && getReduce() != ReduceKind::avg)
-    return emitOpError("reduce must be <sum> or <avg>, got <")
-           << stringifyReduceKind(getReduce())
-           << ">: ranks exchange selected entries and add them up";
-
-  bool chunkSelect = getSelect() == SelectKind::chunk;
-  bool chunkExchange = getExchange() == ExchangeKind::chunk;
-  if (chunkSelect != chunkExchange)
-    return emitOpError("select <chunk> and exchange <chunk> go together, "
-                       "got select <")
-           << stringifySelectKind(getSelect()) << "> and exchange <"
-           << stringifyExchangeKind(getExchange())
-           << ">: the chunk exchange sends the chunks that chunk selection "
-              "makes all ranks agree on";
-  if (getChunkElements() && !chunkSelect)
-    return emitOpError("chunk_elements applies to select <chunk> and "
-                       "exchange <chunk> only, got select <")
-           << stringifySelectKind(getSelect()) << ">";
-  return success();
+  return verifySparse(*this, TypeRange(getResultTypes()));
 }
 
 void SparseAllReduceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getOperation()->getOpOperands(), effects);
+}
+
+// The started form answers as the blocking one.
+ValueRange SparseStartOp::getGradients() {
+  return getOperation()->getOperands().take_front();
+}
+
+SmallVector<StringRef> SparseStartOp::getGradientNames() {
+  return {getName().value_or("")};
+}
+
+Type SparseStartOp::getWireType() { return {}; }
+
+std::optional<double> SparseStartOp::getPrescaleFactor() {
+  return std::nullopt;
+}
+
+std::optional<AlgorithmKind> SparseStartOp::getAllreduceAlgorithm() {
+  return std::nullopt;
+}
+
+void SparseStartOp::setAllreduceAlgorithm(AlgorithmKind) {
+  llvm_unreachable("a sparse allreduce has no allreduce algorithm");
+}
+
+bool SparseStartOp::isDenseAllreduce() { return false; }
+
+bool SparseStartOp::canNarrowWire() { return false; }
+
+void SparseStartOp::narrowWire(Type, std::optional<double>) {
+  llvm_unreachable("a sparse allreduce sends its gradient's own type");
+}
+
+LogicalResult
+SparseStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroup(*this, getGroupAttr(), symbolTable);
+}
+
+LogicalResult SparseStartOp::verify() {
+  // The wait checks its results against the operands.
+  if (failed(verifySparse(*this, std::nullopt)))
+    return failure();
+  return verifyWaitedOnce(*this, getToken());
+}
+
+void SparseStartOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   getCollectiveEffects(getOperation()->getOpOperands(), effects);

@@ -151,6 +151,7 @@ void comm::buildPlanningPasses(OpPassManager &pm,
   overlap.channels = options.channels;
   overlap.priorities = options.priorities;
   overlap.partitionMb = options.partitionMb;
+  overlap.sparse = options.sparseOverlap;
   funcPm.addPass(createCommScheduleOverlap(overlap));
   // On the collectives as they will run: fused, split and in their wire
   // type.

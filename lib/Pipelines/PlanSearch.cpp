@@ -46,6 +46,9 @@ struct Freedom {
   void (*turnOff)(OptimizeOptions &);
   /// "name=value", as comm-optimize spells it.
   std::string (*describe)(const OptimizeOptions &);
+  /// The index in kFreedoms of the freedom without which this one changes
+  /// nothing (sparse-overlap without sparse), or -1.
+  int dependsOn = -1;
 };
 
 constexpr Freedom kFreedoms[] = {
@@ -61,6 +64,16 @@ constexpr Freedom kFreedoms[] = {
      [](const OptimizeOptions &o) {
        return std::string(o.sparse ? "sparse=true" : "sparse=false");
      }},
+    // Only with sparse gradients (kFreedoms[1]).
+    {[](const OptimizeOptions &o) {
+       return o.sparse.getValue() && o.sparseOverlap.getValue();
+     },
+     [](OptimizeOptions &o) { o.sparseOverlap = false; },
+     [](const OptimizeOptions &o) {
+       return std::string(o.sparseOverlap ? "sparse-overlap=true"
+                                          : "sparse-overlap=false");
+     },
+     /*dependsOn=*/1},
     {[](const OptimizeOptions &o) { return o.partitionMb > 0.0; },
      [](OptimizeOptions &o) { o.partitionMb = 0.0; },
      [](const OptimizeOptions &o) {
@@ -73,15 +86,35 @@ constexpr Freedom kFreedoms[] = {
 
 /// The option sets to compare: every subset of the freedoms `options` turns
 /// on, the full set first (the plan kept on a tie); only the full set with
-/// `search=false`.
+/// `search=false`. A freedom that depends on another is not also turned off
+/// where that one is off: the plan would be the same.
 SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
   SmallVector<const Freedom *> on;
   for (const Freedom &freedom : kFreedoms)
     if (options.search && freedom.isOn(options))
       on.push_back(&freedom);
+  // The bit of each freedom in `on`, by its index in kFreedoms.
+  auto bitOf = [&](int index) -> std::optional<unsigned> {
+    auto found = llvm::find(on, &kFreedoms[index]);
+    if (found == on.end())
+      return std::nullopt;
+    return static_cast<unsigned>(found - on.begin());
+  };
+  auto isRedundant = [&](unsigned kept) {
+    for (auto [bit, freedom] : llvm::enumerate(on)) {
+      if (freedom->dependsOn < 0 || (kept & (1u << bit)))
+        continue;
+      std::optional<unsigned> required = bitOf(freedom->dependsOn);
+      if (required && !(kept & (1u << *required)))
+        return true;
+    }
+    return false;
+  };
   SmallVector<Candidate> candidates;
   // Subset `kept` keeps freedom i when bit i is set; all bits first.
   for (unsigned kept = 1u << on.size(); kept-- > 0;) {
+    if (isRedundant(kept))
+      continue;
     Candidate candidate;
     candidate.options = std::make_unique<OptimizeOptions>();
     candidate.options->copyOptionValuesFrom(options);
@@ -89,8 +122,14 @@ SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
       if (!(kept & (1u << index)))
         freedom->turnOff(*candidate.options);
     SmallVector<std::string> parts;
-    for (const Freedom *freedom : on)
+    for (const Freedom *freedom : on) {
+      // "sparse=false" says it all.
+      std::optional<unsigned> required =
+          freedom->dependsOn < 0 ? std::nullopt : bitOf(freedom->dependsOn);
+      if (required && !(kept & (1u << *required)))
+        continue;
       parts.push_back(freedom->describe(*candidate.options));
+    }
     candidate.label = llvm::join(parts, " ");
     candidates.push_back(std::move(candidate));
   }

@@ -252,29 +252,11 @@ static FailureOr<func::FuncOp> findStep(ModuleOp module, StringRef name) {
 static void writeCollective(llvm::json::OStream &json,
                             const PlannedCollective &collective) {
   Operation *op = collective.op;
-  auto sparse = dyn_cast<SparseAllReduceOp>(op);
+  auto interface = cast<CollectiveOpInterface>(op);
+  auto sparse = dyn_cast<SparseCollectiveOpInterface>(op);
   json.attribute("kind", sparse ? "sparse" : "dense");
   json.attribute("op", op->getName().getStringRef());
-  ReduceKind reduce;
-  TypeAttr wire;
-  FloatAttr prescale;
-  if (sparse) {
-    reduce = sparse.getReduce();
-  } else if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
-    reduce = allreduce.getReduce();
-    wire = allreduce.getWireAttr();
-    prescale = allreduce.getPrescaleAttr();
-  } else if (auto fused = dyn_cast<FusedAllReduceOp>(op)) {
-    reduce = fused.getReduce();
-    wire = fused.getWireAttr();
-    prescale = fused.getPrescaleAttr();
-  } else {
-    auto start = cast<StartOp>(op);
-    reduce = start.getReduce();
-    wire = start.getWireAttr();
-    prescale = start.getPrescaleAttr();
-  }
-  json.attribute("reduce", stringifyReduceKind(reduce));
+  json.attribute("reduce", stringifyReduceKind(interface.getReduceKind()));
   // A collective among the process groups of a grid names them; one among
   // all ranks has no `group`.
   if (auto group = op->getAttrOfType<GroupAttr>("group")) {
@@ -292,12 +274,19 @@ static void writeCollective(llvm::json::OStream &json,
       });
     });
   }
-  json.attribute("wire", wire ? getDtypeName(wire.getValue()) : "none");
-  json.attribute("prescale", prescale ? prescale.getValueAsDouble() : 1.0);
-  if (auto start = dyn_cast<StartOp>(op)) {
-    json.attribute("channel", static_cast<int64_t>(start.getChannel()));
-    if (std::optional<int64_t> priority = start.getPriority())
-      json.attribute("priority", *priority);
+  Type wire = interface.getWireType();
+  json.attribute("wire", wire ? getDtypeName(wire) : "none");
+  json.attribute("prescale", interface.getPrescaleFactor().value_or(1.0));
+  // A started collective, dense or sparse, runs on its channel.
+  std::optional<std::pair<uint64_t, std::optional<int64_t>>> schedule;
+  if (auto start = dyn_cast<StartOp>(op))
+    schedule = {start.getChannel(), start.getPriority()};
+  else if (auto sparseStart = dyn_cast<SparseStartOp>(op))
+    schedule = {sparseStart.getChannel(), sparseStart.getPriority()};
+  if (schedule) {
+    json.attribute("channel", static_cast<int64_t>(schedule->first));
+    if (schedule->second)
+      json.attribute("priority", *schedule->second);
     else
       json.attribute("priority", nullptr);
   } else {
@@ -309,12 +298,10 @@ static void writeCollective(llvm::json::OStream &json,
   if (sparse)
     json.attributeObject("sparse", [&] {
       json.attribute("select", stringifySelectKind(sparse.getSelect()));
-      json.attribute("density", sparse.getDensity().convertToDouble());
+      json.attribute("density", sparse.getDensityValue());
       json.attribute("exchange", stringifyExchangeKind(sparse.getExchange()));
       if (sparse.getSelect() == SelectKind::chunk)
-        json.attribute("chunk_elements",
-                       static_cast<int64_t>(sparse.getChunkElements().value_or(
-                           kDefaultSparseChunkElements)));
+        json.attribute("chunk_elements", sparse.getChunkElementCount());
     });
   if (auto startUs = op->getAttrOfType<FloatAttr>("comm.start_us"))
     json.attribute("start_us", startUs.getValueAsDouble());

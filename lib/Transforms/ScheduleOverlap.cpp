@@ -1,7 +1,8 @@
 //===- ScheduleOverlap.cpp - Overlap collectives with compute -------------===//
 //
 // Implements `comm-schedule-overlap`: splits blocking collectives into
-// comm.start/comm.wait placed as early and as late as their data allows,
+// comm.start (comm.sparse_start)/comm.wait placed as early and as late as
+// their data allows,
 // spreads them over channels (AIACC-Training's multiple streams), orders
 // them by layer (ByteScheduler, P3) and partitions large gradients into
 // pieces that pipeline.
@@ -14,8 +15,10 @@
 #include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
@@ -38,6 +41,8 @@ struct ScheduleOptions {
   bool priorities;
   /// The partition cap in bytes; 0 when partitioning is off.
   double partitionBytes;
+  /// Whether sparse allreduces are split too.
+  bool sparse;
 };
 
 /// One piece of a partitioned gradient: a contiguous range of its elements.
@@ -65,11 +70,37 @@ static int64_t getBytes(ValueRange gradients) {
   return bytes;
 }
 
-/// Whether `op` is a blocking collective in tensor form: the ops this pass
-/// splits.
-static bool isBlockingTensorCollective(Operation *op) {
-  return isa<AllReduceOp, FusedAllReduceOp>(op) &&
+/// Whether `op` is a blocking collective in tensor form that this pass
+/// splits (a sparse one only with `sparse`).
+static bool isBlockingTensorCollective(Operation *op, bool sparse) {
+  bool splittable = isa<AllReduceOp, FusedAllReduceOp>(op) ||
+                    (sparse && isa<SparseAllReduceOp>(op));
+  return splittable &&
          llvm::all_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>);
+}
+
+/// The bytes a started collective counts towards its channel's load: its
+/// gradients', or the selected part of a sparse start's gradient.
+static int64_t getLoadBytes(Operation *start) {
+  if (auto sparse = dyn_cast<SparseStartOp>(start))
+    return static_cast<int64_t>(
+        std::ceil(static_cast<double>(getBytes(sparse.getGrad().getType())) *
+                  sparse.getDensity().convertToDouble()));
+  return getBytes(cast<StartOp>(start).getInputs());
+}
+
+/// The channel of a comm.start or comm.sparse_start.
+static uint64_t getChannel(Operation *start) {
+  if (auto sparse = dyn_cast<SparseStartOp>(start))
+    return sparse.getChannel();
+  return cast<StartOp>(start).getChannel();
+}
+
+static void setChannel(Operation *start, uint64_t channel) {
+  if (auto sparse = dyn_cast<SparseStartOp>(start))
+    sparse.setChannel(channel);
+  else
+    cast<StartOp>(start).setChannel(channel);
 }
 
 /// The smallest `layer` of the backward comm.compute steps that define
@@ -138,21 +169,28 @@ static uint64_t pickChannel(ArrayRef<ChannelLoad> loads) {
   return best - loads.begin();
 }
 
-/// The earliest op of `block` that uses one of `results`, directly or from a
-/// nested region; otherwise the block's terminator; null if the block has
-/// none, meaning its end.
-static Operation *getWaitPoint(ValueRange results, Block &block) {
+/// The earliest op of `block` that is or holds (in a nested region) one of
+/// `users`; otherwise the block's terminator; null if the block has none,
+/// meaning its end.
+static Operation *getWaitPoint(ArrayRef<Operation *> users, Block &block) {
   Operation *first = nullptr;
-  for (Value result : results) {
-    for (Operation *user : result.getUsers()) {
-      Operation *ancestor = block.findAncestorOpInBlock(*user);
-      if (ancestor && (!first || ancestor->isBeforeInBlock(first)))
-        first = ancestor;
-    }
+  for (Operation *user : users) {
+    Operation *ancestor = block.findAncestorOpInBlock(*user);
+    if (ancestor && (!first || ancestor->isBeforeInBlock(first)))
+      first = ancestor;
   }
   if (!first && block.mightHaveTerminator())
     first = block.getTerminator();
   return first;
+}
+
+/// The earliest op of `block` that uses one of `results`, directly or from a
+/// nested region; otherwise as getWaitPoint.
+static Operation *getWaitPoint(ValueRange results, Block &block) {
+  SmallVector<Operation *> users;
+  for (Value result : results)
+    llvm::append_range(users, result.getUsers());
+  return getWaitPoint(users, block);
 }
 
 /// Splits the collectives of one block and assigns their channels.
@@ -165,7 +203,7 @@ public:
   void run() {
     SmallVector<Operation *> collectives;
     for (Operation &op : block)
-      if (isBlockingTensorCollective(&op))
+      if (isBlockingTensorCollective(&op, options.sparse))
         collectives.push_back(&op);
     for (Operation *op : collectives)
       split(op);
@@ -175,6 +213,11 @@ public:
 private:
   /// Replaces `op` by one start/wait pair, or by one per piece.
   void split(Operation *op) {
+    if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
+      splitSparse(sparse);
+      op->erase();
+      return;
+    }
     auto allreduce = dyn_cast<AllReduceOp>(op);
     int64_t numPieces =
         allreduce ? getNumPieces(allreduce, options.partitionBytes) : 1;
@@ -238,6 +281,76 @@ private:
       whole = tensor::ExpandShapeOp::create(builder, loc, type, whole,
                                             getCollapseAll(type.getRank()));
     op.getResult().replaceAllUsesWith(whole);
+  }
+
+  /// Replaces the sparse allreduce `op` by a comm.sparse_start right after
+  /// its operands are ready and a comm.wait right before the first use of
+  /// its reduced gradient or new residual, not counting the stores of the
+  /// residual into its global, which move behind the wait where they may.
+  void splitSparse(SparseAllReduceOp op) {
+    Operation *anchor = beginStartGroup(op->getOperands());
+    auto start = SparseStartOp::create(
+        builder, op.getLoc(), TokenType::get(builder.getContext()),
+        op.getGrad(), op.getResidualIn(), op.getDensityAttr(),
+        op.getSelectAttr(), op.getExchangeAttr(), op.getReduceAttr(),
+        op.getChunkElementsAttr(), op.getNameAttr(), op.getGroupAttr(),
+        /*channel=*/0, [&]() -> IntegerAttr {
+          std::optional<int64_t> priority = getPriority(op.getGrad());
+          return priority ? builder.getI64IntegerAttr(*priority)
+                          : IntegerAttr();
+        }());
+    created.insert(start);
+    endStartGroup(anchor);
+
+    SmallVector<ml_program::GlobalStoreOp> stores;
+    SmallVector<Operation *> users;
+    for (OpOperand &use : op->getUses()) {
+      auto store = dyn_cast<ml_program::GlobalStoreOp>(use.getOwner());
+      if (store && store->getBlock() == &block &&
+          use.get() == op.getResidualOut())
+        stores.push_back(store);
+      else
+        users.push_back(use.getOwner());
+    }
+    Operation *waitPoint = getWaitPoint(users, block);
+    // A store stays ahead of the wait where something before the wait point
+    // might read the global it writes.
+    for (ml_program::GlobalStoreOp store : llvm::make_early_inc_range(stores))
+      if (mayReadBefore(store, waitPoint)) {
+        if (!waitPoint || store->isBeforeInBlock(waitPoint))
+          waitPoint = store;
+        llvm::erase(stores, store);
+      }
+    if (waitPoint)
+      builder.setInsertionPoint(waitPoint);
+    else
+      builder.setInsertionPointToEnd(&block);
+    auto wait = WaitOp::create(builder, op.getLoc(), op->getResultTypes(),
+                               start.getToken());
+    op->replaceAllUsesWith(wait.getResults());
+    for (ml_program::GlobalStoreOp store : stores)
+      store->moveAfter(wait);
+  }
+
+  /// Whether an op after `store` and before `end` (null: the block's end)
+  /// loads the global `store` writes, or is a call, which might.
+  bool mayReadBefore(ml_program::GlobalStoreOp store, Operation *end) {
+    for (Operation *op = store->getNextNode(); op && op != end;
+         op = op->getNextNode()) {
+      bool reads = false;
+      op->walk([&](Operation *nested) {
+        auto load = dyn_cast<ml_program::GlobalLoadOp>(nested);
+        if (isa<CallOpInterface>(nested) ||
+            (load && load.getGlobal() == store.getGlobal())) {
+          reads = true;
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (reads)
+        return true;
+    }
+    return false;
   }
 
   /// The static slice of a flattened gradient that `piece` covers.
@@ -328,28 +441,29 @@ private:
   /// in flight, then the lowest number. Starts that were in the input keep
   /// their channel and count towards its load.
   void assignChannels() {
+    auto isStart = llvm::IsaPred<StartOp, SparseStartOp>;
     // With S starts, at most S - 1 others are in flight at a choice, so one
     // of the first S channels is idle and wins: the rest never matter.
-    auto numStarts =
-        static_cast<int64_t>(llvm::count_if(block, llvm::IsaPred<StartOp>));
+    auto numStarts = static_cast<int64_t>(
+        llvm::count_if(block, [&](Operation &op) { return isStart(&op); }));
     SmallVector<ChannelLoad> loads(std::min(options.channels, numStarts));
     DenseSet<Operation *> inFlight;
-    auto update = [&](StartOp start, int64_t sign) {
-      ChannelLoad &load = loads[start.getChannel()];
-      load.bytes += sign * getBytes(start.getInputs());
+    auto update = [&](Operation *start, int64_t sign) {
+      ChannelLoad &load = loads[getChannel(start)];
+      load.bytes += sign * getLoadBytes(start);
       load.collectives += sign;
     };
 
     for (Operation &op : block) {
-      if (auto start = dyn_cast<StartOp>(op)) {
-        if (created.contains(start))
-          start.setChannel(pickChannel(loads));
-        if (start.getChannel() < loads.size()) {
-          update(start, +1);
-          inFlight.insert(start);
+      if (isStart(&op)) {
+        if (created.contains(&op))
+          setChannel(&op, pickChannel(loads));
+        if (getChannel(&op) < loads.size()) {
+          update(&op, +1);
+          inFlight.insert(&op);
         }
       } else if (auto wait = dyn_cast<WaitOp>(op)) {
-        StartOp start = wait.getStart();
+        Operation *start = wait.getStartingOp();
         if (start && inFlight.erase(start))
           update(start, -1);
       }
@@ -400,7 +514,7 @@ struct CommScheduleOverlapPass
       channelCount = cluster->channels;
     }
     ScheduleOptions options{channelCount, priorities,
-                            partitionMb * kBytesPerMiB};
+                            partitionMb * kBytesPerMiB, sparse};
     if (failed(checkPieceCounts(options.partitionBytes)))
       return signalPassFailure();
     SmallVector<Block *> blocks;

@@ -42,6 +42,18 @@
 // RUN:   -e main -entry-point-result=void \
 // RUN:   -shared-libs=%commrt_lib,%mlir_c_runner_utils,%mlir_runner_utils
 // RUN: for r in 0 1 2 3; do FileCheck %s < %t.chunk.out/1/rank.$r/stdout || exit 1; done
+//
+// Started on a channel (comm-schedule-overlap: comm.sparse_start and
+// comm.wait, the residual stored after the wait), the same steps give the
+// same results.
+// RUN: commopt-opt %t.hash.mlir --pass-pipeline="builtin.module(func.func(comm-schedule-overlap{channels=2}))" -o %t.started.mlir
+// RUN: FileCheck %s --check-prefix=PLAN-STARTED < %t.started.mlir
+// RUN: commopt-opt %t.started.mlir --commopt-lower-to-llvm -o %t.started.llvm.mlir
+// RUN: rm -rf %t.started.out
+// RUN: %mpirun -np 4 --output-filename %t.started.out mlir-runner %t.started.llvm.mlir \
+// RUN:   -e main -entry-point-result=void \
+// RUN:   -shared-libs=%commrt_lib,%mlir_c_runner_utils,%mlir_runner_utils
+// RUN: for r in 0 1 2 3; do FileCheck %s < %t.started.out/1/rank.$r/stdout || exit 1; done
 
 // The pass sparsified the gradient, with the scheme asked for. On the
 // 4-rank cluster the allgather and hash exchanges pay for their halved
@@ -51,6 +63,10 @@
 // PLAN-ALLGATHER: comm.sparse_allreduce {{.*}}exchange = #comm.exchange<allgather>{{.*}}select = #comm.select<threshold>
 // PLAN-HASH: ml_program.global private mutable @w_residual
 // PLAN-HASH: comm.sparse_allreduce {{.*}}exchange = #comm.exchange<hash>{{.*}}select = #comm.select<topk>
+// PLAN-STARTED: %[[T:.*]] = comm.sparse_start {{.*}}exchange = #comm.exchange<hash>
+// PLAN-STARTED-NEXT: %[[R:.*]]:2 = comm.wait %[[T]]
+// PLAN-STARTED-NEXT: ml_program.global_store @w_residual = %[[R]]#1
+// PLAN-STARTED-NOT: comm.sparse_allreduce
 // PLAN-CHUNK: ml_program.global private mutable @w_residual
 // PLAN-CHUNK: comm.sparse_allreduce {{.*}}chunk_elements = 4 : i64{{.*}}exchange = #comm.exchange<chunk>{{.*}}select = #comm.select<chunk>
 

@@ -2,8 +2,9 @@
 // RUN: commopt-translate %s --export-plan | %python -c "import json, sys; json.load(sys.stdin)"
 
 // The collectives of a planned step in issue order: a start carrying a bucket
-// with an f16 wire, two pieces of a partitioned gradient, a sparse allreduce
-// and a collective the plan left unscheduled. comm.wait ops are not in the
+// with an f16 wire, two pieces of a partitioned gradient, a sparse allreduce,
+// a started sparse allreduce (on its channel) and a collective the plan left
+// unscheduled. comm.wait ops are not in the
 // plan, and neither are ops that do not communicate.
 
 // CHECK:      "format": "commopt-plan",
@@ -83,6 +84,21 @@
 // CHECK-NEXT:   "gradients": [
 // CHECK-NEXT:    {
 // CHECK-NEXT:     "name": "embed.weight",
+// CHECK:        "kind": "sparse",
+// CHECK-NEXT:   "op": "comm.sparse_start",
+// CHECK-NEXT:   "reduce": "sum",
+// CHECK-NEXT:   "wire": "none",
+// CHECK-NEXT:   "prescale": 1,
+// CHECK-NEXT:   "channel": 1,
+// CHECK-NEXT:   "priority": 0,
+// CHECK-NEXT:   "sparse": {
+// CHECK-NEXT:    "select": "topk",
+// CHECK-NEXT:    "density": 0.25,
+// CHECK-NEXT:    "exchange": "hash"
+// CHECK-NEXT:   },
+// CHECK-NEXT:   "gradients": [
+// CHECK-NEXT:    {
+// CHECK-NEXT:     "name": "pos.weight",
 // CHECK:        "kind": "dense",
 // CHECK-NEXT:   "op": "comm.allreduce",
 // CHECK:        "channel": null,
@@ -91,7 +107,8 @@
 // CHECK-NOT:    "op":
 module attributes {comm.model = "tiny"} {
   ml_program.global private mutable @embed_weight_residual(dense<0.0> : tensor<64xf32>) : tensor<64xf32>
-  func.func @train_step() -> (tensor<8x4xf32>, tensor<8xf32>, tensor<4x2x3xbf16>, tensor<64xf32>, tensor<2xf64>)
+  ml_program.global private mutable @pos_weight_residual(dense<0.0> : tensor<32xf32>) : tensor<32xf32>
+  func.func @train_step() -> (tensor<8x4xf32>, tensor<8xf32>, tensor<4x2x3xbf16>, tensor<64xf32>, tensor<32xf32>, tensor<2xf64>)
       attributes {comm.estimate = {cluster = "nvlink-8", communication_us = 60.0 : f64, compute_us = 150.0 : f64, exposed_us = 50.0 : f64, mode = "step", ranks = 8 : i64, step_us = 200.0 : f64}} {
     %w, %b = comm.compute () {cost_us = 10.0, layer = 2, phase = #comm.phase<backward>} : () -> (tensor<8x4xf32>, tensor<8xf32>)
     %t0 = comm.start %w, %b {channel = 1 : i64, comm.end_us = 20.0 : f64, comm.start_us = 10.0 : f64, names = ["fc.weight", "fc.bias"], prescale = 2.500000e-01 : f64, priority = 2 : i64, reduce = #comm.reduce<avg>, wire = f16} : tensor<8x4xf32>, tensor<8xf32>
@@ -105,15 +122,20 @@ module attributes {comm.model = "tiny"} {
     %res = ml_program.global_load @embed_weight_residual : tensor<64xf32>
     %er, %eres = comm.sparse_allreduce %e, %res {chunk_elements = 16 : i64, density = 5.000000e-01 : f64, exchange = #comm.exchange<chunk>, name = "embed.weight", reduce = #comm.reduce<avg>, select = #comm.select<chunk>} : tensor<64xf32>, tensor<64xf32> -> tensor<64xf32>, tensor<64xf32>
     ml_program.global_store @embed_weight_residual = %eres : tensor<64xf32>
+    %pos = comm.compute () {cost_us = 10.0, layer = 0, phase = #comm.phase<backward>} : () -> tensor<32xf32>
+    %pres = ml_program.global_load @pos_weight_residual : tensor<32xf32>
+    %t3 = comm.sparse_start %pos, %pres {channel = 1 : i64, density = 2.500000e-01 : f64, exchange = #comm.exchange<hash>, name = "pos.weight", priority = 0 : i64, select = #comm.select<topk>} : tensor<32xf32>, tensor<32xf32>
     %h = comm.compute () {cost_us = 10.0, layer = 0, phase = #comm.phase<backward>} : () -> tensor<2xf64>
     %hr = comm.allreduce %h {name = "head.bias"} : tensor<2xf64> -> tensor<2xf64>
     %r0:2 = comm.wait %t0 : tensor<8x4xf32>, tensor<8xf32>
     %r1 = comm.wait %t1 : tensor<12xbf16>
     %r2 = comm.wait %t2 : tensor<12xbf16>
+    %r3:2 = comm.wait %t3 : tensor<32xf32>, tensor<32xf32>
+    ml_program.global_store @pos_weight_residual = %r3#1 : tensor<32xf32>
     %empty = tensor.empty() : tensor<24xbf16>
     %i0 = tensor.insert_slice %r1 into %empty[0] [12] [1] : tensor<12xbf16> into tensor<24xbf16>
     %i1 = tensor.insert_slice %r2 into %i0[12] [12] [1] : tensor<12xbf16> into tensor<24xbf16>
     %cr = tensor.expand_shape %i1 [[0, 1, 2]] output_shape [4, 2, 3] : tensor<24xbf16> into tensor<4x2x3xbf16>
-    return %r0#0, %r0#1, %cr, %er, %hr : tensor<8x4xf32>, tensor<8xf32>, tensor<4x2x3xbf16>, tensor<64xf32>, tensor<2xf64>
+    return %r0#0, %r0#1, %cr, %er, %r3#0, %hr : tensor<8x4xf32>, tensor<8xf32>, tensor<4x2x3xbf16>, tensor<64xf32>, tensor<32xf32>, tensor<2xf64>
   }
 }

@@ -160,6 +160,22 @@ func.func @sparse(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096
   return %r, %res : tensor<4096xf32>, tensor<4096xf32>
 }
 
+// Started on a channel, the same sparse allreduce holds the device for its
+// local steps only (a compute task of 0.213902 us where the start stands)
+// and its 13 us exchange overlaps the 10 us of compute that follow: it ends
+// at 10.213902 + 13 = 23.213902 us, 3 us after compute, which is exposed.
+// CHECK-LABEL: func.func @sparse_started
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = {{13\.0*[0-9]*}} : f64, compute_us = 20.213902222222224 : f64, exposed_us = 3.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 23.213902222222224 : f64}
+// CHECK: comm.sparse_start
+// CHECK-SAME: comm.end_us = 23.213902222222224 : f64, comm.start_us = 10.213902222222222 : f64
+func.func @sparse_started(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
+  %g = comm.compute () {cost_us = 10.0 : f64, layer = 1 : i64, phase = #comm.phase<backward>} : () -> tensor<4096xf32>
+  %t = comm.sparse_start %g, %residual {channel = 1 : i64, density = 2.500000e-01 : f64, exchange = #comm.exchange<allgather>, name = "fc.weight", select = #comm.select<topk>} : tensor<4096xf32>, tensor<4096xf32>
+  comm.compute () {cost_us = 10.0 : f64, layer = 0 : i64, phase = #comm.phase<backward>} : () -> ()
+  %r:2 = comm.wait %t : tensor<4096xf32>, tensor<4096xf32>
+  return %r#0, %r#1 : tensor<4096xf32>, tensor<4096xf32>
+}
+
 // A step without collectives: its compute is the step.
 // CHECK-LABEL: func.func @compute_only
 // CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 0.000000e+00 : f64, compute_us = 5.000000e+00 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 5.000000e+00 : f64}

@@ -111,11 +111,27 @@ SparseExchangeScheme getSparseExchangeScheme(ExchangeKind exchange);
 /// The cost model's selection scheme for `select`.
 SparseSelectScheme getSparseSelectScheme(SelectKind select);
 
-/// The time of a sparse allreduce of `gradient` on `cluster` (the ranks it
-/// runs among): its exchange's messages, and, as a latency term that no
-/// concurrent collective shares, its local steps (sparseLocalBytes) at
-/// `device`'s memory bandwidth. comm-sparsify and the step model price
-/// sparse allreduces with this one function.
+/// A sparse allreduce's two parts: the exchange's messages, and its local
+/// steps (selection, residual update; sparseLocalBytes) at the device's
+/// memory bandwidth.
+struct SparseAllreduceParts {
+  CollectiveCost exchange;
+  double localUs = 0;
+};
+
+/// The parts of a sparse allreduce of `gradient` on `cluster` (the ranks it
+/// runs among) with its local steps on `device`. comm-sparsify and the step
+/// model price sparse allreduces with this one function: a blocking one
+/// costs both parts; a started one (comm.sparse_start) holds the device for
+/// the local steps and overlaps the exchange.
+SparseAllreduceParts
+getSparseAllreduceParts(const ClusterModel &cluster, const DeviceModel &device,
+                        SelectKind select, ExchangeKind exchange,
+                        ReduceKind reduce, const SparseGradient &gradient);
+
+/// The time of a blocking sparse allreduce: both parts
+/// (getSparseAllreduceParts), the local steps as a latency term that no
+/// concurrent collective shares.
 CollectiveCost getSparseAllreduceCost(const ClusterModel &cluster,
                                       const DeviceModel &device,
                                       SelectKind select, ExchangeKind exchange,

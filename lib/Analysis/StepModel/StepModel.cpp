@@ -153,16 +153,27 @@ SparseSelectScheme mlir::comm::getSparseSelectScheme(SelectKind select) {
   llvm_unreachable("unknown select kind");
 }
 
-CollectiveCost mlir::comm::getSparseAllreduceCost(
+SparseAllreduceParts mlir::comm::getSparseAllreduceParts(
     const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
     ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient) {
   SparseExchangeScheme scheme = getSparseExchangeScheme(exchange);
-  CollectiveCost cost = sparseAllreduceCost(cluster, scheme, gradient);
+  SparseAllreduceParts parts;
+  parts.exchange = sparseAllreduceCost(cluster, scheme, gradient);
   double localBytes =
       sparseLocalBytes(getSparseSelectScheme(select), scheme, gradient,
                        cluster.ranks, reduce == ReduceKind::avg);
   if (localBytes > 0)
-    cost.latencyUs += device.rooflineUs(/*flops=*/0, localBytes);
+    parts.localUs = device.rooflineUs(/*flops=*/0, localBytes);
+  return parts;
+}
+
+CollectiveCost mlir::comm::getSparseAllreduceCost(
+    const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
+    ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient) {
+  SparseAllreduceParts parts = getSparseAllreduceParts(
+      cluster, device, select, exchange, reduce, gradient);
+  CollectiveCost cost = parts.exchange;
+  cost.latencyUs += parts.localUs;
   return cost;
 }
 
@@ -375,25 +386,61 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
 
   // Collectives started but not yet waited on, by their start op.
   llvm::DenseMap<Operation *, size_t> inFlight;
+  // Puts the collective just added for the start `op` on its channel.
+  auto scheduleStarted = [&](Operation *op, uint64_t channel,
+                             std::optional<int64_t> priority,
+                             Value token) -> LogicalResult {
+    if (channel >= cluster.channels)
+      return op->emitOpError("cannot be estimated: channel ")
+             << channel << " is not one of the cluster's " << cluster.channels
+             << " channel(s)";
+    CollectiveTask &task = step.collectives.back();
+    task.channel = static_cast<unsigned>(channel);
+    task.priority = priority;
+    if (token.getUsers().begin()->getBlock() != &func.getBody().front())
+      return op->emitOpError("cannot be estimated: its comm.wait is in "
+                             "another block");
+    inFlight[op] = step.collectives.size() - 1;
+    return success();
+  };
   for (Operation &op : func.getBody().front()) {
-    if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
-      // Blocking: the step goes on once the selection, the exchange and the
-      // residual update are done.
+    if (auto sparse = dyn_cast<SparseCollectiveOpInterface>(op)) {
       auto type = cast<ShapedType>(sparse.getGrad().getType());
       if (!type.hasStaticShape())
-        return sparse.emitOpError("cannot be estimated: its gradient has a "
-                                  "dynamic shape");
+        return op.emitOpError("cannot be estimated: its gradient has a "
+                              "dynamic shape");
       SparseGradient gradient = describeSparseGradient(
-          type, sparse.getDensity().convertToDouble(),
-          sparse.getChunkElements().value_or(kDefaultSparseChunkElements));
-      addCollective(&op, sparse.getGrad(),
-                    getSparseAllreduceCost(
-                        clusters.get(cast<CollectiveOpInterface>(op)), device,
-                        sparse.getSelect(), sparse.getExchange(),
-                        sparse.getReduce(), gradient),
-                    getCollectiveBytes(sparse.getGrad().getType(), Type()),
-                    getLabel(sparse))
-          .blocking = true;
+          type, sparse.getDensityValue(), sparse.getChunkElementCount());
+      auto collective = cast<CollectiveOpInterface>(op);
+      SparseAllreduceParts parts = getSparseAllreduceParts(
+          clusters.get(collective), device, sparse.getSelect(),
+          sparse.getExchange(), collective.getReduceKind(), gradient);
+      double bytes = getCollectiveBytes(type, Type());
+      auto start = dyn_cast<SparseStartOp>(op);
+      if (!start) {
+        // Blocking: the step goes on once the selection, the exchange and
+        // the residual update are done.
+        CollectiveCost cost = parts.exchange;
+        cost.latencyUs += parts.localUs;
+        addCollective(&op, sparse.getGrad(), cost, bytes, getLabel(collective))
+            .blocking = true;
+        continue;
+      }
+      // Started: the selection and the residual update hold the device (a
+      // compute task where the start stands); the exchange runs on the
+      // channel while compute goes on.
+      if (parts.localUs > 0) {
+        ComputeTask local;
+        local.label = getLabel(collective) + " (sparse selection)";
+        local.durationUs = parts.localUs;
+        step.computeTasks.push_back(std::move(local));
+        model.computeOps.push_back(&op);
+      }
+      addCollective(&op, sparse.getGrad(), parts.exchange, bytes,
+                    getLabel(collective));
+      if (failed(scheduleStarted(&op, start.getChannel(), start.getPriority(),
+                                 start.getToken())))
+        return failure();
       continue;
     }
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
@@ -403,22 +450,14 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         task.blocking = true;
         continue;
       }
-      if (start.getChannel() >= cluster.channels)
-        return start.emitOpError("cannot be estimated: channel ")
-               << start.getChannel() << " is not one of the cluster's "
-               << cluster.channels << " channel(s)";
-      task.channel = static_cast<unsigned>(start.getChannel());
-      task.priority = start.getPriority();
-      WaitOp wait = cast<WaitOp>(*start.getToken().getUsers().begin());
-      if (wait->getBlock() != &func.getBody().front())
-        return start.emitOpError("cannot be estimated: its comm.wait is in "
-                                 "another block");
-      inFlight[&op] = step.collectives.size() - 1;
+      if (failed(scheduleStarted(&op, start.getChannel(), start.getPriority(),
+                                 start.getToken())))
+        return failure();
       continue;
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {
       // The next compute task cannot start before the collective ends.
-      step.collectives[inFlight.lookup(wait.getStart())].waitBefore =
+      step.collectives[inFlight.lookup(wait.getStartingOp())].waitBefore =
           step.computeTasks.size();
       continue;
     }

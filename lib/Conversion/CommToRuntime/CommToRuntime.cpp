@@ -517,11 +517,11 @@ static LogicalResult checkLowerable(Operation *op) {
     auto collective = cast<CollectiveOpInterface>(op);
     return getCollectiveArguments(collective, collective.getGradients());
   }
-  if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
+  if (auto sparse = dyn_cast<SparseCollectiveOpInterface>(op)) {
     Type elementType = getElementTypeOrSelf(sparse.getGrad().getType());
     if (!elementType.isF32())
-      return sparse.emitOpError("cannot be lowered: the runtime's sparse "
-                                "allreduce takes f32 gradients, not ")
+      return sparse->emitOpError("cannot be lowered: the runtime's sparse "
+                                 "allreduce takes f32 gradients, not ")
              << elementType;
     return success();
   }
@@ -573,9 +573,9 @@ static FailureOr<std::optional<int64_t>> checkShardLowerable(ModuleOp module) {
 
 /// Keeps every type but `!comm.token`, which becomes what its comm.wait
 /// needs: the runtime's handle (`commrt_wait` takes an i64) followed by the
-/// start's staged copies, each with the gradient it goes back to. The copies
+/// start's staged copies, each with the buffer it goes back to. The copies
 /// depend on the start's operands, so the conversion looks at the token's
-/// comm.start.
+/// comm.start or comm.sparse_start.
 class RuntimeTypeConverter : public TypeConverter {
 public:
   RuntimeTypeConverter() {
@@ -584,11 +584,11 @@ public:
            SmallVectorImpl<Type> &types) -> std::optional<LogicalResult> {
           if (!isa<TokenType>(token.getType()))
             return std::nullopt;
-          auto start = token.getDefiningOp<StartOp>();
-          if (!start)
+          Operation *start = token.getDefiningOp();
+          if (!isa_and_nonnull<StartOp, SparseStartOp>(start))
             return failure();
           types.push_back(IntegerType::get(token.getContext(), 64));
-          for (Type type : start.getInputs().getTypes()) {
+          for (Type type : start->getOperandTypes()) {
             auto memref = cast<MemRefType>(type);
             if (!isContiguous(memref))
               types.append({getStagingType(memref), memref});
@@ -657,6 +657,19 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
   }
 };
 
+/// Replaces a start by what its token converts to: the handle the runtime
+/// stored in `slot`, then the staged copies (see RuntimeTypeConverter).
+static void replaceStartWithToken(ConversionPatternRewriter &rewriter,
+                                  Operation *start, Value slot,
+                                  ValueRange stagedCopies) {
+  Location loc = start->getLoc();
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  SmallVector<Value> token = {
+      memref::LoadOp::create(rewriter, loc, slot, zero)};
+  llvm::append_range(token, stagedCopies);
+  rewriter.replaceOpWithMultiple(start, {token});
+}
+
 /// `commrt_fused_allreduce_start` on the start's channel. The handle goes
 /// through a stack slot; the token becomes the handle and the staged copies
 /// (see RuntimeTypeConverter).
@@ -686,11 +699,7 @@ struct StartLowering : public OpConversionPattern<StartOp> {
     callArgs.push_back(getDataPointer(rewriter, loc, slot));
     if (failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
       return failure();
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    SmallVector<Value> token = {
-        memref::LoadOp::create(rewriter, loc, slot, zero)};
-    llvm::append_range(token, staged.copies);
-    rewriter.replaceOpWithMultiple(start, {token});
+    replaceStartWithToken(rewriter, start, slot, staged.copies);
     return success();
   }
 };
@@ -715,51 +724,94 @@ struct WaitLowering : public OpConversionPattern<WaitOp> {
   }
 };
 
-/// `commrt_sparse_allreduce` on the gradient and residual buffers (staged
-/// where they are not contiguous): the gradient receives the reduced
-/// gradient and the residual the new residual. Without `chunk_elements`,
-/// chunk selection gets the runtime's COMMRT_DEFAULT_CHUNK_ELEMENTS, the
-/// attribute's documented default. With `group`,
-/// `commrt_group_sparse_allreduce` on the calling rank's group.
+/// The call of a sparse allreduce, blocking or started, on its gradient and
+/// residual buffers (staged where they are not contiguous): the gradient
+/// receives the reduced gradient and the residual the new residual. Without
+/// `chunk_elements`, chunk selection gets the runtime's
+/// COMMRT_DEFAULT_CHUNK_ELEMENTS, the attribute's documented default. With
+/// `group`, the `commrt_group_` form on the calling rank's group.
+struct SparseCall {
+  std::string callee;
+  SmallVector<Value> arguments;
+  StagedBuffers staged;
+
+  static FailureOr<SparseCall> build(OpBuilder &b, Operation *op, Value grad,
+                                     Value residual, StringRef callee) {
+    auto sparse = cast<SparseCollectiveOpInterface>(op);
+    Location loc = op->getLoc();
+    SparseCall call;
+    call.staged = StagedBuffers::stage(b, loc, ValueRange{grad, residual});
+    Value contiguousGrad = call.staged.contiguous[0];
+    auto i32 = [&](int64_t value) -> Value {
+      return arith::ConstantIntOp::create(b, loc, value, 32);
+    };
+    call.arguments = {
+        getDataPointer(b, loc, contiguousGrad),
+        getDataPointer(b, loc, call.staged.contiguous[1]),
+        b.createOrFold<arith::IndexCastOp>(
+            loc, b.getI64Type(), getElementCount(b, loc, contiguousGrad)),
+        arith::ConstantOp::create(b, loc,
+                                  b.getF64FloatAttr(sparse.getDensityValue())),
+        i32(static_cast<int64_t>(sparse.getSelect())),
+        i32(static_cast<int64_t>(sparse.getExchange())),
+        i32(getRuntimeReduce(cast<CollectiveOpInterface>(op).getReduceKind())),
+        arith::ConstantIntOp::create(b, loc, sparse.getChunkElementCount(),
+                                     64)};
+    call.callee = callee.str();
+    if (GroupAttr group = cast<CollectiveOpInterface>(op).getProcessGroup()) {
+      FailureOr<Value> handle = emitGroupHandle(b, op, group);
+      if (failed(handle))
+        return failure();
+      call.arguments.insert(call.arguments.begin(), *handle);
+      call.callee =
+          ("commrt_group_" + callee.drop_front(strlen("commrt_"))).str();
+    }
+    return call;
+  }
+};
+
+/// `commrt_sparse_allreduce` (see SparseCall).
 struct SparseAllReduceLowering : public OpConversionPattern<SparseAllReduceOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(SparseAllReduceOp sparse, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
-    Location loc = sparse.getLoc();
-    StagedBuffers staged = StagedBuffers::stage(
-        rewriter, loc, ValueRange{adaptor.getGrad(), adaptor.getResidualIn()});
-    Value grad = staged.contiguous[0], residual = staged.contiguous[1];
-    auto i32 = [&](int64_t value) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, value, 32);
-    };
-    SmallVector<Value> callArgs = {
-        getDataPointer(rewriter, loc, grad),
-        getDataPointer(rewriter, loc, residual),
-        rewriter.createOrFold<arith::IndexCastOp>(
-            loc, rewriter.getI64Type(), getElementCount(rewriter, loc, grad)),
-        arith::ConstantOp::create(rewriter, loc, sparse.getDensityAttr()),
-        i32(static_cast<int64_t>(sparse.getSelect())),
-        i32(static_cast<int64_t>(sparse.getExchange())),
-        i32(getRuntimeReduce(sparse.getReduce())),
-        arith::ConstantIntOp::create(
-            rewriter, loc,
-            sparse.getChunkElements().value_or(COMMRT_DEFAULT_CHUNK_ELEMENTS),
-            64)};
-    StringRef callee = "commrt_sparse_allreduce";
-    if (GroupAttr group = sparse.getGroupAttr()) {
-      FailureOr<Value> handle = emitGroupHandle(rewriter, sparse, group);
-      if (failed(handle))
-        return failure();
-      callArgs.insert(callArgs.begin(), *handle);
-      callee = "commrt_group_sparse_allreduce";
-    }
-    RuntimeCallBuilder runtime(sparse);
-    if (failed(runtime.emitCheckedCall(rewriter, loc, callee, callArgs)))
+    FailureOr<SparseCall> call =
+        SparseCall::build(rewriter, sparse, adaptor.getGrad(),
+                          adaptor.getResidualIn(), "commrt_sparse_allreduce");
+    if (failed(call) ||
+        failed(RuntimeCallBuilder(sparse).emitCheckedCall(
+            rewriter, sparse.getLoc(), call->callee, call->arguments)))
       return failure();
-    StagedBuffers::writeBack(rewriter, loc, staged.copies);
+    StagedBuffers::writeBack(rewriter, sparse.getLoc(), call->staged.copies);
     rewriter.eraseOp(sparse);
+    return success();
+  }
+};
+
+/// `commrt_sparse_allreduce_start` on the start's channel (see SparseCall);
+/// the token becomes the handle and the staged copies, as a dense start's.
+struct SparseStartLowering : public OpConversionPattern<SparseStartOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SparseStartOp start, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    Location loc = start.getLoc();
+    Value slot = allocateI64Array(rewriter, start, 1);
+    FailureOr<SparseCall> call = SparseCall::build(
+        rewriter, start, adaptor.getGrad(), adaptor.getResidualIn(),
+        "commrt_sparse_allreduce_start");
+    if (failed(call))
+      return failure();
+    call->arguments.push_back(
+        arith::ConstantIntOp::create(rewriter, loc, start.getChannel(), 32));
+    call->arguments.push_back(getDataPointer(rewriter, loc, slot));
+    if (failed(RuntimeCallBuilder(start).emitCheckedCall(
+            rewriter, loc, call->callee, call->arguments)))
+      return failure();
+    replaceStartWithToken(rewriter, start, slot, call->staged.copies);
     return success();
   }
 };
@@ -868,11 +920,10 @@ struct ConvertCommToRuntimePass
 
     RuntimeTypeConverter converter;
     RewritePatternSet patterns(context);
-    patterns
-        .add<BlockingAllReduceLowering<AllReduceOp>,
-             BlockingAllReduceLowering<FusedAllReduceOp>, StartLowering,
-             WaitLowering, SparseAllReduceLowering, ProcessMultiIndexLowering>(
-            converter, context);
+    patterns.add<BlockingAllReduceLowering<AllReduceOp>,
+                 BlockingAllReduceLowering<FusedAllReduceOp>, StartLowering,
+                 WaitLowering, SparseAllReduceLowering, SparseStartLowering,
+                 ProcessMultiIndexLowering>(converter, context);
     patterns.add<ComputeLowering>(converter, context, computeDelay);
     patterns.add<IndexQueryLowering<RankOp>,
                  IndexQueryLowering<shard::ProcessLinearIndexOp>>(

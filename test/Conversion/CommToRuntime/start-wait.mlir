@@ -119,3 +119,52 @@ func.func @no_comm_ops(%x: index) -> index {
   %y = arith.addi %x, %x : index
   return %y : index
 }
+
+// -----
+
+// A started sparse allreduce: commrt_sparse_allreduce_start takes
+// commrt_sparse_allreduce's arguments, then the channel and the handle's
+// slot; the wait takes that handle. A residual of strided layout is staged
+// into a contiguous copy, written back after the wait.
+// CHECK-LABEL: func.func @sparse_started
+// CHECK-SAME: (%[[G:.*]]: memref<64xf32>, %[[R:.*]]: memref<64xf32, strided<[2]>>)
+// CHECK-DAG: %[[CH2:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[CHUNK:.*]] = arith.constant 16 : i64
+// CHECK: %[[SLOT:.*]] = memref.alloca() : memref<1xi64>
+// CHECK: %[[STAGE:.*]] = memref.alloc() : memref<64xf32>
+// CHECK: memref.copy %[[R]], %[[STAGE]]
+// CHECK: call @commrt_sparse_allreduce_start(%{{.*}}, %{{.*}}, %c64_i64, %{{.*}}, %c2_i32, %c2_i32, %c1_i32, %[[CHUNK]], %[[CH2]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, f64, i32, i32, i32, i64, i32, !llvm.ptr) -> i32
+// CHECK-NEXT: call @commrt_abort_on_error
+// CHECK-NEXT: %[[H:.*]] = memref.load %[[SLOT]]
+// CHECK: call @commrt_wait(%[[H]])
+// CHECK-NEXT: call @commrt_abort_on_error
+// CHECK-NEXT: memref.copy %[[STAGE]], %[[R]]
+// CHECK-NEXT: memref.dealloc %[[STAGE]]
+// CHECK-NEXT: return
+func.func @sparse_started(%g: memref<64xf32>, %r: memref<64xf32, strided<[2]>>) {
+  %t = comm.sparse_start %g, %r {channel = 2 : i64, chunk_elements = 16 : i64,
+      density = 2.500000e-01 : f64, exchange = #comm.exchange<chunk>,
+      reduce = #comm.reduce<avg>, select = #comm.select<chunk>}
+      : memref<64xf32>, memref<64xf32, strided<[2]>>
+  comm.compute () {cost_us = 5.0 : f64} : () -> ()
+  comm.wait %t
+  return
+}
+
+// -----
+
+// Within a process group: commrt_group_sparse_allreduce_start, the group's
+// handle first.
+shard.grid @grid(shape = 2x2)
+// CHECK-LABEL: func.func @sparse_started_group
+// CHECK: call @commrt_group_split(
+// CHECK: %[[GROUP:.*]] = memref.load
+// CHECK: call @commrt_group_sparse_allreduce_start(%[[GROUP]], %{{.*}}, %{{.*}}, %c8_i64, %{{.*}}, %c1_i32, %c1_i32, %c0_i32, %c32768_i64, %c1_i32, %{{.*}}) : (i32, !llvm.ptr, !llvm.ptr, i64, f64, i32, i32, i32, i64, i32, !llvm.ptr) -> i32
+// CHECK: call @commrt_wait(
+func.func @sparse_started_group(%g: memref<8xf32>, %r: memref<8xf32>) {
+  %t = comm.sparse_start %g, %r {channel = 1 : i64, density = 2.500000e-01 : f64,
+      exchange = #comm.exchange<hash>, group = #comm.group<@grid, axes = [1]>,
+      select = #comm.select<threshold>} : memref<8xf32>, memref<8xf32>
+  comm.wait %t
+  return
+}

@@ -211,7 +211,7 @@ func.func @start_negative_channel(%a: tensor<4xf32>) {
 // -----
 
 func.func @wait_token_from_argument(%t: !comm.token) {
-  // expected-error @+1 {{'comm.wait' op token must come directly from a comm.start}}
+  // expected-error @+1 {{'comm.wait' op token must come directly from a comm.start or comm.sparse_start}}
   %0 = comm.wait %t : tensor<4xf32>
   return
 }
@@ -220,7 +220,7 @@ func.func @wait_token_from_argument(%t: !comm.token) {
 
 func.func @wait_result_count(%a: tensor<4xf32>, %b: tensor<4xf32>) {
   %t = comm.start %a, %b : tensor<4xf32>, tensor<4xf32>
-  // expected-error @+1 {{'comm.wait' op expects one result per gradient of its comm.start (2), but has 1}}
+  // expected-error @+1 {{'comm.wait' op expects one result per operand of its comm.start (2), but has 1}}
   %0 = comm.wait %t : tensor<4xf32>
   return
 }
@@ -229,7 +229,7 @@ func.func @wait_result_count(%a: tensor<4xf32>, %b: tensor<4xf32>) {
 
 func.func @wait_result_type(%a: tensor<4xf32>) {
   %t = comm.start %a : tensor<4xf32>
-  // expected-error @+1 {{'comm.wait' op result #0 has type 'tensor<4xf64>', but the gradient started has type 'tensor<4xf32>'}}
+  // expected-error @+1 {{'comm.wait' op result #0 has type 'tensor<4xf64>', but the operand started has type 'tensor<4xf32>'}}
   %0 = comm.wait %t : tensor<4xf64>
   return
 }

@@ -54,3 +54,21 @@ func.func @fresh_residual(%g: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
       : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>
   return %0#0, %0#1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// A started sparse allreduce works in place too: the wait's results are the
+// gradient's and the residual's buffers.
+// CHECK-LABEL: func.func @started
+// CHECK-SAME: (%[[G:.*]]: memref<1024xf32>, %[[R:.*]]: memref<1024xf32>) -> (memref<1024xf32>, memref<1024xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: %[[T:.*]] = comm.sparse_start %[[G]], %[[R]] {channel = 1 : i64, density = 1.000000e-02 : f64, exchange = #comm.exchange<hash>, select = #comm.select<topk>} : memref<1024xf32>, memref<1024xf32>{{$}}
+// CHECK: comm.wait %[[T]]{{$}}
+// CHECK: return %[[G]], %[[R]]
+func.func @started(%g: tensor<1024xf32>, %r: tensor<1024xf32>)
+    -> (tensor<1024xf32>, tensor<1024xf32>) {
+  %t = comm.sparse_start %g, %r
+      {density = 0.01, select = #comm.select<topk>,
+       exchange = #comm.exchange<hash>, channel = 1}
+      : tensor<1024xf32>, tensor<1024xf32>
+  %0:2 = comm.wait %t : tensor<1024xf32>, tensor<1024xf32>
+  return %0#0, %0#1 : tensor<1024xf32>, tensor<1024xf32>
+}

@@ -62,7 +62,8 @@ def run(command):
 
 # A collective op of a plan, as commopt-opt prints it.
 COLLECTIVE = re.compile(r"^\s*(%\S+ = )?comm\.(allreduce|fused_allreduce|"
-                        r"start|sparse_allreduce) ", re.MULTILINE)
+                        r"start|sparse_allreduce|sparse_start) ",
+                        re.MULTILINE)
 
 
 def plan(opt, module, cluster, options, report):
