@@ -719,7 +719,10 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
            "Elements per chunk of the chunk exchange (default: 32768)">,
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset or JSON file that runs the selection and the "
-           "residual update, priced by its memory bandwidth (default: v100)">
+           "residual update, priced by its memory bandwidth (default: v100)">,
+    Option<"exclude", "exclude", "std::string", /*default=*/"\"\"",
+           "Comma-separated parameters (comm.allreduce `name`s) whose "
+           "gradients stay dense (default: '')">
   ];
   let dependentDialects = [
     "::mlir::comm::CommDialect", "::mlir::ml_program::MLProgramDialect"

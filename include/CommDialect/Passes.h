@@ -169,6 +169,11 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Elements per chunk of the chunk exchange "
                      "(comm-sparsify's chunk-elements) (default: 32768)"),
       llvm::cl::init(CommSparsifyOptions().chunkElements)};
+  Option<std::string> sparseExclude{
+      *this, "sparse-exclude",
+      llvm::cl::desc("Comma-separated parameters whose gradients stay dense "
+                     "(comm-sparsify's exclude) (default: '')"),
+      llvm::cl::init("")};
   Option<bool> sparseOverlap{
       *this, "sparse-overlap",
       llvm::cl::desc("Start sparse allreduces on a channel "

@@ -125,6 +125,7 @@ void comm::buildPlanningPasses(OpPassManager &pm,
     sparsify.chunkElements = options.sparseChunkElements;
     sparsify.minBytes = options.sparseMinBytes;
     sparsify.device = options.device;
+    sparsify.exclude = options.sparseExclude;
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

@@ -7,11 +7,14 @@
 // replaces). The search plans the module with every subset of the freedoms
 // the user turned on, simulates each plan with the cost model, and keeps
 // the fastest, so turning an option on never gives a slower plan in the
-// model. What it compared is recorded on the module (comm.plan_search) for
-// comm-estimate's report.
+// model. Where the fastest has sparse gradients, each is then tried dense in
+// turn, and kept dense where that simulates faster: comm-sparsify prices a
+// gradient's collective alone, the search the overlapped step. What it compared
+// is recorded on the module (comm.plan_search) for comm-estimate's report.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommDialect/CommDialect.h"
 #include "CommDialect/Passes.h"
 
 #include "CommOpt/Analysis/DeviceModel.h"
@@ -162,26 +165,35 @@ struct PlanSearchPass
   void runOnOperation() final {
     ModuleOp module = getOperation();
     SmallVector<Candidate> candidates = enumerateCandidates(options);
-    const Candidate *best = &candidates.front();
+    size_t best = 0;
     if (candidates.size() > 1) {
       if (failed(loadModels(module)))
         return signalPassFailure();
       for (Candidate &candidate : candidates)
         evaluate(module, candidate);
-      for (const Candidate &candidate : candidates)
-        if (candidate.stepUs &&
-            (!best->stepUs || *candidate.stepUs < *best->stepUs))
-          best = &candidate;
+      // Every plan with sparse gradients, not only the fastest, so that the
+      // plans compared with more options turned on include those compared
+      // with fewer: the search stays never worse.
+      size_t count = candidates.size();
+      for (size_t index = 0; index < count; ++index)
+        if (candidates[index].options->sparse && candidates[index].stepUs)
+          if (std::optional<Candidate> refined =
+                  refineSparse(module, candidates[index]))
+            candidates.push_back(std::move(*refined));
+      for (auto [index, candidate] : llvm::enumerate(candidates))
+        if (candidate.stepUs && (!candidates[best].stepUs ||
+                                 *candidate.stepUs < *candidates[best].stepUs))
+          best = index;
     }
     // The chosen plan, made again on the module itself, so that its
     // diagnostics reach the user once. The passes are deterministic: it is
     // the plan the search simulated.
     OpPassManager pm(ModuleOp::getOperationName());
-    buildPlanningPasses(pm, *best->options);
+    buildPlanningPasses(pm, *candidates[best].options);
     if (failed(runPipeline(pm, module)))
       return signalPassFailure();
     if (candidates.size() > 1)
-      record(module, candidates, *best);
+      record(module, candidates, candidates[best]);
   }
 
 private:
@@ -205,9 +217,69 @@ private:
     return success();
   }
 
-  /// Plans a copy of `module` with `candidate`'s options and simulates it.
-  /// Its diagnostics are kept from the user: a failure is recorded instead.
-  void evaluate(ModuleOp module, Candidate &candidate) {
+  /// comm-sparsify picks each sparse gradient by its collective's time
+  /// alone; in the overlapped step a dense allreduce may hide behind compute
+  /// where the sparse one's local steps do not. Starting from `start`, tries
+  /// each of its sparse gradients dense (comm-sparsify's `exclude`), in
+  /// issue order, and keeps every change that simulates strictly faster.
+  /// Returns the plan with the gradients kept dense, labelled with them and
+  /// the number tried, or nullopt where none was.
+  std::optional<Candidate> refineSparse(ModuleOp module,
+                                        const Candidate &start) {
+    SmallVector<std::string> sparseNames;
+    Candidate replanned;
+    replanned.options = cloneOptions(*start.options);
+    evaluate(module, replanned, [&](ModuleOp planned) {
+      planned.walk([&](SparseCollectiveOpInterface sparse) {
+        StringRef name = cast<CollectiveOpInterface>(sparse.getOperation())
+                             .getGradientNames()
+                             .front();
+        if (!name.empty())
+          sparseNames.push_back(name.str());
+      });
+    });
+    std::optional<Candidate> best;
+    SmallVector<std::string> dense;
+    for (const std::string &name : sparseNames) {
+      const Candidate &current = best ? *best : start;
+      Candidate trial;
+      trial.options = cloneOptions(*current.options);
+      std::string excluded = trial.options->sparseExclude;
+      trial.options->sparseExclude =
+          excluded.empty() ? name : excluded + "," + name;
+      evaluate(module, trial);
+      if (!trial.stepUs || *trial.stepUs >= *current.stepUs)
+        continue;
+      dense.push_back(name);
+      best = std::move(trial);
+    }
+    if (!best)
+      return std::nullopt;
+    // "dense: a, b (of 5 sparse tried)", or with more than three
+    // "dense: 12 of 29 sparse (a, b .. z)".
+    std::string tried = std::to_string(sparseNames.size());
+    if (dense.size() <= 3)
+      best->label = start.label + ", dense: " + llvm::join(dense, ", ") +
+                    " (of " + tried + " sparse tried)";
+    else
+      best->label = start.label + ", dense: " + std::to_string(dense.size()) +
+                    " of " + tried + " sparse (" + dense[0] + ", " + dense[1] +
+                    " .. " + dense.back() + ")";
+    return best;
+  }
+
+  static std::unique_ptr<OptimizeOptions>
+  cloneOptions(const OptimizeOptions &from) {
+    auto copy = std::make_unique<OptimizeOptions>();
+    copy->copyOptionValuesFrom(from);
+    return copy;
+  }
+
+  /// Plans a copy of `module` with `candidate`'s options and simulates it;
+  /// `inspect`, if given, sees the planned copy. Its diagnostics are kept
+  /// from the user: a failure is recorded instead.
+  void evaluate(ModuleOp module, Candidate &candidate,
+                function_ref<void(ModuleOp)> inspect = {}) {
     OwningOpRef<ModuleOp> copy = module.clone();
     std::string failure;
     {
@@ -222,6 +294,8 @@ private:
         candidate.failure = failure.empty() ? "planning failed" : failure;
         return;
       }
+      if (inspect)
+        inspect(*copy);
       SimulationMode mode = options.estimate == EstimateMode::Steady
                                 ? SimulationMode::SteadyState
                                 : SimulationMode::Step;

@@ -287,8 +287,15 @@ private:
     SmallVector<DictionaryAttr> entries = getPlanSearch();
     if (entries.empty())
       return;
+    // The search's sparse refinement labels its trials "..., dense: NAMES".
+    bool refined = llvm::any_of(entries, [](DictionaryAttr entry) {
+      auto label = entry.getAs<StringAttr>("options");
+      return label && label.getValue().contains(", dense: ");
+    });
     os << "comm-optimize: " << entries.size()
-       << " plans compared, each option turned on and off (simulated "
+       << " plans compared, each option turned on and off"
+       << (refined ? ", then each sparse gradient tried dense" : "")
+       << " (simulated "
        << (simulationMode == SimulationMode::SteadyState ? "iteration" : "step")
        << " of every function):\n";
     size_t width = 0;

@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <limits>
@@ -83,6 +84,11 @@ struct CommSparsifyPass : public WithCheckedOptions<
       return emitError(loc)
              << "comm-sparsify: min-bytes must be non-negative, got "
              << minBytes.getValue();
+    excluded.clear();
+    SmallVector<StringRef> names;
+    StringRef(exclude).split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+    for (StringRef name : names)
+      excluded.insert(name.trim());
     if (chunkElements <= 0)
       return emitError(loc)
              << "comm-sparsify: chunk-elements must be positive, got "
@@ -133,6 +139,9 @@ private:
         allreduce.getReduce() != ReduceKind::avg)
       return std::nullopt;
     if (allreduce.getWire() || allreduce.getPrescale())
+      return std::nullopt;
+    if (std::optional<StringRef> name = allreduce.getName();
+        name && excluded.contains(*name))
       return std::nullopt;
 
     SparseGradient gradient =
@@ -202,6 +211,8 @@ private:
     allreduce.erase();
   }
 
+  /// The parameters that stay dense (`exclude`).
+  llvm::StringSet<> excluded;
   /// The exchanges to choose from: one, or all with `exchange=auto`.
   SmallVector<ExchangeKind, 3> exchanges;
   /// Selection of the allgather and hash exchanges.

@@ -7,7 +7,7 @@
 
 // RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.001 sparse-select=topk sparse-exchange=allgather" | FileCheck %s --check-prefix=TOPK
 // RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.01 sparse-exchange=chunk sparse-chunk-elements=1024" | FileCheck %s --check-prefix=CHUNK
-// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.001 sparse-select=topk sparse-exchange=allgather sparse-min-bytes=0" | FileCheck %s --check-prefix=SMALL
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.001 sparse-select=topk sparse-exchange=allgather sparse-min-bytes=0 search=false" | FileCheck %s --check-prefix=SMALL
 // RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse=true density=0.001 sparse-select=topk sparse-exchange=allgather sparse-overlap=false search=false" | FileCheck %s --check-prefix=BLOCKING
 // RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 density=0.001 sparse-select=topk" | FileCheck %s --check-prefix=DENSE
 // RUN: not commopt-opt %s --comm-optimize="sparse=true sparse-select=bogus" 2>&1 | FileCheck %s --check-prefix=BADSELECT

@@ -2,6 +2,7 @@
 // RUN: commopt-opt %s --comm-sparsify="min-bytes=0" -split-input-file | FileCheck %s --check-prefix=MIN0
 // RUN: commopt-opt %s --comm-sparsify="cluster=%S/Inputs/single-rank.json" -split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: commopt-opt %s --comm-sparsify="device=%S/Inputs/slow-device.json" -split-input-file | FileCheck %s --check-prefix=SLOW
+// RUN: commopt-opt %s --comm-sparsify="exclude=fc.weight,no.such.parameter" -split-input-file | FileCheck %s --check-prefix=EXCLUDE
 
 // Exchange chosen by the cost model on clusters of few and of many ranks.
 // RUN: commopt-opt %s --comm-sparsify="cluster=%S/Inputs/flat-4.json" -split-input-file | FileCheck %s --check-prefix=FEW
@@ -47,6 +48,12 @@
 // MIN0-DAG: comm.sparse_allreduce {{.*}}exchange = #comm.exchange<allgather>, name = "fc.bias"
 // MIN0-DAG: comm.sparse_allreduce {{.*}}name = "fc.weight"
 // MIN0-DAG: comm.sparse_allreduce {{.*}}name = "layer4.2.conv3.weight"
+
+// Excluded parameters stay dense; names that match nothing are ignored.
+// EXCLUDE-LABEL: module attributes {test.split = "train_step"}
+// EXCLUDE-NOT: @fc_weight_residual
+// EXCLUDE: comm.allreduce {{.*}}name = "fc.weight"
+// EXCLUDE: comm.sparse_allreduce {{.*}}name = "layer4.2.conv3.weight"
 
 // On a device that runs the local steps at 6.144 GB/s, they cost more than
 // the dense allreduce: fc.weight's 84041728 B take 13679 us, conv's
