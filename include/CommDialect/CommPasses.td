@@ -568,6 +568,48 @@ def CommEstimate : Pass<"comm-estimate", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }
 
+def CommForwardResiduals
+    : Pass<"comm-forward-residuals", "::mlir::func::FuncOp"> {
+  let summary = "Let sparse allreduces update their residual globals in place";
+  let description = [{
+    After one-shot bufferization, a sparse allreduce's residual kept in an
+    `ml_program` global costs two copies of the whole gradient every step:
+    the global is not writable in place, so the residual is copied into a new
+    buffer, updated there, and copied back at the store. This pass removes
+    both copies where that changes nothing: a `memref.alloc` whose only uses
+    are a `memref.copy` from a `memref.get_global @G`, the residual operand
+    of one `comm.sparse_allreduce` or `comm.sparse_start`, and a
+    `memref.copy` into `memref.get_global @G` of the same global, all in one
+    block in that order, of the global's type, with nothing in between that
+    reads the loaded global value, loads `@G` again, or calls a function
+    (which might). The sparse allreduce then updates the global itself.
+
+    Left alone: any other use of the buffer, another global, a read of the
+    global in between, and ops in tensor form.
+
+    `commopt-lower-to-llvm` runs it right after bufferization.
+
+    Example:
+
+    ```mlir
+    %g = memref.get_global @w_residual : memref<1024xf32>
+    %r = memref.alloc() : memref<1024xf32>
+    memref.copy %g, %r : memref<1024xf32> to memref<1024xf32>
+    comm.sparse_allreduce %grad, %r {...} : memref<1024xf32>, memref<1024xf32>
+    %h = memref.get_global @w_residual : memref<1024xf32>
+    memref.copy %r, %h : memref<1024xf32> to memref<1024xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %g = memref.get_global @w_residual : memref<1024xf32>
+    comm.sparse_allreduce %grad, %g {...} : memref<1024xf32>, memref<1024xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def CommAddStepDriver : Pass<"comm-add-step-driver", "::mlir::ModuleOp"> {
   let summary = "Add a @main that runs a training step repeatedly and times "
                 "it, so that the lowered module runs under mlir-runner";
@@ -652,8 +694,8 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     compares the dense allreduce, `allreduceCost(cluster, bytes)` (with the
     op's `algorithm` when it has one), with the sparse allreduce at
     `density`: the exchange's messages, `sparseAllreduceCost(cluster, scheme,
-    {n, density, value bytes, 4-byte indices, chunk-elements})` (8-byte
-    indices beyond 2^32 elements), plus its local steps (forming the
+    {n, density, value bytes, 8-byte indices, chunk-elements})` (every
+    collective the runtime issues, its counts included), plus its local steps (forming the
     accumulated gradient, the selection's passes, the result and the
     residual update: `sparseLocalBytes`) at the memory bandwidth of
     `device`, as comm-estimate prices the op; for the scheme `exchange`
@@ -720,6 +762,10 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     Option<"device", "device", "std::string", /*default=*/"\"v100\"",
            "Device preset or JSON file that runs the selection and the "
            "residual update, priced by its memory bandwidth (default: v100)">,
+    Option<"all", "all", "bool", /*default=*/"false",
+           "Make every candidate sparse with its cheapest exchange, not only "
+           "those whose sparse allreduce the cost model finds cheaper than "
+           "the dense one (default: false)">,
     Option<"exclude", "exclude", "std::string", /*default=*/"\"\"",
            "Comma-separated parameters (comm.allreduce `name`s) whose "
            "gradients stay dense (default: '')">

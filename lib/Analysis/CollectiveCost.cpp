@@ -263,39 +263,56 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
     return {};
   double n = static_cast<double>(gradient.denseElements);
   double valueBytes = static_cast<double>(gradient.valueBytes);
-  double pairBytes = valueBytes + static_cast<double>(gradient.indexBytes);
   // Expected number of elements each rank selects.
   double k = gradient.density * n;
 
+  // Every collective the runtime issues (lib/Runtime/Sparse.cpp) is priced,
+  // each with its per-collective overhead: counts travel as 8-byte integers,
+  // indices and values as separate messages.
+  double pd = static_cast<double>(p);
+  double indexBytes = static_cast<double>(gradient.indexBytes);
+  constexpr double kCountBytes = 8;
+  // The ranks' pair counts, then all indices and all values: three
+  // allgathers of `pairs` pairs in all.
+  auto allgatherPairs = [&](double pairs) {
+    return allgatherCost(cluster, pd * kCountBytes) +
+           allgatherCost(cluster, pairs * indexBytes) +
+           allgatherCost(cluster, pairs * valueBytes);
+  };
+
   switch (scheme) {
   case SparseExchangeScheme::Allgather:
-    // Every rank receives every rank's k pairs: allgather of p k pairs.
-    return allgatherCost(cluster, static_cast<double>(p) * k * pairBytes);
+    // Every rank receives every rank's k pairs.
+    return allgatherPairs(pd * k);
   case SparseExchangeScheme::Hash: {
-    // Each rank sends its k pairs to their owners; each owner then holds
-    // 1/p of the reduced result, n u elements in all, and sends it as pairs
-    // or, when smaller, as its dense partition.
+    // The total pair count (an allreduce of one count), the counts for each
+    // owner (an all-to-all of one 4-byte count per peer), then each rank's k
+    // pairs to the owners of their hash partitions (indices and values, two
+    // all-to-alls); each owner then holds 1/p of the reduced result, n u
+    // pairs in all, which every rank gathers.
     double u =
         gradient.reducedDensity.value_or(unionDensity(gradient.density, p));
     assert(u >= 0 && u <= 1 && "reduced density out of [0, 1]");
-    double gathered = std::min(n * u * pairBytes, n * valueBytes);
-    return allToAllCost(cluster, k * pairBytes) +
-           allgatherCost(cluster, gathered);
+    return allreduceCost(cluster, kCountBytes) + allToAllCost(cluster, pd * 4) +
+           allToAllCost(cluster, k * indexBytes) +
+           allToAllCost(cluster, k * valueBytes) + allgatherPairs(n * u);
   }
   case SparseExchangeScheme::Chunk: {
     assert(gradient.chunkElements > 0 && gradient.normBytes > 0 &&
            "bad chunk parameters");
     int64_t chunks =
         llvm::divideCeil(gradient.denseElements, gradient.chunkElements);
-    // All ranks select the same ceil(d C) chunks after allreducing the C
-    // chunk norms; the selected chunks' values travel dense. The epsilon
-    // keeps a d C that is whole up to rounding from counting one chunk more.
+    // The C chunk norms are reduced to rank 0 (priced as the broadcast it
+    // mirrors), which picks ceil(d C) chunks and broadcasts their indices;
+    // the selected chunks' values are allreduced dense. The epsilon keeps a
+    // d C that is whole up to rounding from counting one chunk more.
     double selected =
         std::ceil(gradient.density * static_cast<double>(chunks) - 1e-9);
     double selectedElements =
         std::min(selected * static_cast<double>(gradient.chunkElements), n);
-    return allreduceCost(cluster, static_cast<double>(chunks) *
+    return broadcastCost(cluster, static_cast<double>(chunks) *
                                       static_cast<double>(gradient.normBytes)) +
+           broadcastCost(cluster, selected * kCountBytes) +
            allreduceCost(cluster, selectedElements * valueBytes);
   }
   }

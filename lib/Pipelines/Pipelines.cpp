@@ -41,6 +41,8 @@ void comm::buildLowerToLLVMPipeline(OpPassManager &pm,
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  // Before deallocation, which would otherwise manage the residual copies.
+  pm.addNestedPass<func::FuncOp>(comm::createCommForwardResiduals());
   bufferization::buildBufferDeallocationPipeline(pm);
   // Deallocation clones buffers of unknown ownership, e.g. a sparse
   // allreduce's gradient returned from a step that also stores a residual.
@@ -219,12 +221,13 @@ static void registerCheckedPipeline(
 
 ArrayRef<StringRef> comm::getCommOptPassArguments() {
   static constexpr StringRef arguments[] = {
-      "comm-optimize",         "commopt-lower-to-llvm",
-      "comm-import-shard",     "comm-record-cluster",
-      "comm-sparsify",         "comm-lower-precision",
-      "comm-fuse-buckets",     "comm-schedule-overlap",
-      "comm-select-algorithm", "comm-estimate",
-      "comm-add-step-driver",  "convert-comm-to-runtime"};
+      "comm-optimize",          "commopt-lower-to-llvm",
+      "comm-import-shard",      "comm-record-cluster",
+      "comm-sparsify",          "comm-lower-precision",
+      "comm-fuse-buckets",      "comm-schedule-overlap",
+      "comm-select-algorithm",  "comm-estimate",
+      "comm-add-step-driver",   "comm-forward-residuals",
+      "convert-comm-to-runtime"};
   return arguments;
 }
 

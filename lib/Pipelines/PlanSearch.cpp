@@ -7,10 +7,12 @@
 // replaces). The search plans the module with every subset of the freedoms
 // the user turned on, simulates each plan with the cost model, and keeps
 // the fastest, so turning an option on never gives a slower plan in the
-// model. Where the fastest has sparse gradients, each is then tried dense in
-// turn, and kept dense where that simulates faster: comm-sparsify prices a
-// gradient's collective alone, the search the overlapped step. What it compared
-// is recorded on the module (comm.plan_search) for comm-estimate's report.
+// model. Every plan with sparse gradients is then refined: each of them is
+// tried dense in turn, and kept dense where the step simulates no slower
+// (comm-sparsify prices a gradient's collective alone, the search the
+// overlapped step), and on a tie the plan with fewer sparse collectives
+// wins. What it compared is recorded on the module (comm.plan_search) for
+// comm-estimate's report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,18 @@ struct Candidate {
   std::string label;
   std::optional<double> stepUs;
   std::string failure;
+  /// The sparse collectives of its plan.
+  size_t sparseCollectives = 0;
+
+  /// Whether it beats `other`: faster, or as fast with fewer sparse
+  /// collectives (compression changes the numerics, so it must pay).
+  bool isBetterThan(const Candidate &other) const {
+    if (!stepUs)
+      return false;
+    if (!other.stepUs || *stepUs != *other.stepUs)
+      return !other.stepUs || *stepUs < *other.stepUs;
+    return sparseCollectives < other.sparseCollectives;
+  }
 };
 
 /// A plan-changing option of comm-optimize that the search may turn off.
@@ -181,8 +195,7 @@ struct PlanSearchPass
                   refineSparse(module, candidates[index]))
             candidates.push_back(std::move(*refined));
       for (auto [index, candidate] : llvm::enumerate(candidates))
-        if (candidate.stepUs && (!candidates[best].stepUs ||
-                                 *candidate.stepUs < *candidates[best].stepUs))
+        if (candidate.isBetterThan(candidates[best]))
           best = index;
     }
     // The chosen plan, made again on the module itself, so that its
@@ -219,9 +232,10 @@ private:
 
   /// comm-sparsify picks each sparse gradient by its collective's time
   /// alone; in the overlapped step a dense allreduce may hide behind compute
-  /// where the sparse one's local steps do not. Starting from `start`, tries
-  /// each of its sparse gradients dense (comm-sparsify's `exclude`), in
-  /// issue order, and keeps every change that simulates strictly faster.
+  /// where the sparse one's local steps do not, or join a bucket. Starting
+  /// from `start`, tries each of its sparse gradients dense (comm-sparsify's
+  /// `exclude`), in issue order, and keeps every change that simulates no
+  /// slower.
   /// Returns the plan with the gradients kept dense, labelled with them and
   /// the number tried, or nullopt where none was.
   std::optional<Candidate> refineSparse(ModuleOp module,
@@ -248,7 +262,8 @@ private:
       trial.options->sparseExclude =
           excluded.empty() ? name : excluded + "," + name;
       evaluate(module, trial);
-      if (!trial.stepUs || *trial.stepUs >= *current.stepUs)
+      // Dense where that is no slower: sparse only where it pays.
+      if (!trial.stepUs || *trial.stepUs > *current.stepUs)
         continue;
       dense.push_back(name);
       best = std::move(trial);
@@ -296,6 +311,8 @@ private:
       }
       if (inspect)
         inspect(*copy);
+      copy->walk(
+          [&](SparseCollectiveOpInterface) { ++candidate.sparseCollectives; });
       SimulationMode mode = options.estimate == EstimateMode::Steady
                                 ? SimulationMode::SteadyState
                                 : SimulationMode::Step;

@@ -152,9 +152,11 @@ private:
 
     auto collective = cast<CollectiveOpInterface>(allreduce.getOperation());
     const ClusterModel &cluster = clusters.get(collective);
-    double bestUs =
-        getDenseAllreduceCost(collective, cluster, static_cast<double>(bytes))
-            .totalUs();
+    // With `all`, the cheapest exchange whatever the dense allreduce costs.
+    double bestUs = all ? std::numeric_limits<double>::infinity()
+                        : getDenseAllreduceCost(collective, cluster,
+                                                static_cast<double>(bytes))
+                              .totalUs();
     std::optional<ExchangeKind> best;
     for (ExchangeKind candidate : exchanges) {
       SelectKind select =

@@ -1,7 +1,7 @@
 // Sparse allreduces over the process groups of a 2x2 grid, on 4 ranks: a
 // shard module reduces one gradient over each axis of the grid (rows,
 // columns), over both, and averages it over the rows; comm-import-shard
-// makes grouped comm.allreduces, comm-sparsify makes them sparse (keeping
+// makes grouped comm.allreduces, comm-sparsify (`all`) makes them sparse (keeping
 // each group), and the lowering runs each on the calling rank's group
 // (commrt_group_sparse_allreduce), with the allgather and with the hash
 // exchange.
@@ -14,7 +14,7 @@
 // {1, 3} 4 and 6 times, all ranks 10 times, and the rows' mean 1.5 and 3.5
 // times. A group that leaked into another (or all ranks) gives other sums.
 //
-// RUN: commopt-opt %s --comm-import-shard --comm-sparsify="density=0.25 min-bytes=0 exchange=allgather cluster=%S/Inputs/cluster-4-ranks.json" -o %t.allgather.mlir
+// RUN: commopt-opt %s --comm-import-shard --comm-sparsify="all density=0.25 min-bytes=0 exchange=allgather cluster=%S/Inputs/cluster-4-ranks.json" -o %t.allgather.mlir
 // RUN: FileCheck %s --check-prefix=PLAN < %t.allgather.mlir
 // RUN: commopt-opt %t.allgather.mlir --commopt-lower-to-llvm -o %t.allgather.llvm.mlir
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.allgather.llvm.mlir
@@ -24,7 +24,7 @@
 // RUN:   -shared-libs=%commrt_lib,%mlir_c_runner_utils,%mlir_runner_utils
 // RUN: for r in 0 1 2 3; do FileCheck %s --check-prefix=RANK$r < %t.allgather.out/1/rank.$r/stdout || exit 1; done
 //
-// RUN: commopt-opt %s --comm-import-shard --comm-sparsify="density=0.25 min-bytes=0 exchange=hash select=topk cluster=%S/Inputs/cluster-4-ranks.json" -o %t.hash.mlir
+// RUN: commopt-opt %s --comm-import-shard --comm-sparsify="all density=0.25 min-bytes=0 exchange=hash select=topk cluster=%S/Inputs/cluster-4-ranks.json" -o %t.hash.mlir
 // RUN: FileCheck %s --check-prefix=PLAN < %t.hash.mlir
 // RUN: commopt-opt %t.hash.mlir --commopt-lower-to-llvm -o %t.hash.llvm.mlir
 // RUN: rm -rf %t.hash.out

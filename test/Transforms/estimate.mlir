@@ -142,17 +142,19 @@ func.func @layers() -> (tensor<40960xf32>, tensor<1024xf32>) {
 }
 
 // A sparse allreduce blocks the step for its exchange and its local steps.
-// The exchange: 1024 of 4096 entries per rank as (index, value) pairs of 8
-// bytes, allgathered over 2 ranks: 5 us + (1/2) * 2 * 8192 B at 1 KiB/us =
-// 13 us. The local steps (sparseLocalBytes, f32, n = 4096, k = 1024, top-k):
-// acc and the zeroed result 4 n 4 B, top-k's five passes 5 n 4 B, the k sent
-// pairs and residual entries k (8 + 4) B, the 2 k received pairs added in
-// 2 k (8 + 8) B: 192512 B at the v100's 900 GB/s, 0.213902 us. In all
-// 13.213902 us after the 10 us of compute.
+// The exchange: 1024 of 4096 entries per rank, gathered over 2 ranks as the
+// runtime sends them, in three allgathers of 5 us + (1/2) T at 1 KiB/us:
+// the counts (T = 2 * 8 B: 5.0078125 us), the 8-byte indices (16384 B:
+// 13 us) and the values (8192 B: 9 us), 27.0078125 us. The local steps
+// (sparseLocalBytes, f32, n = 4096, k = 1024, top-k): acc and the zeroed
+// result 4 n 4 B, top-k's five passes 5 n 4 B, the k sent pairs and
+// residual entries k (12 + 4) B, the 2 k received pairs added in
+// 2 k (12 + 8) B: 204800 B at the v100's 900 GB/s, 0.227556 us. In all
+// 27.235368 us after the 10 us of compute.
 // CHECK-LABEL: func.func @sparse
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 13.213902222222224 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 13.213902222222224 : f64, mode = "step", ranks = 2 : i64, step_us = 33.213902222222224 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 27.235368055555554 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 27.235368055555554 : f64, mode = "step", ranks = 2 : i64, step_us = 47.235368055555554 : f64}
 // CHECK: comm.sparse_allreduce
-// CHECK-SAME: comm.end_us = 23.213902222222224 : f64, comm.start_us = 1.000000e+01 : f64
+// CHECK-SAME: comm.end_us = 37.235368055555554 : f64, comm.start_us = 1.000000e+01 : f64
 func.func @sparse(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
   %g = comm.compute () {cost_us = 10.0 : f64, layer = 1 : i64, phase = #comm.phase<backward>} : () -> tensor<4096xf32>
   %r, %res = comm.sparse_allreduce %g, %residual {density = 2.500000e-01 : f64, exchange = #comm.exchange<allgather>, name = "fc.weight", select = #comm.select<topk>} : tensor<4096xf32>, tensor<4096xf32> -> tensor<4096xf32>, tensor<4096xf32>
@@ -160,14 +162,14 @@ func.func @sparse(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096
   return %r, %res : tensor<4096xf32>, tensor<4096xf32>
 }
 
-// Started on a channel, the same sparse allreduce holds the device for its
-// local steps only (a compute task of 0.213902 us where the start stands)
-// and its 13 us exchange overlaps the 10 us of compute that follow: it ends
-// at 10.213902 + 13 = 23.213902 us, 3 us after compute, which is exposed.
+// Started on a channel, the same sparse allreduce runs on the channel, its
+// local steps included (the runtime's channel thread runs them), while the
+// 10 us of compute that follow go on: it ends at 10 + 27.235368 us,
+// 17.235368 us after compute, which is exposed.
 // CHECK-LABEL: func.func @sparse_started
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = {{13\.0*[0-9]*}} : f64, compute_us = 20.213902222222224 : f64, exposed_us = 3.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 23.213902222222224 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 27.235368055555554 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 17.235368055555554 : f64, mode = "step", ranks = 2 : i64, step_us = 37.235368055555554 : f64}
 // CHECK: comm.sparse_start
-// CHECK-SAME: comm.end_us = 23.213902222222224 : f64, comm.start_us = 10.213902222222222 : f64
+// CHECK-SAME: comm.end_us = 37.235368055555554 : f64, comm.start_us = 1.000000e+01 : f64
 func.func @sparse_started(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
   %g = comm.compute () {cost_us = 10.0 : f64, layer = 1 : i64, phase = #comm.phase<backward>} : () -> tensor<4096xf32>
   %t = comm.sparse_start %g, %residual {channel = 1 : i64, density = 2.500000e-01 : f64, exchange = #comm.exchange<allgather>, name = "fc.weight", select = #comm.select<topk>} : tensor<4096xf32>, tensor<4096xf32>

@@ -206,28 +206,31 @@ SparseGradient testGradient() {
 
 TEST(CollectiveCost, SparseAllgather) {
   ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
-  // Allgather of p k pairs = 16 * 1e4 * 8 = 1.28e6 B:
-  // 15*10 = 150; 15/16 * 1.28e6 * 1e-3 = 1200.
+  // The runtime's three allgathers: the 16 counts (128 B), the p k = 1.6e5
+  // indices (6.4e5 B) and values (6.4e5 B). Each 15*10 = 150 of latency and
+  // 15/16 of its bytes * 1e-3: 450; 15/16 * 1280128 * 1e-3 = 1200.12.
   expectCost(sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather,
                                  testGradient()),
-             150, 1200);
+             450, 1200.12);
 }
 
 TEST(CollectiveCost, SparseHash) {
   ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
   SparseGradient gradient = testGradient();
   gradient.reducedDensity = 0.1;
-  // All-to-all of k pairs = 8e4 B per rank: 15*10 = 150;
-  // max(4 * 3/4 * 8e4 * 1e-3, 3/16 * 8e4 * 1e-4) = max(240, 1.5) = 240.
-  // Allgather of n u pairs = 1e6 * 0.1 * 8 = 8e5 B (< dense 4e6 B):
-  // 150; 15/16 * 8e5 * 1e-3 = 750. Total: 300 + 990.
+  // The total count, a ring allreduce of 8 B: 2*15*10 = 300;
+  // 2 * 15/16 * 8 * 1e-3 = 0.015. Three all-to-alls (the counts, 16 * 4 =
+  // 64 B per rank; the k indices and the k values, 4e4 B each): 150 each;
+  // max(4 * 3/4 * b * 1e-3, 3/16 * b * 1e-4) = 3e-3 b: 0.192 + 120 + 120.
+  // The owners' n u = 1e5 pairs, gathered as the allgather exchange gathers
+  // (counts, indices, values): 450; 15/16 * (128 + 8e5) * 1e-3 = 750.12.
   expectCost(sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, gradient),
-             300, 990);
-  // A dense result is cheaper once u > 1/2 (f32 values, i32 indices):
-  // u = 0.9 gathers min(7.2e6, 4e6) = 4e6 B: 15/16 * 4e6 * 1e-3 = 3750.
+             300 + 450 + 450, 0.015 + 0.192 + 240 + 750.12);
+  // The owners send pairs however dense the result: u = 0.9 gathers 9e5
+  // pairs, 15/16 * (128 + 7.2e6) * 1e-3 = 6750.12.
   gradient.reducedDensity = 0.9;
   expectCost(sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, gradient),
-             300, 240 + 3750);
+             1200, 0.015 + 0.192 + 240 + 6750.12);
 }
 
 TEST(CollectiveCost, SparseHashDefaultsToIndependentUnion) {
@@ -256,20 +259,22 @@ TEST(CollectiveCost, SparseChunk) {
   ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
   SparseGradient gradient = testGradient();
   gradient.chunkElements = 1000;
-  // C = 1e6 / 1000 = 1000 chunks; norms: 1000 * 4 = 4000 B, ring allreduce
-  // 300 + 2*15/16 * 4000 * 1e-3 = 300 + 7.5. Selected ceil(0.01 * 1000) =
-  // 10 chunks = 1e4 elements = 4e4 B: 300 + 2*15/16 * 4e4 * 1e-3 = 300 + 75.
+  // C = 1e6 / 1000 = 1000 chunks. Their norms (8 B each, 8000 B) are
+  // reduced to rank 0, priced as a broadcast: (lg 16 + 15) * 10 = 190;
+  // 2 * 15/16 * 8000 * 1e-3 = 15. The ceil(0.01 * 1000) = 10 chosen
+  // indices (80 B) are broadcast: 190 + 0.15. The 1e4 chosen elements
+  // (4e4 B) are allreduced: 300 + 2 * 15/16 * 4e4 * 1e-3 = 300 + 75.
   expectCost(
-      sparseAllreduceCost(cluster, SparseExchangeScheme::Chunk, gradient), 600,
-      82.5);
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Chunk, gradient), 680,
+      15 + 0.15 + 75);
   // A partial last chunk: 2500 elements in chunks of 1000 -> C = 3; density
-  // 1 selects all 3 chunks but only 2500 elements = 1e4 B travel:
-  // norms 12 B: 300 + 1.875 * 12e-3 = 300 + 0.0225; values: 300 + 1.875 * 10.
+  // 1 selects all 3 chunks but only 2500 elements = 1e4 B travel: norms and
+  // indices 24 B each, 190 + 0.045 twice; values 300 + 1.875 * 10.
   gradient.denseElements = 2500;
   gradient.density = 1;
   expectCost(
-      sparseAllreduceCost(cluster, SparseExchangeScheme::Chunk, gradient), 600,
-      0.0225 + 18.75);
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Chunk, gradient), 680,
+      0.09 + 18.75);
 }
 
 // A level with figures by size: each collective is priced with its

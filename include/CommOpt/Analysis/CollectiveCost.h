@@ -94,12 +94,12 @@ struct SparseGradient {
   double density = 1;
   /// Bytes per value on the wire (4 for f32, 2 for f16/bf16).
   int64_t valueBytes = 4;
-  /// Bytes per index on the wire.
-  int64_t indexBytes = 4;
+  /// Bytes per index on the wire (the runtime sends 64-bit indices).
+  int64_t indexBytes = 8;
   /// Chunk scheme: elements per chunk.
   int64_t chunkElements = 32768;
-  /// Chunk scheme: bytes per chunk norm.
-  int64_t normBytes = 4;
+  /// Chunk scheme: bytes per chunk norm (the runtime reduces doubles).
+  int64_t normBytes = 8;
   /// Hash scheme: density of the reduced result (union of all ranks'
   /// selections). When absent, ranks are assumed to select independently:
   /// 1 - (1 - density)^ranks.
@@ -110,7 +110,9 @@ struct SparseGradient {
 /// `density` each: 1 - (1 - density)^ranks.
 double unionDensity(double density, int64_t ranks);
 
-/// Cost of exchanging (and summing) a sparsified gradient with `scheme`.
+/// Cost of exchanging (and summing) a sparsified gradient with `scheme`:
+/// every collective the runtime issues for it, counts included
+/// (docs/CostModel.md, section 2.5).
 CollectiveCost sparseAllreduceCost(const ClusterModel &cluster,
                                    SparseExchangeScheme scheme,
                                    const SparseGradient &gradient);

@@ -111,27 +111,11 @@ SparseExchangeScheme getSparseExchangeScheme(ExchangeKind exchange);
 /// The cost model's selection scheme for `select`.
 SparseSelectScheme getSparseSelectScheme(SelectKind select);
 
-/// A sparse allreduce's two parts: the exchange's messages, and its local
-/// steps (selection, residual update; sparseLocalBytes) at the device's
-/// memory bandwidth.
-struct SparseAllreduceParts {
-  CollectiveCost exchange;
-  double localUs = 0;
-};
-
-/// The parts of a sparse allreduce of `gradient` on `cluster` (the ranks it
-/// runs among) with its local steps on `device`. comm-sparsify and the step
-/// model price sparse allreduces with this one function: a blocking one
-/// costs both parts; a started one (comm.sparse_start) holds the device for
-/// the local steps and overlaps the exchange.
-SparseAllreduceParts
-getSparseAllreduceParts(const ClusterModel &cluster, const DeviceModel &device,
-                        SelectKind select, ExchangeKind exchange,
-                        ReduceKind reduce, const SparseGradient &gradient);
-
-/// The time of a blocking sparse allreduce: both parts
-/// (getSparseAllreduceParts), the local steps as a latency term that no
-/// concurrent collective shares.
+/// The time of a sparse allreduce of `gradient` on `cluster` (the ranks it
+/// runs among): its exchange's messages, and, as a latency term that no
+/// concurrent collective shares, its local steps (sparseLocalBytes) at
+/// `device`'s memory bandwidth. comm-sparsify and the step model price
+/// sparse allreduces, blocking or started, with this one function.
 CollectiveCost getSparseAllreduceCost(const ClusterModel &cluster,
                                       const DeviceModel &device,
                                       SelectKind select, ExchangeKind exchange,
@@ -140,7 +124,7 @@ CollectiveCost getSparseAllreduceCost(const ClusterModel &cluster,
 
 /// A sparse allreduce of a gradient of static tensor type `type` at
 /// `density`, with `chunkElements` per chunk, as the exchange costs need it
-/// (4-byte indices up to 2^32 elements, 8-byte ones beyond).
+/// (the runtime's 8-byte indices and chunk norms).
 SparseGradient describeSparseGradient(ShapedType type, double density,
                                       int64_t chunkElements);
 

@@ -153,27 +153,16 @@ SparseSelectScheme mlir::comm::getSparseSelectScheme(SelectKind select) {
   llvm_unreachable("unknown select kind");
 }
 
-SparseAllreduceParts mlir::comm::getSparseAllreduceParts(
+CollectiveCost mlir::comm::getSparseAllreduceCost(
     const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
     ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient) {
   SparseExchangeScheme scheme = getSparseExchangeScheme(exchange);
-  SparseAllreduceParts parts;
-  parts.exchange = sparseAllreduceCost(cluster, scheme, gradient);
+  CollectiveCost cost = sparseAllreduceCost(cluster, scheme, gradient);
   double localBytes =
       sparseLocalBytes(getSparseSelectScheme(select), scheme, gradient,
                        cluster.ranks, reduce == ReduceKind::avg);
   if (localBytes > 0)
-    parts.localUs = device.rooflineUs(/*flops=*/0, localBytes);
-  return parts;
-}
-
-CollectiveCost mlir::comm::getSparseAllreduceCost(
-    const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
-    ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient) {
-  SparseAllreduceParts parts = getSparseAllreduceParts(
-      cluster, device, select, exchange, reduce, gradient);
-  CollectiveCost cost = parts.exchange;
-  cost.latencyUs += parts.localUs;
+    cost.latencyUs += device.rooflineUs(/*flops=*/0, localBytes);
   return cost;
 }
 
@@ -184,8 +173,6 @@ SparseGradient mlir::comm::describeSparseGradient(ShapedType type,
   gradient.denseElements = type.getNumElements();
   gradient.density = density;
   gradient.valueBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  gradient.indexBytes =
-      gradient.denseElements <= std::numeric_limits<uint32_t>::max() ? 4 : 8;
   gradient.chunkElements = chunkElements;
   return gradient;
 }
@@ -403,55 +390,47 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     inFlight[op] = step.collectives.size() - 1;
     return success();
   };
+  // A sparse allreduce: its exchange and its local steps. Started, the
+  // runtime's channel runs both while compute goes on, so both occupy the
+  // channel.
+  auto addSparse =
+      [&](SparseCollectiveOpInterface sparse) -> FailureOr<CollectiveTask *> {
+    auto type = cast<ShapedType>(sparse.getGrad().getType());
+    if (!type.hasStaticShape())
+      return sparse->emitOpError("cannot be estimated: its gradient has a "
+                                 "dynamic shape");
+    SparseGradient gradient = describeSparseGradient(
+        type, sparse.getDensityValue(), sparse.getChunkElementCount());
+    auto collective = cast<CollectiveOpInterface>(sparse.getOperation());
+    CollectiveCost cost = getSparseAllreduceCost(
+        clusters.get(collective), device, sparse.getSelect(),
+        sparse.getExchange(), collective.getReduceKind(), gradient);
+    return &addCollective(sparse, sparse.getGrad(), cost,
+                          getCollectiveBytes(type, Type()),
+                          getLabel(collective));
+  };
   for (Operation &op : func.getBody().front()) {
-    if (auto sparse = dyn_cast<SparseCollectiveOpInterface>(op)) {
-      auto type = cast<ShapedType>(sparse.getGrad().getType());
-      if (!type.hasStaticShape())
-        return op.emitOpError("cannot be estimated: its gradient has a "
-                              "dynamic shape");
-      SparseGradient gradient = describeSparseGradient(
-          type, sparse.getDensityValue(), sparse.getChunkElementCount());
-      auto collective = cast<CollectiveOpInterface>(op);
-      SparseAllreduceParts parts = getSparseAllreduceParts(
-          clusters.get(collective), device, sparse.getSelect(),
-          sparse.getExchange(), collective.getReduceKind(), gradient);
-      double bytes = getCollectiveBytes(type, Type());
-      auto start = dyn_cast<SparseStartOp>(op);
-      if (!start) {
-        // Blocking: the step goes on once the selection, the exchange and
-        // the residual update are done.
-        CollectiveCost cost = parts.exchange;
-        cost.latencyUs += parts.localUs;
-        addCollective(&op, sparse.getGrad(), cost, bytes, getLabel(collective))
-            .blocking = true;
-        continue;
-      }
-      // Started: the selection and the residual update hold the device (a
-      // compute task where the start stands); the exchange runs on the
-      // channel while compute goes on.
-      if (parts.localUs > 0) {
-        ComputeTask local;
-        local.label = getLabel(collective) + " (sparse selection)";
-        local.durationUs = parts.localUs;
-        step.computeTasks.push_back(std::move(local));
-        model.computeOps.push_back(&op);
-      }
-      addCollective(&op, sparse.getGrad(), parts.exchange, bytes,
-                    getLabel(collective));
-      if (failed(scheduleStarted(&op, start.getChannel(), start.getPriority(),
-                                 start.getToken())))
-        return failure();
-      continue;
-    }
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
-      CollectiveTask &task = addAllreduce(collective, getLabel(collective));
-      auto start = dyn_cast<StartOp>(op);
-      if (!start) {
-        task.blocking = true;
-        continue;
+      CollectiveTask *task;
+      if (auto sparse = dyn_cast<SparseCollectiveOpInterface>(op)) {
+        FailureOr<CollectiveTask *> added = addSparse(sparse);
+        if (failed(added))
+          return failure();
+        task = *added;
+      } else {
+        task = &addAllreduce(collective, getLabel(collective));
       }
-      if (failed(scheduleStarted(&op, start.getChannel(), start.getPriority(),
-                                 start.getToken())))
+      LogicalResult scheduled = success();
+      if (auto start = dyn_cast<StartOp>(op))
+        scheduled = scheduleStarted(&op, start.getChannel(),
+                                    start.getPriority(), start.getToken());
+      else if (auto sparseStart = dyn_cast<SparseStartOp>(op))
+        scheduled =
+            scheduleStarted(&op, sparseStart.getChannel(),
+                            sparseStart.getPriority(), sparseStart.getToken());
+      else
+        task->blocking = true;
+      if (failed(scheduled))
         return failure();
       continue;
     }
