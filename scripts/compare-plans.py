@@ -13,8 +13,9 @@ compute times come from, for the header.
 Bytes on the wire are each rank's payload per step, before the collective's
 algorithm moves it (a ring allreduce sends about twice its payload): a
 dense collective's gradients in their wire type (f16 halves them); a sparse
-one's selected values and indices (density x elements x (4 + 4) bytes), or,
-with the chunk exchange, its selected chunks and the chunk norms.
+one's selected values and indices (density x elements x (4 + 8) bytes, as
+the runtime sends them), or, with the chunk exchange, its selected chunks
+and the chunk norms (8-byte doubles).
 """
 
 import json
@@ -32,11 +33,14 @@ PLANS = [
     ("f16", "commopt, wire=f16"),
     ("sparse", "commopt, f16 + sparse"),
 ]
-# Bytes of a sparse value (f32) and of its index (CollectiveCost.h).
+# Bytes of a sparse value (f32), of its index and of a chunk norm, as the
+# runtime sends them (CollectiveCost.h).
 VALUE_BYTES = 4
-INDEX_BYTES = 4
-NORM_BYTES = 4
-SPARSE_OP = re.compile(r"comm\.sparse_allreduce .*\{(?P<attrs>.*)\}")
+INDEX_BYTES = 8
+NORM_BYTES = 8
+# A sparse allreduce, blocking or started.
+SPARSE_OPS = ("comm.sparse_allreduce", "comm.sparse_start")
+SPARSE_OP = re.compile(r"comm\.sparse_(allreduce|start) .*\{(?P<attrs>.*)\}")
 
 
 def sparse_collectives(module):
@@ -60,7 +64,7 @@ def sparse_collectives(module):
 
 def wire_bytes(collective, sparse):
     """What one rank sends into `collective` (see the module's docstring)."""
-    if collective["op"] != "comm.sparse_allreduce":
+    if collective["op"] not in SPARSE_OPS:
         return collective["bytes"]
     density, exchange, chunk = sparse[collective["name"]]
     elements = collective["bytes"] // VALUE_BYTES
@@ -108,11 +112,12 @@ def main(prefix, step, timeline, times="the profile's measured times"):
         if not search or name != plans[-1][0]:
             continue
         print(f"{label}: comm-optimize compared {len(search)} plans")
+        width = max(len(entry["options"]) for entry in search)
         for entry in search:
             step_time = f"{entry['step_us'] / 1e3:.2f} ms" \
                 if "step_us" in entry else entry.get("failure", "failed")
             chosen = "  <- chosen" if entry.get("chosen") else ""
-            print(f"  {entry['options']:<24}{step_time:>11}{chosen}")
+            print(f"  {entry['options']:<{width}}{step_time:>11}{chosen}")
         if sparse:
             print(f"  the chosen plan sends {sparse} of {gradients} "
                   "gradients sparse")

@@ -271,15 +271,14 @@ private:
     if (!best)
       return std::nullopt;
     // "dense: a, b (of 5 sparse tried)", or with more than three
-    // "dense: 12 of 29 sparse (a, b .. z)".
+    // "dense: 12 of 29 sparse" (the plan itself names them).
     std::string tried = std::to_string(sparseNames.size());
     if (dense.size() <= 3)
       best->label = start.label + ", dense: " + llvm::join(dense, ", ") +
                     " (of " + tried + " sparse tried)";
     else
       best->label = start.label + ", dense: " + std::to_string(dense.size()) +
-                    " of " + tried + " sparse (" + dense[0] + ", " + dense[1] +
-                    " .. " + dense.back() + ")";
+                    " of " + tried + " sparse";
     return best;
   }
 
