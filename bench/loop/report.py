@@ -66,7 +66,7 @@ def main():
     parser.add_argument("--steps", default="5")
     parser.add_argument("--rounds", default="4")
     parser.add_argument("--cluster", default="bench/cluster/emulated-4x1gbit.json")
-    parser.add_argument("--device", default="bench/cluster/host-2core.json")
+    parser.add_argument("--device", default="bench/cluster/host-2core-4ranks.json")
     parser.add_argument("--profile",
                         default="../shared/profiles/pipedream/resnet50.graph.txt")
     args = parser.parse_args()

@@ -20,7 +20,7 @@
 # Environment: BUILD (default build), OUT (default $BUILD/loop), STEPS
 # (default 5), ROUNDS (default 4), RATE (default 1gbit), CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), DEVICE (default
-# bench/cluster/host-2core.json), PROFILE (default
+# bench/cluster/host-2core-4ranks.json), PROFILE (default
 # ../shared/profiles/pipedream/resnet50.graph.txt, pipedream's measured
 # profile beside the checkout), LLVM_BIN (default
 # /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3).
@@ -37,8 +37,8 @@ ROUNDS=${ROUNDS:-4}
 RATE=${RATE:-1gbit}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
 # The device of the ranks' local work (the sparse plan's selection and
-# residual run on the host CPU here).
-DEVICE=${DEVICE:-bench/cluster/host-2core.json}
+# residual run on the host CPU here, two ranks to a core).
+DEVICE=${DEVICE:-bench/cluster/host-2core-4ranks.json}
 PROFILE=${PROFILE:-../shared/profiles/pipedream/resnet50.graph.txt}
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 BUILD=$(cd "$BUILD" && pwd)
