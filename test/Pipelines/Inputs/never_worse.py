@@ -175,6 +175,21 @@ def main():
                              f"than the kinds apart ({apart:.3f} us)")
                 mixed_faster += cost < apart * (1 - TOLERANCE)
                 mixed += 1
+    # The search's sparse plans (sparse=true) are never slower than
+    # comm-sparsify's own choice, started or blocking, without the search.
+    sparse_cases = 0
+    for module, clusters in modules:
+        for cluster in clusters:
+            searched = plan(opt, module, cluster, ("sparse=true",), report)
+            for fixed in [("sparse=true", "search=false"),
+                          ("sparse=true", "sparse-overlap=false",
+                           "search=false")]:
+                alone = plan(opt, module, cluster, fixed, report)
+                if searched > alone * (1 + TOLERANCE):
+                    sys.exit(f"{os.path.basename(module)} on {cluster}: "
+                             f"sparse=true plans {searched:.3f} us, slower "
+                             f"than {' '.join(fixed)} ({alone:.3f} us)")
+                sparse_cases += 1
     # Every bucketing policy and channel setting: the estimate prices every
     # collective op of the plan (plan() checks it).
     priced = 0
@@ -182,6 +197,8 @@ def main():
         for options in [("fusion=threshold",), ("fusion=mgwfbp",),
                         ("fusion=none",), ("channels=1", "priorities=false"),
                         ("fusion=threshold", "wire=f16", "sparse=true",
+                         "search=false"),
+                        ("sparse=true", "sparse-overlap=false",
                          "search=false")]:
             plan(opt, module, clusters[0], options, report)
             priced += 1
@@ -190,6 +207,8 @@ def main():
     print(f"cost bucketing never slower than DDP's: {policies} cases: OK")
     print(f"mixed-wire buckets never slower: {mixed} cases, faster in "
           f"{mixed_faster}: OK")
+    print(f"sparse search never slower than comm-sparsify alone: "
+          f"{sparse_cases} cases: OK")
     print(f"every collective priced: {priced} more plans: OK")
 
 
