@@ -1,11 +1,10 @@
 //===- ScheduleOverlap.cpp - Overlap collectives with compute -------------===//
 //
 // Implements `comm-schedule-overlap`: splits blocking collectives into
-// comm.start (comm.sparse_start)/comm.wait placed as early and as late as
-// their data allows,
-// spreads them over channels (AIACC-Training's multiple streams), orders
-// them by layer (ByteScheduler, P3) and partitions large gradients into
-// pieces that pipeline.
+// comm.start (comm.sparse_start) and comm.wait placed as early and as late
+// as their data allows, spreads them over channels (AIACC-Training's
+// multiple streams), orders them by layer (ByteScheduler, P3) and partitions
+// large gradients into pieces that pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +95,7 @@ static uint64_t getChannel(Operation *start) {
   return cast<StartOp>(start).getChannel();
 }
 
+/// Puts a comm.start or comm.sparse_start on `channel`.
 static void setChannel(Operation *start, uint64_t channel) {
   if (auto sparse = dyn_cast<SparseStartOp>(start))
     sparse.setChannel(channel);
@@ -313,14 +313,23 @@ private:
         users.push_back(use.getOwner());
     }
     Operation *waitPoint = getWaitPoint(users, block);
-    // A store stays ahead of the wait where something before the wait point
-    // might read the global it writes.
-    for (ml_program::GlobalStoreOp store : llvm::make_early_inc_range(stores))
-      if (mayReadBefore(store, waitPoint)) {
-        if (!waitPoint || store->isBeforeInBlock(waitPoint))
-          waitPoint = store;
-        llvm::erase(stores, store);
-      }
+    // In block order, each store before the wait point moves behind the wait
+    // unless something before the wait point might read the global it
+    // writes; then the wait goes before that store, and the stores after it
+    // stay where they are.
+    llvm::sort(stores, [](ml_program::GlobalStoreOp a,
+                          ml_program::GlobalStoreOp b) {
+      return a->isBeforeInBlock(b);
+    });
+    SmallVector<ml_program::GlobalStoreOp> moved;
+    for (ml_program::GlobalStoreOp store : stores) {
+      if (waitPoint && !store->isBeforeInBlock(waitPoint))
+        continue;
+      if (mayReadBefore(store, waitPoint))
+        waitPoint = store;
+      else
+        moved.push_back(store);
+    }
     if (waitPoint)
       builder.setInsertionPoint(waitPoint);
     else
@@ -328,7 +337,7 @@ private:
     auto wait = WaitOp::create(builder, op.getLoc(), op->getResultTypes(),
                                start.getToken());
     op->replaceAllUsesWith(wait.getResults());
-    for (ml_program::GlobalStoreOp store : stores)
+    for (ml_program::GlobalStoreOp store : llvm::reverse(moved))
       store->moveAfter(wait);
   }
 

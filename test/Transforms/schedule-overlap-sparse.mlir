@@ -88,6 +88,26 @@ func.func @call_later(%g: tensor<16xf32>) -> tensor<16xf32> {
 
 // -----
 
+// A store already after the first use of the reduced gradient stays where
+// it is, after the wait.
+// CHECK-LABEL: func.func @store_after_use
+// CHECK: %[[T:.*]] = comm.sparse_start
+// CHECK-NEXT: %[[R:.*]]:2 = comm.wait %[[T]]
+// CHECK-NEXT: comm.compute(%[[R]]#0) {{.*}}name = "user"
+// CHECK-NEXT: ml_program.global_store @s_residual = %[[R]]#1
+// CHECK-NEXT: return
+ml_program.global private mutable @s_residual(dense<0.0> : tensor<16xf32>) : tensor<16xf32>
+func.func @store_after_use(%g: tensor<16xf32>) {
+  %res = ml_program.global_load @s_residual : tensor<16xf32>
+  %r, %nr = comm.sparse_allreduce %g, %res {density = 0.25, select = #comm.select<topk>, exchange = #comm.exchange<allgather>}
+      : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>, tensor<16xf32>
+  comm.compute (%r) {cost_us = 2.0, name = "user"} : (tensor<16xf32>) -> ()
+  ml_program.global_store @s_residual = %nr : tensor<16xf32>
+  return
+}
+
+// -----
+
 // Sparse and dense starts share the channels: each goes where the fewest
 // bytes are in flight, a sparse start counting its selected part (here 4 KiB
 // at density 0.5, 2 KiB) against the dense start's 1 KiB.
