@@ -317,10 +317,10 @@ private:
     // unless something before the wait point might read the global it
     // writes; then the wait goes before that store, and the stores after it
     // stay where they are.
-    llvm::sort(stores, [](ml_program::GlobalStoreOp a,
-                          ml_program::GlobalStoreOp b) {
-      return a->isBeforeInBlock(b);
-    });
+    llvm::sort(stores,
+               [](ml_program::GlobalStoreOp a, ml_program::GlobalStoreOp b) {
+                 return a->isBeforeInBlock(b);
+               });
     SmallVector<ml_program::GlobalStoreOp> moved;
     for (ml_program::GlobalStoreOp store : stores) {
       if (waitPoint && !store->isBeforeInBlock(waitPoint))
