@@ -41,8 +41,10 @@ struct Candidate {
   std::string label;
   std::optional<double> stepUs;
   std::string failure;
-  /// The sparse collectives of its plan.
+  /// The sparse collectives of its plan, and the parameter names of those
+  /// that have one, in issue order.
   size_t sparseCollectives = 0;
+  SmallVector<std::string> sparseNames;
 
   /// Whether it beats `other`: faster, or as fast with fewer sparse
   /// collectives (compression changes the numerics, so it must pay).
@@ -110,21 +112,18 @@ SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
   for (const Freedom &freedom : kFreedoms)
     if (options.search && freedom.isOn(options))
       on.push_back(&freedom);
-  // The bit of each freedom in `on`, by its index in kFreedoms.
-  auto bitOf = [&](int index) -> std::optional<unsigned> {
-    auto found = llvm::find(on, &kFreedoms[index]);
-    if (found == on.end())
-      return std::nullopt;
-    return static_cast<unsigned>(found - on.begin());
+  // Whether `freedom` changes nothing in subset `kept`: the freedom it
+  // depends on is on for the search but turned off in `kept`.
+  auto isMoot = [&](const Freedom *freedom, unsigned kept) {
+    if (freedom->dependsOn < 0)
+      return false;
+    auto required = llvm::find(on, &kFreedoms[freedom->dependsOn]);
+    return required != on.end() && !(kept & (1u << (required - on.begin())));
   };
   auto isRedundant = [&](unsigned kept) {
-    for (auto [bit, freedom] : llvm::enumerate(on)) {
-      if (freedom->dependsOn < 0 || (kept & (1u << bit)))
-        continue;
-      std::optional<unsigned> required = bitOf(freedom->dependsOn);
-      if (required && !(kept & (1u << *required)))
+    for (auto [bit, freedom] : llvm::enumerate(on))
+      if (!(kept & (1u << bit)) && isMoot(freedom, kept))
         return true;
-    }
     return false;
   };
   SmallVector<Candidate> candidates;
@@ -139,14 +138,10 @@ SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
       if (!(kept & (1u << index)))
         freedom->turnOff(*candidate.options);
     SmallVector<std::string> parts;
-    for (const Freedom *freedom : on) {
-      // "sparse=false" says it all.
-      std::optional<unsigned> required =
-          freedom->dependsOn < 0 ? std::nullopt : bitOf(freedom->dependsOn);
-      if (required && !(kept & (1u << *required)))
-        continue;
-      parts.push_back(freedom->describe(*candidate.options));
-    }
+    // "sparse=false" says it all.
+    for (const Freedom *freedom : on)
+      if (!isMoot(freedom, kept))
+        parts.push_back(freedom->describe(*candidate.options));
     candidate.label = llvm::join(parts, " ");
     candidates.push_back(std::move(candidate));
   }
@@ -240,21 +235,9 @@ private:
   /// the number tried, or nullopt where none was.
   std::optional<Candidate> refineSparse(ModuleOp module,
                                         const Candidate &start) {
-    SmallVector<std::string> sparseNames;
-    Candidate replanned;
-    replanned.options = cloneOptions(*start.options);
-    evaluate(module, replanned, [&](ModuleOp planned) {
-      planned.walk([&](SparseCollectiveOpInterface sparse) {
-        StringRef name = cast<CollectiveOpInterface>(sparse.getOperation())
-                             .getGradientNames()
-                             .front();
-        if (!name.empty())
-          sparseNames.push_back(name.str());
-      });
-    });
     std::optional<Candidate> best;
     SmallVector<std::string> dense;
-    for (const std::string &name : sparseNames) {
+    for (const std::string &name : start.sparseNames) {
       const Candidate &current = best ? *best : start;
       Candidate trial;
       trial.options = cloneOptions(*current.options);
@@ -272,7 +255,7 @@ private:
       return std::nullopt;
     // "dense: a, b (of 5 sparse tried)", or with more than three
     // "dense: 12 of 29 sparse" (the plan itself names them).
-    std::string tried = std::to_string(sparseNames.size());
+    std::string tried = std::to_string(start.sparseNames.size());
     if (dense.size() <= 3)
       best->label = start.label + ", dense: " + llvm::join(dense, ", ") +
                     " (of " + tried + " sparse tried)";
@@ -289,11 +272,10 @@ private:
     return copy;
   }
 
-  /// Plans a copy of `module` with `candidate`'s options and simulates it;
-  /// `inspect`, if given, sees the planned copy. Its diagnostics are kept
-  /// from the user: a failure is recorded instead.
-  void evaluate(ModuleOp module, Candidate &candidate,
-                function_ref<void(ModuleOp)> inspect = {}) {
+  /// Plans a copy of `module` with `candidate`'s options, counts its sparse
+  /// collectives and simulates it. Its diagnostics are kept from the user: a
+  /// failure is recorded instead.
+  void evaluate(ModuleOp module, Candidate &candidate) {
     OwningOpRef<ModuleOp> copy = module.clone();
     std::string failure;
     {
@@ -308,10 +290,14 @@ private:
         candidate.failure = failure.empty() ? "planning failed" : failure;
         return;
       }
-      if (inspect)
-        inspect(*copy);
-      copy->walk(
-          [&](SparseCollectiveOpInterface) { ++candidate.sparseCollectives; });
+      copy->walk([&](SparseCollectiveOpInterface sparse) {
+        ++candidate.sparseCollectives;
+        StringRef name = cast<CollectiveOpInterface>(sparse.getOperation())
+                             .getGradientNames()
+                             .front();
+        if (!name.empty())
+          candidate.sparseNames.push_back(name.str());
+      });
       SimulationMode mode = options.estimate == EstimateMode::Steady
                                 ? SimulationMode::SteadyState
                                 : SimulationMode::Step;
