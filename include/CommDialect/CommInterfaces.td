@@ -132,6 +132,30 @@ def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   }];
 }
 
+def Comm_StartedCollectiveOpInterface
+    : OpInterface<"StartedCollectiveOpInterface"> {
+  let cppNamespace = "::mlir::comm";
+  let description = [{
+    The first half of a collective split for overlap (comm.start,
+    comm.sparse_start): the channel it runs on, its priority, and the token
+    that its one comm.wait consumes.
+  }];
+  let methods = [
+    InterfaceMethod<"The communication channel.", "uint64_t", "getChannel",
+      (ins), [{ return $_op.getChannel(); }]>,
+    InterfaceMethod<"Puts the collective on `channel`.", "void", "setChannel",
+      (ins "uint64_t":$channel), [{ $_op.setChannel(channel); }]>,
+    InterfaceMethod<"Its priority (lower is more urgent), if any.",
+      "::std::optional<int64_t>", "getPriority", (ins), [{
+        if (auto priority = $_op.getPriority())
+          return static_cast<int64_t>(*priority);
+        return std::nullopt;
+      }]>,
+    InterfaceMethod<"The token its comm.wait consumes.", "::mlir::Value",
+      "getToken", (ins), [{ return $_op.getToken(); }]>,
+  ];
+}
+
 def Comm_SparseCollectiveOpInterface
     : OpInterface<"SparseCollectiveOpInterface"> {
   let cppNamespace = "::mlir::comm";

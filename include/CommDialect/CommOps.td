@@ -150,7 +150,8 @@ def Comm_FusedAllReduceOp : Comm_Op<"fused_allreduce", Comm_BucketTraits> {
   let hasVerifier = 1;
 }
 
-def Comm_StartOp : Comm_Op<"start", Comm_BucketTraits> {
+def Comm_StartOp : Comm_Op<"start", !listconcat(Comm_BucketTraits,
+    [Comm_StartedCollectiveOpInterface])> {
   let summary = "Start an asynchronous allreduce";
   let description = [{
     The first half of a collective split for overlap: starts an allreduce of
@@ -208,7 +209,7 @@ def Comm_WaitOp : Comm_Op<"wait", [
     StartOp getStart();
     /// The op that started the collective: a comm.start or a
     /// comm.sparse_start (null only in IR that fails verification).
-    ::mlir::Operation *getStartingOp();
+    StartedCollectiveOpInterface getStartingOp();
   }];
 }
 
@@ -350,7 +351,8 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", Comm_SparseTraits> {
   }];
 }
 
-def Comm_SparseStartOp : Comm_Op<"sparse_start", Comm_SparseTraits> {
+def Comm_SparseStartOp : Comm_Op<"sparse_start", !listconcat(Comm_SparseTraits,
+    [Comm_StartedCollectiveOpInterface])> {
   let summary = "Start an asynchronous sparse allreduce";
   let description = [{
     The first half of a `comm.sparse_allreduce` split for overlap: starts the

@@ -87,7 +87,7 @@ struct WaitModel
     auto wait = cast<WaitOp>(op);
     // The start bufferizes first (it dominates the wait), so its operands are
     // already the buffers the collective reduces in place.
-    Operation *start = wait.getStartingOp();
+    StartedCollectiveOpInterface start = wait.getStartingOp();
     SmallVector<Value> buffers(start->getOperands());
     if (llvm::any_of(buffers,
                      [](Value v) { return !isa<BaseMemRefType>(v.getType()); }))

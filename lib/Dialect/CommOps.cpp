@@ -389,13 +389,12 @@ void StartOp::getEffects(
 
 StartOp WaitOp::getStart() { return getToken().getDefiningOp<StartOp>(); }
 
-Operation *WaitOp::getStartingOp() {
-  Operation *start = getToken().getDefiningOp();
-  return isa_and_nonnull<StartOp, SparseStartOp>(start) ? start : nullptr;
+StartedCollectiveOpInterface WaitOp::getStartingOp() {
+  return getToken().getDefiningOp<StartedCollectiveOpInterface>();
 }
 
 LogicalResult WaitOp::verify() {
-  Operation *start = getStartingOp();
+  StartedCollectiveOpInterface start = getStartingOp();
   if (!start)
     return emitOpError(
         "token must come directly from a comm.start or comm.sparse_start");

@@ -278,15 +278,10 @@ static void writeCollective(llvm::json::OStream &json,
   json.attribute("wire", wire ? getDtypeName(wire) : "none");
   json.attribute("prescale", interface.getPrescaleFactor().value_or(1.0));
   // A started collective, dense or sparse, runs on its channel.
-  std::optional<std::pair<uint64_t, std::optional<int64_t>>> schedule;
-  if (auto start = dyn_cast<StartOp>(op))
-    schedule = {start.getChannel(), start.getPriority()};
-  else if (auto sparseStart = dyn_cast<SparseStartOp>(op))
-    schedule = {sparseStart.getChannel(), sparseStart.getPriority()};
-  if (schedule) {
-    json.attribute("channel", static_cast<int64_t>(schedule->first));
-    if (schedule->second)
-      json.attribute("priority", *schedule->second);
+  if (auto start = dyn_cast<StartedCollectiveOpInterface>(op)) {
+    json.attribute("channel", static_cast<int64_t>(start.getChannel()));
+    if (std::optional<int64_t> priority = start.getPriority())
+      json.attribute("priority", *priority);
     else
       json.attribute("priority", nullptr);
   } else {

@@ -80,27 +80,12 @@ static bool isBlockingTensorCollective(Operation *op, bool sparse) {
 
 /// The bytes a started collective counts towards its channel's load: its
 /// gradients', or the selected part of a sparse start's gradient.
-static int64_t getLoadBytes(Operation *start) {
-  if (auto sparse = dyn_cast<SparseStartOp>(start))
+static int64_t getLoadBytes(StartedCollectiveOpInterface start) {
+  if (auto sparse = dyn_cast<SparseStartOp>(start.getOperation()))
     return static_cast<int64_t>(
         std::ceil(static_cast<double>(getBytes(sparse.getGrad().getType())) *
                   sparse.getDensity().convertToDouble()));
-  return getBytes(cast<StartOp>(start).getInputs());
-}
-
-/// The channel of a comm.start or comm.sparse_start.
-static uint64_t getChannel(Operation *start) {
-  if (auto sparse = dyn_cast<SparseStartOp>(start))
-    return sparse.getChannel();
-  return cast<StartOp>(start).getChannel();
-}
-
-/// Puts a comm.start or comm.sparse_start on `channel`.
-static void setChannel(Operation *start, uint64_t channel) {
-  if (auto sparse = dyn_cast<SparseStartOp>(start))
-    sparse.setChannel(channel);
-  else
-    cast<StartOp>(start).setChannel(channel);
+  return getBytes(cast<StartOp>(start.getOperation()).getInputs());
 }
 
 /// The smallest `layer` of the backward comm.compute steps that define
@@ -450,29 +435,28 @@ private:
   /// in flight, then the lowest number. Starts that were in the input keep
   /// their channel and count towards its load.
   void assignChannels() {
-    auto isStart = llvm::IsaPred<StartOp, SparseStartOp>;
     // With S starts, at most S - 1 others are in flight at a choice, so one
     // of the first S channels is idle and wins: the rest never matter.
     auto numStarts = static_cast<int64_t>(
-        llvm::count_if(block, [&](Operation &op) { return isStart(&op); }));
+        llvm::count_if(block, llvm::IsaPred<StartedCollectiveOpInterface>));
     SmallVector<ChannelLoad> loads(std::min(options.channels, numStarts));
     DenseSet<Operation *> inFlight;
-    auto update = [&](Operation *start, int64_t sign) {
-      ChannelLoad &load = loads[getChannel(start)];
+    auto update = [&](StartedCollectiveOpInterface start, int64_t sign) {
+      ChannelLoad &load = loads[start.getChannel()];
       load.bytes += sign * getLoadBytes(start);
       load.collectives += sign;
     };
 
     for (Operation &op : block) {
-      if (isStart(&op)) {
-        if (created.contains(&op))
-          setChannel(&op, pickChannel(loads));
-        if (getChannel(&op) < loads.size()) {
-          update(&op, +1);
-          inFlight.insert(&op);
+      if (auto start = dyn_cast<StartedCollectiveOpInterface>(op)) {
+        if (created.contains(start))
+          start.setChannel(pickChannel(loads));
+        if (start.getChannel() < loads.size()) {
+          update(start, +1);
+          inFlight.insert(start);
         }
       } else if (auto wait = dyn_cast<WaitOp>(op)) {
-        Operation *start = wait.getStartingOp();
+        StartedCollectiveOpInterface start = wait.getStartingOp();
         if (start && inFlight.erase(start))
           update(start, -1);
       }

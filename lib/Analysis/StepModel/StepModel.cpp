@@ -373,21 +373,22 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
 
   // Collectives started but not yet waited on, by their start op.
   llvm::DenseMap<Operation *, size_t> inFlight;
-  // Puts the collective just added for the start `op` on its channel.
-  auto scheduleStarted = [&](Operation *op, uint64_t channel,
-                             std::optional<int64_t> priority,
-                             Value token) -> LogicalResult {
+  // Puts the collective just added for `start` on its channel.
+  auto scheduleStarted =
+      [&](StartedCollectiveOpInterface start) -> LogicalResult {
+    uint64_t channel = start.getChannel();
     if (channel >= cluster.channels)
-      return op->emitOpError("cannot be estimated: channel ")
+      return start->emitOpError("cannot be estimated: channel ")
              << channel << " is not one of the cluster's " << cluster.channels
              << " channel(s)";
     CollectiveTask &task = step.collectives.back();
     task.channel = static_cast<unsigned>(channel);
-    task.priority = priority;
-    if (token.getUsers().begin()->getBlock() != &func.getBody().front())
-      return op->emitOpError("cannot be estimated: its comm.wait is in "
-                             "another block");
-    inFlight[op] = step.collectives.size() - 1;
+    task.priority = start.getPriority();
+    if (start.getToken().getUsers().begin()->getBlock() !=
+        &func.getBody().front())
+      return start->emitOpError("cannot be estimated: its comm.wait is in "
+                                "another block");
+    inFlight[start] = step.collectives.size() - 1;
     return success();
   };
   // A sparse allreduce: its exchange and its local steps. Started, the
@@ -420,18 +421,12 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       } else {
         task = &addAllreduce(collective, getLabel(collective));
       }
-      LogicalResult scheduled = success();
-      if (auto start = dyn_cast<StartOp>(op))
-        scheduled = scheduleStarted(&op, start.getChannel(),
-                                    start.getPriority(), start.getToken());
-      else if (auto sparseStart = dyn_cast<SparseStartOp>(op))
-        scheduled =
-            scheduleStarted(&op, sparseStart.getChannel(),
-                            sparseStart.getPriority(), sparseStart.getToken());
-      else
+      if (auto start = dyn_cast<StartedCollectiveOpInterface>(op)) {
+        if (failed(scheduleStarted(start)))
+          return failure();
+      } else {
         task->blocking = true;
-      if (failed(scheduled))
-        return failure();
+      }
       continue;
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {

@@ -425,6 +425,11 @@ static bool needsGroupForm(Operation *op) {
          collective.getAllreduceAlgorithm().has_value();
 }
 
+/// The `commrt_group_` form of the runtime function `name` (`commrt_...`).
+static std::string getGroupFormName(StringRef name) {
+  return ("commrt_group_" + name.drop_front(StringRef("commrt_").size())).str();
+}
+
 /// `name` (a fused allreduce, or its start, whose `callArgs` end with the
 /// prescale) for a collective of all ranks with the runtime's default
 /// algorithm. Otherwise its `commrt_group_` form: the group's handle (0, all
@@ -443,7 +448,7 @@ static FailureOr<std::string> useGroupForm(OpBuilder &b, Operation *op,
       b, op->getLoc(), getRuntimeAlgorithm(collective.getAllreduceAlgorithm()),
       32));
   callArgs.insert(callArgs.begin(), *handle);
-  return ("commrt_group_" + name.drop_front(StringRef("commrt_").size())).str();
+  return getGroupFormName(name);
 }
 
 /// The arguments of `commrt_mixed_allreduce` for the mixed-wire bucket `op`
@@ -584,8 +589,8 @@ public:
            SmallVectorImpl<Type> &types) -> std::optional<LogicalResult> {
           if (!isa<TokenType>(token.getType()))
             return std::nullopt;
-          Operation *start = token.getDefiningOp();
-          if (!isa_and_nonnull<StartOp, SparseStartOp>(start))
+          auto start = token.getDefiningOp<StartedCollectiveOpInterface>();
+          if (!start)
             return failure();
           types.push_back(IntegerType::get(token.getContext(), 64));
           for (Type type : start->getOperandTypes()) {
@@ -763,8 +768,7 @@ struct SparseCall {
       if (failed(handle))
         return failure();
       call.arguments.insert(call.arguments.begin(), *handle);
-      call.callee =
-          ("commrt_group_" + callee.drop_front(strlen("commrt_"))).str();
+      call.callee = getGroupFormName(callee);
     }
     return call;
   }
