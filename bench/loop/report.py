@@ -114,7 +114,7 @@ def main():
         "from a cold start, which is what the driver times: `@train_step` waits "
         "for every gradient before it returns) and, for reference, the steady "
         "state. Each plan is lowered with `--commopt-lower-to-llvm=\"compute-delay\"` "
-        "(every `comm.compute` sleeps its profiled cost) under a `@main` "
+        "(every `comm.compute` fills its gradients with synthetic values and sleeps the rest of its profiled cost) under a `@main` "
         "(`comm-add-step-driver`) that runs one warm-up step and "
         f"{args.steps} timed steps, each after `commrt_barrier`, timed with "
         "`commrt_time_us`, the slowest rank's time reported by "

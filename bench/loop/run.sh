@@ -8,7 +8,7 @@
 # host CPU as the device of its local steps, its sparse allreduces started
 # on channels, and the same with them blocking), takes comm-estimate's
 # prediction of each plan (step and steady state, JSON), appends a timing
-# @main (comm-add-step-driver), lowers with comm.compute sleeping its cost
+# @main (comm-add-step-driver), lowers with comm.compute taking its cost
 # (compute-delay), runs them on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
 # (ROUNDS rounds, the plans alternating; every run one warm-up step and
 # STEPS timed ones, each after a barrier, slowest rank) and replaces the
@@ -31,6 +31,12 @@ set -euo pipefail
 
 # ROOT, BUILD, PYTHON and the MPI settings.
 source "$(dirname "$0")/../common.sh"
+# A lowered skeleton allocates its gradients afresh every step, where a
+# framework keeps them (PyTorch's caching allocator). glibc would hand the
+# freed blocks back to the kernel and fault them in again, zeroed, the next
+# step: 2-5% of a step on 4 ranks of the emulated cluster. Keep them, as
+# commopt-tune does.
+export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296}
 OUT=${OUT:-$BUILD/loop}
 STEPS=${STEPS:-5}
 ROUNDS=${ROUNDS:-4}

@@ -389,7 +389,7 @@ def Comm_SparseStartOp : Comm_Op<"sparse_start", !listconcat(Comm_SparseTraits,
 // Profile skeletons and queries
 //===----------------------------------------------------------------------===//
 
-def Comm_ComputeOp : Comm_Op<"compute", [
+def Comm_ComputeOp : Comm_Op<"compute", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "An opaque compute step with a measured cost";
   let description = [{
@@ -397,11 +397,15 @@ def Comm_ComputeOp : Comm_Op<"compute", [
     layer's forward or backward pass imported from a profile. `cost_us` is
     its duration in microseconds. The results are values it produces (for a
     backward step, the layer's gradients); their contents are unspecified.
-    `name` names the step for reports and traces. Bufferization gives each
-    tensor result a new zero-filled buffer. `layer` (the layer's index
+    `name` names the step for reports and traces. `layer` (the layer's index
     in forward order) and `phase` tie the step to the model's structure: a
     layer's backward step produces its gradients, and in steady state its
     next forward step needs them reduced.
+
+    In buffer form the step writes `outs` instead of returning tensors:
+    bufferization gives each tensor result a new buffer and passes it there.
+    Their contents are unspecified too; `convert-comm-to-runtime` fills them
+    with synthetic gradient values (`commrt_fill_gradient`).
 
     Example:
 
@@ -411,15 +415,23 @@ def Comm_ComputeOp : Comm_Op<"compute", [
     %gw, %gb = comm.compute (%x) {cost_us = 480.0 : f64, layer = 7 : i64,
                                   name = "fc", phase = #comm.phase<backward>}
         : (tensor<32x2048xf32>) -> (tensor<1000x2048xf32>, tensor<1000xf32>)
+    // The same in buffer form.
+    comm.compute (%xb) outs(%gwb, %gbb : memref<1000x2048xf32>,
+                                         memref<1000xf32>)
+        {cost_us = 480.0 : f64, layer = 7 : i64, name = "fc",
+         phase = #comm.phase<backward>} : (memref<32x2048xf32>) -> ()
     ```
   }];
-  let arguments = (ins Variadic<AnyType>:$inputs, F64Attr:$cost_us,
+  let arguments = (ins Variadic<AnyType>:$inputs,
+                       Variadic<AnyMemRef>:$outputs, F64Attr:$cost_us,
                        OptionalAttr<StrAttr>:$name,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$layer,
                        OptionalAttr<Comm_PhaseAttr>:$phase);
   let results = (outs Variadic<AnyType>:$results);
-  let assemblyFormat =
-      "`(` $inputs `)` attr-dict `:` functional-type($inputs, $results)";
+  let assemblyFormat = [{
+    `(` $inputs `)` (`outs` `(` $outputs^ `:` type($outputs) `)`)? attr-dict
+    `:` functional-type($inputs, $results)
+  }];
   let hasVerifier = 1;
 }
 

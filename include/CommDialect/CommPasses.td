@@ -37,9 +37,12 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     - `comm.start`: `commrt_fused_allreduce_start` on the op's channel, the
       handle kept in a stack slot; `comm.wait`: `commrt_wait` on it;
     - `comm.rank`, `comm.world_size`: `commrt_rank`, `commrt_size`;
-    - `comm.compute`: nothing, or with `compute-delay` a
-      `commrt_sleep_us(cost_us)`, so that a profile's skeleton runs with the
-      profiled compute time.
+    - `comm.compute` (in buffer form): `commrt_fill_gradient` on each of its
+      `outs`, which fills it with synthetic gradient values; with
+      `compute-delay`, the step's start is read first (`commrt_time_us`)
+      and `commrt_sleep_since_us(cost_us, start)` sleeps what is left of
+      its cost, so that a profile's skeleton runs with the profiled compute
+      time, the filling included.
 
     Non-contiguous memrefs are staged through a contiguous copy that is
     written back once the collective is complete. Every status is passed to
@@ -74,7 +77,8 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"computeDelay", "compute-delay", "bool", /*default=*/"false",
-           "Lower comm.compute to a sleep of its cost_us (default: false)">
+           "Lower comm.compute to take its cost_us: the filling of its "
+           "outputs, then a sleep for the rest (default: false)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

@@ -59,8 +59,9 @@ inline constexpr int kMaxChannels = kMaxClusterChannels;
 struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
   Option<bool> computeDelay{
       *this, "compute-delay",
-      llvm::cl::desc("Lower comm.compute to a sleep of its cost_us, so that "
-                     "a profile's skeleton runs with its compute time "
+      llvm::cl::desc("Lower comm.compute to take its cost_us (the filling "
+                     "of its outputs, then a sleep for the rest), so that a "
+                     "profile's skeleton runs with its compute time "
                      "(default: false)"),
       llvm::cl::init(false)};
 };

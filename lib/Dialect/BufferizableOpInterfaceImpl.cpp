@@ -100,8 +100,8 @@ struct WaitModel
   }
 };
 
-/// comm.compute: reads its operands; each tensor result becomes a new buffer,
-/// zero-filled so that what the skeleton computes on is defined.
+/// comm.compute: reads its operands; each tensor result becomes a new buffer
+/// that the step writes (`outs`).
 struct ComputeModel
     : public BufferizableOpInterface::ExternalModel<ComputeModel, ComputeOp> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
@@ -153,14 +153,10 @@ struct ComputeModel
         return compute.emitOpError("cannot bufferize result of dynamic shape ")
                << type;
       auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
-      Value buffer = memref::AllocOp::create(rewriter, loc, bufferType);
-      Value zero = arith::ConstantOp::create(
-          rewriter, loc, rewriter.getZeroAttr(type.getElementType()));
-      linalg::FillOp::create(rewriter, loc, zero, buffer);
-      results.push_back(buffer);
+      results.push_back(memref::AllocOp::create(rewriter, loc, bufferType));
     }
     auto bufferized = ComputeOp::create(
-        rewriter, loc, otherTypes, operands, compute.getCostUsAttr(),
+        rewriter, loc, otherTypes, operands, results, compute.getCostUsAttr(),
         compute.getNameAttr(), compute.getLayerAttr(), compute.getPhaseAttr());
     // Results in order: buffers for tensors, the new op's for the others.
     SmallVector<Value> replacements;

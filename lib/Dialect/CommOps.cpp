@@ -618,6 +618,10 @@ LogicalResult ComputeOp::verify() {
     return emitOpError("cost_us must be a non-negative finite number of "
                        "microseconds, got ")
            << cost;
+  if (!getOutputs().empty() &&
+      llvm::any_of(getResultTypes(), llvm::IsaPred<TensorType>))
+    return emitOpError("writes 'outs' (buffer form) and returns tensors: "
+                       "a step produces its results one way");
   return success();
 }
 
@@ -627,6 +631,9 @@ void ComputeOp::getEffects(
   // Opaque: it stands for real work and must keep its place in the step.
   effects.emplace_back(MemoryEffects::Write::get(),
                        SideEffects::DefaultResource::get());
+  for (OpOperand &output : getOutputsMutable())
+    effects.emplace_back(MemoryEffects::Write::get(), &output,
+                         SideEffects::DefaultResource::get());
 }
 
 #define GET_OP_CLASSES

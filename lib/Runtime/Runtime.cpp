@@ -8,9 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "ComputeEmulation.h"
 #include "Sparse.h"
 #include "Validation.h"
 #include "Watchdog.h"
+#include "WireFormat.h"
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -859,10 +862,50 @@ int32_t commrt_set_consistency_checks(int32_t checks) {
 
 const char *commrt_last_error(void) { return lastError.c_str(); }
 
-void commrt_sleep_us(double microseconds) {
-  if (microseconds > 0.0)
+int32_t commrt_fill_gradient(void *buffer, int64_t count, int32_t dtype) {
+  COMMRT_TRY(inFunction("commrt_fill_gradient",
+                        checkLocalBuffer(buffer, count, dtype)));
+  // Per thread, made at its first fill; every call starts elsewhere in the
+  // table (deterministic per run).
+  thread_local std::unique_ptr<SyntheticGradients> values =
+      std::make_unique<SyntheticGradients>();
+  thread_local uint32_t calls = 0;
+  uint32_t start = calls++ * 40503u;
+  auto fill = [&](auto *out, auto convert) {
+    values->fill(out, count, start, convert);
+  };
+  switch (static_cast<commrt_dtype>(dtype)) {
+  case COMMRT_F32:
+    fill(static_cast<float *>(buffer), [](float x) { return x; });
+    break;
+  case COMMRT_F64:
+    fill(static_cast<double *>(buffer), [](float x) { return double(x); });
+    break;
+  case COMMRT_F16:
+    fill(static_cast<uint16_t *>(buffer), floatToHalf);
+    break;
+  case COMMRT_BF16:
+    fill(static_cast<uint16_t *>(buffer), floatToBFloat16);
+    break;
+  }
+  return COMMRT_SUCCESS;
+}
+
+void commrt_sleep_since_us(double microseconds, double since_us) {
+  if (!(microseconds > 0.0))
+    return;
+  // Per thread: each host thread of a skeleton stands for its own stream.
+  thread_local ComputePacer pacer;
+  double spentUs = std::max(0.0, commrt_time_us() - since_us);
+  double sleepUs = pacer.sleepUs(microseconds, spentUs);
+  if (sleepUs > 0.0)
     std::this_thread::sleep_for(
-        std::chrono::duration<double, std::micro>(microseconds));
+        std::chrono::duration<double, std::micro>(sleepUs));
+  pacer.record(microseconds, commrt_time_us() - since_us);
+}
+
+void commrt_sleep_us(double microseconds) {
+  commrt_sleep_since_us(microseconds, commrt_time_us());
 }
 
 double commrt_time_us(void) {

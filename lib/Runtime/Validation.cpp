@@ -210,6 +210,11 @@ commrt_status checkTypedBuffer(const void *buffer, int64_t count,
 
 } // namespace
 
+commrt_status commrt::checkLocalBuffer(const void *buffer, int64_t count,
+                                       int32_t dtype) {
+  return checkTypedBuffer(buffer, count, dtype);
+}
+
 int commrt::checksFromEnvironment() {
   const char *value = std::getenv("COMMRT_CHECK");
   if (!value || std::strcmp(value, "first") == 0)

@@ -48,6 +48,11 @@ commrt_status settingsFromEnvironment(int checks, int &channels,
 // A collective's arguments
 //===----------------------------------------------------------------------===//
 
+/// Fails unless `buffer` and `count` describe a buffer of the commrt_dtype
+/// `dtype`: the check of a local call, which no other rank compares.
+commrt_status checkLocalBuffer(const void *buffer, int64_t count,
+                               int32_t dtype);
+
 /// Fails unless the argument `name`, `value`, is one of the values
 /// `first`..`last` of the enum `type`.
 commrt_status checkEnum(const char *name, int32_t value, const char *type,

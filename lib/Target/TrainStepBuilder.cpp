@@ -29,9 +29,10 @@ TrainStepBuilder::TrainStepBuilder(MLIRContext *context, Location loc,
 void TrainStepBuilder::addForward(Location loc, StringRef name, double costUs,
                                   std::optional<int64_t> layer) {
   IntegerAttr layerAttr = layer ? builder.getI64IntegerAttr(*layer) : nullptr;
-  ComputeOp::create(
-      builder, loc, TypeRange(), ValueRange(), builder.getF64FloatAttr(costUs),
-      builder.getStringAttr(name), layerAttr, cast<PhaseAttr>(forwardAttr));
+  ComputeOp::create(builder, loc, TypeRange(), ValueRange(),
+                    /*outputs=*/ValueRange(), builder.getF64FloatAttr(costUs),
+                    builder.getStringAttr(name), layerAttr,
+                    cast<PhaseAttr>(forwardAttr));
 }
 
 void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
@@ -42,9 +43,9 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
   for (const GradientSpec &gradient : gradients)
     types.push_back(gradient.type);
   auto step = ComputeOp::create(
-      builder, loc, types, ValueRange(), builder.getF64FloatAttr(costUs),
-      builder.getStringAttr(name), builder.getI64IntegerAttr(layer),
-      cast<PhaseAttr>(backwardAttr));
+      builder, loc, types, ValueRange(), /*outputs=*/ValueRange(),
+      builder.getF64FloatAttr(costUs), builder.getStringAttr(name),
+      builder.getI64IntegerAttr(layer), cast<PhaseAttr>(backwardAttr));
   for (auto [gradient, value] : llvm::zip_equal(gradients, step.getResults()))
     reduced.push_back(AllReduceOp::create(builder, loc, gradient.type, value,
                                           cast<ReduceKindAttr>(averageAttr),
@@ -58,7 +59,7 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
 
 void TrainStepBuilder::addUpdate(Location loc, double costUs) {
   ComputeOp::create(builder, loc, TypeRange(), reduced,
-                    builder.getF64FloatAttr(costUs),
+                    /*outputs=*/ValueRange(), builder.getF64FloatAttr(costUs),
                     builder.getStringAttr("update"), /*layer=*/nullptr,
                     PhaseAttr::get(builder.getContext(), Phase::optimizer));
 }

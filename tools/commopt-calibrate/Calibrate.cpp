@@ -29,14 +29,12 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace commopt::calibrate;
@@ -44,8 +42,10 @@ using mlir::comm::ClusterModel;
 
 namespace {
 
-/// The collectives of the step that measures the per-collective overhead.
+/// The collectives of the step that measures the per-collective overhead,
+/// and the least number of times it is timed.
 constexpr int kStepCollectives = 16;
+constexpr int kStepRepetitions = 15;
 
 /// The smallest message of the wire's sweep: below it the per-message terms
 /// hide what the wire costs per byte.
@@ -213,15 +213,15 @@ std::vector<Sample> sweep(const std::vector<int64_t> &sizes, int repetitions,
 
 /// The slowest rank's time of `count` allreduces of `elements` floats each,
 /// as a training step runs them: each started on channel 0 after `gapUs` of
-/// sleep (compute), all waited at the end, in us.
+/// compute (commrt_sleep_us, as a skeleton lowered with compute-delay
+/// sleeps), all waited at the end, in us.
 double timeInStep(std::vector<float> &buffers, int64_t elements, int count,
                   double gapUs) {
   MPI_Barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime();
   std::vector<int64_t> handles(count);
   for (int i = 0; i < count; ++i) {
-    std::this_thread::sleep_for(
-        std::chrono::duration<double, std::micro>(gapUs));
+    commrt_sleep_us(gapUs);
     void *buffer[] = {buffers.data() + i * elements};
     check(commrt_fused_allreduce_start(buffer, &elements, 1, COMMRT_F32,
                                        COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
@@ -289,7 +289,9 @@ int main(int argc, char **argv) {
   // The overhead of a collective within a step: kStepCollectives of the
   // largest swept size up to 1 MiB, each started after as long a sleep as it
   // took alone, so that the channel is never idle; what they take beyond
-  // the first sleep and their times alone, per collective.
+  // the first sleep and their times alone, per collective. The median of
+  // at least kStepRepetitions: single runs of this step vary by more than
+  // the overhead.
   auto aboveMiB = std::upper_bound(
       samples.begin(), samples.end(), double(int64_t(1) << 20),
       [](double bytes, const Sample &sample) { return bytes < sample.bytes; });
@@ -299,7 +301,7 @@ int main(int argc, char **argv) {
   std::vector<float> stepBuffers(stepElements * kStepCollectives, 1.0f);
   timeInStep(stepBuffers, stepElements, kStepCollectives, stepSize.timeUs);
   std::vector<double> stepTimes;
-  for (int r = 0; r < options.repetitions; ++r) {
+  for (int r = 0; r < std::max(options.repetitions, kStepRepetitions); ++r) {
     std::fill(stepBuffers.begin(), stepBuffers.end(), 1.0f);
     stepTimes.push_back(timeInStep(stepBuffers, stepElements, kStepCollectives,
                                    stepSize.timeUs));
@@ -387,9 +389,9 @@ int main(int argc, char **argv) {
   source += llvm::formatv(
       "; per collective within a step {0:f1} us: {1} allreduces of {2} "
       "started on a channel, each after {3:f1} us of sleep (its time alone), "
-      "took {4:f1} us",
+      "took {4:f1} us (median of {5})",
       overheadUs, kStepCollectives, formatBytes(int64_t(stepSize.bytes)),
-      stepSize.timeUs, stepUs);
+      stepSize.timeUs, stepUs, stepTimes.size());
   llvm::Expected<ClusterModel> cluster =
       makeCalibratedCluster(*fit, ranks, options.ranksPerNode, options.name,
                             source, nodeFit ? &*nodeFit : nullptr);

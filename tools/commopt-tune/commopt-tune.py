@@ -129,11 +129,12 @@ def candidates(pairs):
     return out
 
 
-def run(command, what, timeout=None):
-    """Runs `command`; fails naming `what` and the command when it fails."""
+def run(command, what, timeout=None, environment=None):
+    """Runs `command` (in `environment`, else this process's); fails naming
+    `what` and the command when it fails."""
     try:
         done = subprocess.run(command, capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=environment)
     except FileNotFoundError:
         fail(f"{what}: cannot run {command[0]}: no such program")
     except subprocess.TimeoutExpired:
@@ -188,13 +189,23 @@ def lower(tools, planned, steps, delay, index, work):
     return lowered
 
 
+# A lowered skeleton allocates its gradients afresh every step, where a
+# framework keeps them (PyTorch's caching allocator); glibc would hand the
+# freed blocks back to the kernel and fault them in again, zeroed, the next
+# step. The runs keep them, unless the caller set glibc's tunables.
+SKELETON_TUNABLES = ("glibc.malloc.mmap_threshold=33554432:"
+                     "glibc.malloc.trim_threshold=4294967296")
+
+
 def measure(tools, launcher, lowered, index, timeout):
     """One run of the lowered candidate: its timed steps (us), without the
     warm-up step 0."""
     command = launcher + [tools["runner"], lowered, "-e", "main",
                           "-entry-point-result=void",
                           "-shared-libs=" + ",".join(tools["libs"])]
-    done = run(command, f"running candidate {index}", timeout)
+    environment = dict(os.environ)
+    environment.setdefault("GLIBC_TUNABLES", SKELETON_TUNABLES)
+    done = run(command, f"running candidate {index}", timeout, environment)
     steps = {}
     for line in (done.stdout + "\n" + done.stderr).splitlines():
         match = STEP_LINE.match(line.strip())

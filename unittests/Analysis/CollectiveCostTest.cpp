@@ -277,6 +277,49 @@ TEST(CollectiveCost, SparseChunk) {
       0.09 + 18.75);
 }
 
+// The in-step overhead (collective_overhead_us): once per collective the
+// runtime issues, so three times for the allgather and chunk exchanges and
+// seven times for the hash exchange; never on one rank.
+TEST(CollectiveCost, OverheadOncePerCollective) {
+  ClusterModel plain = testCluster(AllreduceAlgorithm::Ring);
+  ClusterModel withOverhead = plain;
+  withOverhead.collectiveOverheadUs = 1000;
+  auto extraUs = [&](auto costOf) {
+    return costOf(withOverhead).totalUs() - costOf(plain).totalUs();
+  };
+  EXPECT_NEAR(
+      extraUs([](const ClusterModel &c) { return allreduceCost(c, kBytes); }),
+      1000, 1e-6);
+  EXPECT_NEAR(
+      extraUs([](const ClusterModel &c) { return allgatherCost(c, kBytes); }),
+      1000, 1e-6);
+  EXPECT_NEAR(
+      extraUs([](const ClusterModel &c) { return allToAllCost(c, kBytes); }),
+      1000, 1e-6);
+  EXPECT_NEAR(
+      extraUs([](const ClusterModel &c) { return broadcastCost(c, kBytes); }),
+      1000, 1e-6);
+  SparseGradient gradient = testGradient();
+  gradient.chunkElements = 1000;
+  const std::pair<SparseExchangeScheme, double> exchanges[] = {
+      {SparseExchangeScheme::Allgather, 3000},
+      {SparseExchangeScheme::Hash, 7000},
+      {SparseExchangeScheme::Chunk, 3000}};
+  for (auto [scheme, expectedUs] : exchanges) {
+    SCOPED_TRACE(static_cast<int>(scheme));
+    EXPECT_NEAR(extraUs([&](const ClusterModel &c) {
+                  return sparseAllreduceCost(c, scheme, gradient);
+                }),
+                expectedUs, 1e-6);
+  }
+  withOverhead.ranks = 1;
+  EXPECT_EQ(allreduceCost(withOverhead, kBytes).totalUs(), 0);
+  EXPECT_EQ(sparseAllreduceCost(withOverhead, SparseExchangeScheme::Allgather,
+                                gradient)
+                .totalUs(),
+            0);
+}
+
 // A level with figures by size: each collective is priced with its
 // size's regime, by every formula.
 TEST(CollectiveCost, RegimesPriceBySize) {

@@ -820,7 +820,11 @@ struct SparseStartLowering : public OpConversionPattern<SparseStartOp> {
   }
 };
 
-/// Nothing, or a sleep of the step's cost with compute-delay.
+/// The step's outputs filled with synthetic gradient values
+/// (commrt_fill_gradient) and, with compute-delay, a sleep of what is left
+/// of its cost once they are (commrt_sleep_since_us): filling is part of the
+/// step's profiled time, as a backward kernel writes its gradients within
+/// its own.
 struct ComputeLowering : public OpConversionPattern<ComputeOp> {
   ComputeLowering(const TypeConverter &converter, MLIRContext *context,
                   bool computeDelay)
@@ -829,16 +833,45 @@ struct ComputeLowering : public OpConversionPattern<ComputeOp> {
   LogicalResult
   matchAndRewrite(ComputeOp compute, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
+    Location loc = compute.getLoc();
+    RuntimeCallBuilder calls(compute);
+    Type f64 = rewriter.getF64Type();
+    Value began;
     if (computeDelay) {
-      Location loc = compute.getLoc();
-      FailureOr<func::FuncOp> sleep = RuntimeCallBuilder(compute).getFunction(
-          rewriter, loc, "commrt_sleep_us",
-          rewriter.getFunctionType({rewriter.getF64Type()}, {}));
+      FailureOr<func::FuncOp> now = calls.getFunction(
+          rewriter, loc, "commrt_time_us", rewriter.getFunctionType({}, {f64}));
+      if (failed(now))
+        return failure();
+      began =
+          func::CallOp::create(rewriter, loc, *now, ValueRange()).getResult(0);
+    }
+    for (Value output : adaptor.getOutputs()) {
+      auto type = cast<MemRefType>(output.getType());
+      FailureOr<commrt_dtype> dtype = getRuntimeDType(type.getElementType());
+      if (failed(dtype))
+        return compute.emitOpError("cannot lower an output of element type ")
+               << type.getElementType()
+               << ": the runtime fills f32, f64, f16 and bf16";
+      if (!isContiguous(type))
+        return compute.emitOpError("cannot lower the non-contiguous output ")
+               << type << ": the runtime fills contiguous buffers";
+      Value count = rewriter.createOrFold<arith::IndexCastOp>(
+          loc, rewriter.getI64Type(), getElementCount(rewriter, loc, output));
+      Value code = arith::ConstantIntOp::create(rewriter, loc, *dtype, 32);
+      if (failed(calls.emitCheckedCall(
+              rewriter, loc, "commrt_fill_gradient",
+              {getDataPointer(rewriter, loc, output), count, code})))
+        return failure();
+    }
+    if (computeDelay) {
+      FailureOr<func::FuncOp> sleep =
+          calls.getFunction(rewriter, loc, "commrt_sleep_since_us",
+                            rewriter.getFunctionType({f64, f64}, {}));
       if (failed(sleep))
         return failure();
       Value cost =
           arith::ConstantOp::create(rewriter, loc, compute.getCostUsAttr());
-      func::CallOp::create(rewriter, loc, *sleep, cost);
+      func::CallOp::create(rewriter, loc, *sleep, ValueRange{cost, began});
     }
     rewriter.eraseOp(compute);
     return success();

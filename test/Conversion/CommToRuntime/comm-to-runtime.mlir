@@ -1,13 +1,15 @@
 // RUN: commopt-opt %s --convert-comm-to-runtime --canonicalize | FileCheck %s
 // RUN: commopt-opt %s --convert-comm-to-runtime="compute-delay" | FileCheck %s --check-prefix=DELAY
 
-// With compute-delay, a profiled compute step sleeps for its cost.
+// With compute-delay, a profiled compute step sleeps for its cost, counted
+// from the step's beginning (compute.mlir has steps with outputs).
 // DELAY-LABEL: func.func @start_wait
 // DELAY: call @commrt_fused_allreduce_start
-// DELAY: %[[COST:.*]] = arith.constant 1.000000e+01 : f64
-// DELAY-NEXT: call @commrt_sleep_us(%[[COST]]) : (f64) -> ()
+// DELAY: %[[BEGAN:.*]] = call @commrt_time_us() : () -> f64
+// DELAY-NEXT: %[[COST:.*]] = arith.constant 1.000000e+01 : f64
+// DELAY-NEXT: call @commrt_sleep_since_us(%[[COST]], %[[BEGAN]]) : (f64, f64) -> ()
 // DELAY: call @commrt_wait
-// DELAY: func.func private @commrt_sleep_us(f64)
+// DELAY: func.func private @commrt_sleep_since_us(f64, f64)
 
 // CHECK-LABEL: func.func @contiguous
 // CHECK-SAME: (%[[M:.*]]: memref<8xf32>)

@@ -67,3 +67,23 @@ func.func @dynamic_grid_group(%m: memref<4xf32>) {
   comm.allreduce %m {group = #comm.group<@grid, axes = [1]>} : memref<4xf32>
   return
 }
+
+// -----
+
+func.func @integer_output(%m: memref<4xi32>) {
+  // expected-error @+2 {{failed to legalize operation 'comm.compute' that was explicitly marked illegal}}
+  // expected-error @+1 {{'comm.compute' op cannot lower an output of element type 'i32': the runtime fills f32, f64, f16 and bf16}}
+  comm.compute () outs(%m : memref<4xi32>) {cost_us = 1.0} : () -> ()
+  return
+}
+
+// -----
+
+func.func @strided_output(%m: memref<4x4xf32>) {
+  %v = memref.subview %m[0, 1] [4, 2] [1, 1]
+      : memref<4x4xf32> to memref<4x2xf32, strided<[4, 1], offset: 1>>
+  // expected-error @+2 {{failed to legalize operation 'comm.compute' that was explicitly marked illegal}}
+  // expected-error @+1 {{'comm.compute' op cannot lower the non-contiguous output 'memref<4x2xf32, strided<[4, 1], offset: 1>>': the runtime fills contiguous buffers}}
+  comm.compute () outs(%v : memref<4x2xf32, strided<[4, 1], offset: 1>>) {cost_us = 1.0} : () -> ()
+  return
+}

@@ -64,6 +64,22 @@ func.func @read_while_in_flight(%a: tensor<4xf32>) -> (tensor<4xf32>, f32) {
   return %r, %x : tensor<4xf32>, f32
 }
 
+// A compute step's tensor results become new buffers that it writes; the
+// allreduce then reduces them in place. Results of other types stay.
+// CHECK-LABEL: func.func @compute_results
+// CHECK-SAME: (%[[X:.*]]: memref<8xf32>) -> (memref<4x2xf32>, memref<3xf16>, index)
+// CHECK-NEXT: %[[GW:.*]] = memref.alloc() {{.*}}: memref<4x2xf32>
+// CHECK-NEXT: %[[GB:.*]] = memref.alloc() {{.*}}: memref<3xf16>
+// CHECK-NEXT: %[[N:.*]] = comm.compute(%[[X]]) outs(%[[GW]], %[[GB]] : memref<4x2xf32>, memref<3xf16>) {cost_us = 5.000000e+00 : f64, name = "l0"} : (memref<8xf32>) -> index
+// CHECK-NEXT: comm.allreduce %[[GW]] : memref<4x2xf32>
+// CHECK-NEXT: return %[[GW]], %[[GB]], %[[N]]
+func.func @compute_results(%x: tensor<8xf32>) -> (tensor<4x2xf32>, tensor<3xf16>, index) {
+  %gw, %gb, %n = comm.compute (%x) {cost_us = 5.0, name = "l0"}
+      : (tensor<8xf32>) -> (tensor<4x2xf32>, tensor<3xf16>, index)
+  %r = comm.allreduce %gw : tensor<4x2xf32> -> tensor<4x2xf32>
+  return %r, %gb, %n : tensor<4x2xf32>, tensor<3xf16>, index
+}
+
 // The process group stays on the collectives in buffer form.
 shard.grid @grid(shape = 2x4)
 

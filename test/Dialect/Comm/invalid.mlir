@@ -253,6 +253,22 @@ func.func @negative_cost() {
 
 // -----
 
+func.func @outputs_and_tensor_results(%m: memref<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'comm.compute' op writes 'outs' (buffer form) and returns tensors: a step produces its results one way}}
+  %t = comm.compute () outs(%m : memref<4xf32>) {cost_us = 1.0} : () -> tensor<4xf32>
+  return %t : tensor<4xf32>
+}
+
+// -----
+
+func.func @tensor_output(%t: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.compute' op operand #0 must be variadic of memref of any type values, but got 'tensor<4xf32>'}}
+  "comm.compute"(%t) <{cost_us = 1.0 : f64, operandSegmentSizes = array<i32: 0, 1>}> : (tensor<4xf32>) -> ()
+  return
+}
+
+// -----
+
 func.func @missing_cost() {
   // expected-error @+1 {{'comm.compute' op requires attribute 'cost_us'}}
   comm.compute () {name = "x"} : () -> ()

@@ -145,6 +145,22 @@ func.func @compute(%x: tensor<32x2048xf32>) {
   return
 }
 
+// In buffer form the step writes its outputs.
+// CHECK-LABEL: func.func @compute_buffers
+// CHECK-SAME: (%[[X:.*]]: memref<32x2048xf32>, %[[GW:.*]]: memref<1000x2048xf32>, %[[GB:.*]]: memref<1000xf16>)
+func.func @compute_buffers(%x: memref<32x2048xf32>, %gw: memref<1000x2048xf32>,
+                           %gb: memref<1000xf16>) {
+  // CHECK: comm.compute(%[[X]]) outs(%[[GW]], %[[GB]] : memref<1000x2048xf32>, memref<1000xf16>) {cost_us = 4.800000e+02 : f64, name = "fc"} : (memref<32x2048xf32>) -> ()
+  comm.compute (%x) outs(%gw, %gb : memref<1000x2048xf32>, memref<1000xf16>)
+      {cost_us = 480.0, name = "fc"} : (memref<32x2048xf32>) -> ()
+  // CHECK: comm.compute() outs(%[[GB]] : memref<1000xf16>) {cost_us = 1.000000e+00 : f64} : () -> ()
+  comm.compute () outs(%gb : memref<1000xf16>) {cost_us = 1.0} : () -> ()
+  // The generic form lists the operand segments.
+  // CHECK: comm.compute() outs(%[[GB]] : memref<1000xf16>) {cost_us = 2.000000e+00 : f64} : () -> ()
+  "comm.compute"(%gb) <{cost_us = 2.0 : f64, operandSegmentSizes = array<i32: 0, 1>}> : (memref<1000xf16>) -> ()
+  return
+}
+
 // CHECK-LABEL: func.func @queries
 func.func @queries() -> (index, index) {
   // CHECK: comm.rank

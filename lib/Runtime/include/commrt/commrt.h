@@ -586,8 +586,28 @@ const char *commrt_last_error(void);
 /* Sleeps for `microseconds` (nothing when it is not positive): the time of
  * a profiled compute step (comm.compute lowered with compute-delay), during
  * which the caller's thread, like a host thread while its GPU computes,
- * leaves the cores to the runtime's communication. */
+ * leaves the cores to the runtime's communication. A sleep that wakes late
+ * shortens the calling thread's next ones by its lateness, so that a
+ * sequence of steps ends within one sleep's lateness of their sum. */
 void commrt_sleep_us(double microseconds);
+
+/* commrt_sleep_us for what is left of `microseconds` after `since_us` (a
+ * commrt_time_us reading on this thread): a compute step that began then
+ * and has already spent the time since producing its results. */
+void commrt_sleep_since_us(double microseconds, double since_us);
+
+/* Fills `count` elements of `dtype` at `buffer` with synthetic gradient
+ * values: normally distributed (mean 0, standard deviation 1), none zero,
+ * deterministic, from another place in a thread's table of 65536 values at
+ * every call, at about twice a memset's time. What a skeleton's compute
+ * step writes into its results (comm.compute lowered by
+ * convert-comm-to-runtime), so that the collectives that follow see values
+ * like a gradient's (on zeros, every magnitude ties and a sparse
+ * allreduce's selection takes about 3x as long). Local; needs no
+ * initialisation. A null buffer with count > 0, a negative count or a
+ * dtype that is not a commrt_dtype fail with COMMRT_ERROR_INVALID_ARGUMENT.
+ */
+int32_t commrt_fill_gradient(void *buffer, int64_t count, int32_t dtype);
 
 /* Microseconds on a monotonic clock (std::chrono::steady_clock) from an
  * unspecified origin: only differences between two calls on one rank mean
