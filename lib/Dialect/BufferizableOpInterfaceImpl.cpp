@@ -155,8 +155,11 @@ struct ComputeModel
       auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
       results.push_back(memref::AllocOp::create(rewriter, loc, bufferType));
     }
+    // Outputs it already had (memrefs) come first.
+    SmallVector<Value> outputs(compute.getOutputs());
+    llvm::append_range(outputs, results);
     auto bufferized = ComputeOp::create(
-        rewriter, loc, otherTypes, operands, results, compute.getCostUsAttr(),
+        rewriter, loc, otherTypes, operands, outputs, compute.getCostUsAttr(),
         compute.getNameAttr(), compute.getLayerAttr(), compute.getPhaseAttr());
     // Results in order: buffers for tensors, the new op's for the others.
     SmallVector<Value> replacements;

@@ -80,6 +80,15 @@ func.func @compute_results(%x: tensor<8xf32>) -> (tensor<4x2xf32>, tensor<3xf16>
   return %r, %gb, %n : tensor<4x2xf32>, tensor<3xf16>, index
 }
 
+// A step with tensor inputs keeps the outputs it already writes.
+// CHECK-LABEL: func.func @compute_keeps_outputs
+// CHECK-SAME: (%[[X:.*]]: memref<4xf32>, %[[M:.*]]: memref<2xf32>)
+// CHECK-NEXT: comm.compute(%[[X]]) outs(%[[M]] : memref<2xf32>) {cost_us = 1.000000e+00 : f64} : (memref<4xf32>) -> ()
+func.func @compute_keeps_outputs(%x: tensor<4xf32>, %m: memref<2xf32>) {
+  comm.compute (%x) outs(%m : memref<2xf32>) {cost_us = 1.0} : (tensor<4xf32>) -> ()
+  return
+}
+
 // The process group stays on the collectives in buffer form.
 shard.grid @grid(shape = 2x4)
 
