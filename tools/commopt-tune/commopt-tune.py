@@ -25,9 +25,12 @@ run times); candidates that give the same plan are measured once.
 Measurement. The `--measure` best distinct plans (by the model) each get a
 timing @main (comm-add-step-driver: one warm-up step and `--steps` timed
 ones, each after a barrier, the slowest rank), are lowered with their
-comm.compute ops sleeping their profiled cost (compute-delay; `--no-delay`
+comm.compute ops taking their profiled cost (compute-delay: synthetic
+gradients filled, then a sleep for the rest; `--no-delay` fills them and
 runs communication only) and run by `--launcher` (default `mpirun -np P`,
-P the cluster's ranks) under mlir-runner, `--rounds` times, the plans
+P the cluster's ranks) under mlir-runner, with glibc's mmap and trim
+thresholds raised (GLIBC_TUNABLES, unless set) so that the step's freed
+gradient buffers are reused as a framework's are, `--rounds` times, the plans
 alternating round by round so that a slow spell of the machine does not
 fall on one plan. A plan's measured step is the median of its timed steps;
 the chosen plan is the one with the least, which by construction is never
