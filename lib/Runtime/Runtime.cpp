@@ -864,7 +864,7 @@ const char *commrt_last_error(void) { return lastError.c_str(); }
 
 int32_t commrt_fill_gradient(void *buffer, int64_t count, int32_t dtype) {
   COMMRT_TRY(inFunction("commrt_fill_gradient",
-                        checkLocalBuffer(buffer, count, dtype)));
+                        checkTypedBuffer(buffer, count, dtype)));
   // Per thread, made at its first fill; every call starts elsewhere in the
   // table (deterministic per run).
   thread_local std::unique_ptr<SyntheticGradients> values =

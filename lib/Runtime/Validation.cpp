@@ -200,19 +200,12 @@ std::vector<SharedArgument> fusedArguments(int32_t nbuffers, const Plan &plan,
           {"prescale", floatBits(prescale), SharedArgument::Show::FloatValues}};
 }
 
-/// Fails unless `buffer` and `count` describe a buffer of the commrt_dtype
-/// `dtype`.
-commrt_status checkTypedBuffer(const void *buffer, int64_t count,
-                               int32_t dtype) {
-  COMMRT_TRY(checkBuffer(buffer, count));
-  return checkDtype(dtype);
-}
-
 } // namespace
 
-commrt_status commrt::checkLocalBuffer(const void *buffer, int64_t count,
+commrt_status commrt::checkTypedBuffer(const void *buffer, int64_t count,
                                        int32_t dtype) {
-  return checkTypedBuffer(buffer, count, dtype);
+  COMMRT_TRY(checkBuffer(buffer, count));
+  return checkDtype(dtype);
 }
 
 int commrt::checksFromEnvironment() {

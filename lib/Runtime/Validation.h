@@ -49,8 +49,8 @@ commrt_status settingsFromEnvironment(int checks, int &channels,
 //===----------------------------------------------------------------------===//
 
 /// Fails unless `buffer` and `count` describe a buffer of the commrt_dtype
-/// `dtype`: the check of a local call, which no other rank compares.
-commrt_status checkLocalBuffer(const void *buffer, int64_t count,
+/// `dtype`.
+commrt_status checkTypedBuffer(const void *buffer, int64_t count,
                                int32_t dtype);
 
 /// Fails unless the argument `name`, `value`, is one of the values
