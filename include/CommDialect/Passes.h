@@ -200,10 +200,10 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
   Option<bool> search{
       *this, "search",
       llvm::cl::desc("Plan with every subset of the plan-changing options "
-                     "turned on (wire, sparse, sparse-overlap, partition-mb) "
-                     "and keep the "
-                     "fastest in the model; false plans exactly the options "
-                     "given (default: true)"),
+                     "turned on (wire, sparse, sparse-overlap, partition-mb), "
+                     "each on every channel count up to the plan's, and keep "
+                     "the fastest in the model; false plans exactly the "
+                     "options given (default: true)"),
       llvm::cl::init(true)};
 };
 
@@ -227,14 +227,23 @@ void buildOptimizePipeline(OpPassManager &pm, const OptimizeOptions &options);
 /// comm-record-cluster before them and comm-estimate after (on a module).
 void buildPlanningPasses(OpPassManager &pm, const OptimizeOptions &options);
 
+/// The first part of buildPlanningPasses: the passes before the channels
+/// matter (comm-sparsify, comm-lower-precision, comm-fuse-buckets).
+void buildBucketingPasses(OpPassManager &pm, const OptimizeOptions &options);
+
+/// The rest of buildPlanningPasses: comm-schedule-overlap, which puts the
+/// collectives on `channels`, and comm-select-algorithm.
+void buildSchedulingPasses(OpPassManager &pm, const OptimizeOptions &options);
+
 /// The module attribute where comm-optimize records the plans its search
 /// compared: an array of {options, step_us or failure, chosen}.
 inline constexpr llvm::StringLiteral kPlanSearchAttrName = "comm.plan_search";
 
 /// comm-optimize's search (lib/Pipelines/PlanSearch.cpp): plans the module
 /// with every subset of the plan-changing options that `options` turns on
-/// (wire, sparse, sparse-overlap, partition-mb), simulates each, and keeps
-/// the fastest.
+/// (wire, sparse, sparse-overlap, partition-mb), each scheduled on every
+/// channel count from the plan's down to one, simulates each, and keeps the
+/// fastest.
 std::unique_ptr<Pass> createPlanSearchPass(const OptimizeOptions &options);
 
 /// Registers every commopt pass and pipeline with the global registry, so

@@ -116,8 +116,8 @@ LogicalResult comm::verifyOptimizeOptions(
   return success();
 }
 
-void comm::buildPlanningPasses(OpPassManager &pm,
-                               const OptimizeOptions &options) {
+void comm::buildBucketingPasses(OpPassManager &pm,
+                                const OptimizeOptions &options) {
   if (options.sparse) {
     CommSparsifyOptions sparsify;
     sparsify.cluster = options.cluster;
@@ -149,6 +149,11 @@ void comm::buildPlanningPasses(OpPassManager &pm,
     fuse.mixedWire = options.mixedWire;
     funcPm.addPass(createCommFuseBuckets(fuse));
   }
+}
+
+void comm::buildSchedulingPasses(OpPassManager &pm,
+                                 const OptimizeOptions &options) {
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
   CommScheduleOverlapOptions overlap;
   // 0: the channels of the cluster recorded by comm-record-cluster.
   overlap.channels = options.channels;
@@ -162,6 +167,12 @@ void comm::buildPlanningPasses(OpPassManager &pm,
   select.algorithm = options.algorithm;
   select.cluster = options.cluster;
   funcPm.addPass(createCommSelectAlgorithm(select));
+}
+
+void comm::buildPlanningPasses(OpPassManager &pm,
+                               const OptimizeOptions &options) {
+  buildBucketingPasses(pm, options);
+  buildSchedulingPasses(pm, options);
 }
 
 void comm::buildOptimizePipeline(OpPassManager &pm,

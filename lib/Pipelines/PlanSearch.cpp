@@ -7,12 +7,17 @@
 // replaces). The search plans the module with every subset of the freedoms
 // the user turned on, simulates each plan with the cost model, and keeps
 // the fastest, so turning an option on never gives a slower plan in the
-// model. Every plan with sparse gradients is then refined: each of them is
+// model. Each option set is bucketed once and scheduled on every channel
+// count from the plan's down to one: concurrent collectives share the
+// links, so more channels are not always faster. Every plan with sparse
+// gradients is then refined: each of them is
 // tried dense in turn, and kept dense where the step simulates no slower
 // (comm-sparsify prices a gradient's collective alone, the search the
 // overlapped step), and on a tie the plan with fewer sparse collectives
 // wins. What it compared is recorded on the module (comm.plan_search) for
-// comm-estimate's report.
+// comm-estimate's report. The best plan so far is kept, with the
+// diagnostics its planning gave, and becomes the module's body at the end:
+// the chosen plan is not made twice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +39,21 @@ using namespace mlir::comm;
 
 namespace {
 
+/// A diagnostic of a candidate's planning, kept to be shown if its plan
+/// is chosen.
+struct CapturedDiagnostic {
+  Location location;
+  DiagnosticSeverity severity;
+  std::string message;
+  SmallVector<std::pair<Location, std::string>> notes;
+};
+
+/// A candidate's planned module and the diagnostics its planning gave.
+struct Plan {
+  OwningOpRef<ModuleOp> module;
+  SmallVector<CapturedDiagnostic> diagnostics;
+};
+
 /// One plan of the search: the options it was made with, and its simulated
 /// time (the sum over the module's functions), or why it failed.
 struct Candidate {
@@ -45,6 +65,8 @@ struct Candidate {
   /// that have one, in issue order.
   size_t sparseCollectives = 0;
   SmallVector<std::string> sparseNames;
+  /// While it is planned and the best so far: its plan.
+  std::optional<Plan> plan;
 
   /// Whether it beats `other`: faster, or as fast with fewer sparse
   /// collectives (compression changes the numerics, so it must pay).
@@ -107,7 +129,7 @@ constexpr Freedom kFreedoms[] = {
 /// on, the full set first (the plan kept on a tie); only the full set with
 /// `search=false`. A freedom that depends on another is not also turned off
 /// where that one is off: the plan would be the same.
-SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
+std::vector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
   SmallVector<const Freedom *> on;
   for (const Freedom &freedom : kFreedoms)
     if (options.search && freedom.isOn(options))
@@ -126,7 +148,7 @@ SmallVector<Candidate> enumerateCandidates(const OptimizeOptions &options) {
         return true;
     return false;
   };
-  SmallVector<Candidate> candidates;
+  std::vector<Candidate> candidates;
   // Subset `kept` keeps freedom i when bit i is set; all bits first.
   for (unsigned kept = 1u << on.size(); kept-- > 0;) {
     if (isRedundant(kept))
@@ -173,38 +195,58 @@ struct PlanSearchPass
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    SmallVector<Candidate> candidates = enumerateCandidates(options);
-    size_t best = 0;
-    if (candidates.size() > 1) {
-      if (failed(loadModels(module)))
+    std::vector<Candidate> optionSets = enumerateCandidates(options);
+    // Without a freedom to compare, the plan is made on the module itself.
+    if (!options.search ||
+        (optionSets.size() == 1 && options.channels.getValue() <= 1)) {
+      if (failed(planInPlace(module, *optionSets.front().options)))
         return signalPassFailure();
-      for (Candidate &candidate : candidates)
-        evaluate(module, candidate);
-      // Every plan with sparse gradients, not only the fastest, so that the
-      // plans compared with more options turned on include those compared
-      // with fewer: the search stays never worse.
-      size_t count = candidates.size();
-      for (size_t index = 0; index < count; ++index)
-        if (candidates[index].options->sparse && candidates[index].stepUs)
-          if (std::optional<Candidate> refined =
-                  refineSparse(module, candidates[index]))
-            candidates.push_back(std::move(*refined));
-      for (auto [index, candidate] : llvm::enumerate(candidates))
-        if (candidate.isBetterThan(candidates[best]))
-          best = index;
+      return;
     }
-    // The chosen plan, made again on the module itself, so that its
-    // diagnostics reach the user once. The passes are deterministic: it is
-    // the plan the search simulated.
-    OpPassManager pm(ModuleOp::getOperationName());
-    buildPlanningPasses(pm, *candidates[best].options);
-    if (failed(runPipeline(pm, module)))
+    if (failed(loadModels(module)))
       return signalPassFailure();
-    if (candidates.size() > 1)
-      record(module, candidates, candidates[best]);
+    SmallVector<int64_t> channelCounts = getChannelCounts(optionSets.size());
+    if (optionSets.size() == 1 && channelCounts.size() == 1) {
+      if (failed(planInPlace(module, *optionSets.front().options)))
+        return signalPassFailure();
+      return;
+    }
+    candidates.clear();
+    bestIndex = 0;
+    for (Candidate &optionSet : optionSets)
+      evaluateOptionSet(module, optionSet, channelCounts);
+    // Every plan with sparse gradients, not only the fastest, so that the
+    // plans compared with more options turned on include those compared
+    // with fewer: the search stays never worse.
+    size_t count = candidates.size();
+    for (size_t index = 0; index < count; ++index)
+      if (candidates[index].options->sparse && candidates[index].stepUs)
+        if (std::optional<Candidate> refined =
+                refineSparse(module, candidates[index]))
+          consider(std::move(*refined));
+
+    Candidate &chosen = candidates[bestIndex];
+    if (!chosen.plan) {
+      // Every candidate failed: planning the module itself shows the user
+      // why.
+      if (failed(planInPlace(module, *chosen.options)))
+        return signalPassFailure();
+    } else {
+      adopt(module, chosen);
+    }
+    record(module, candidates, chosen);
   }
 
 private:
+  /// Makes the plan of `planOptions` on `module` itself, its diagnostics
+  /// going to the user.
+  LogicalResult planInPlace(ModuleOp module,
+                            const OptimizeOptions &planOptions) {
+    OpPassManager pm(ModuleOp::getOperationName());
+    buildPlanningPasses(pm, planOptions);
+    return runPipeline(pm, module);
+  }
+
   /// The cluster and device the candidates are simulated on: comm-optimize's
   /// own (the cluster recorded on the module by comm-record-cluster).
   LogicalResult loadModels(ModuleOp module) {
@@ -223,6 +265,98 @@ private:
                                 << llvm::toString(loadedDevice.takeError());
     device = std::move(*loadedDevice);
     return success();
+  }
+
+  /// The channel counts to compare, most first: every count from the
+  /// plan's (`channels`, else the cluster's) down to one. More channels let
+  /// a collective start while another is in flight, but concurrent
+  /// collectives share the links, so fewer can be faster. Only the plan's
+  /// own count (0) where the search runs for no other freedom and
+  /// `channels` is the cluster's: the default plan is made once, which
+  /// keeps planning 100,000 gradients under a second (BENCHMARKS.md). And
+  /// only that where `channels` asks for more than the cluster has: the
+  /// cost model cannot price those plans, so none would be compared.
+  SmallVector<int64_t> getChannelCounts(size_t numOptionSets) const {
+    auto clusterChannels = static_cast<int64_t>(cluster->channels);
+    int64_t most =
+        options.channels > 0 ? options.channels.getValue() : clusterChannels;
+    if (most <= 1 || most > clusterChannels ||
+        (numOptionSets == 1 && options.channels <= 0))
+      return {0};
+    SmallVector<int64_t> counts;
+    for (int64_t count = most; count >= 1; --count)
+      counts.push_back(count);
+    return counts;
+  }
+
+  /// Plans `optionSet`'s bucketing on a copy of `module` once, then its
+  /// schedule with each of `channelCounts` (0: the options' own), and
+  /// considers each plan.
+  void evaluateOptionSet(ModuleOp module, const Candidate &optionSet,
+                         ArrayRef<int64_t> channelCounts) {
+    Candidate bucketed = withChannels(optionSet, channelCounts.front(),
+                                      channelCounts.size() > 1);
+    bucketed.plan.emplace();
+    bucketed.plan->module = module.clone();
+    if (failed(runCaptured(bucketed, [&](OpPassManager &pm) {
+          buildBucketingPasses(pm, *bucketed.options);
+        }))) {
+      for (int64_t count : channelCounts) {
+        Candidate failed =
+            withChannels(optionSet, count, channelCounts.size() > 1);
+        failed.failure = bucketed.failure;
+        consider(std::move(failed));
+      }
+      return;
+    }
+    for (auto [index, count] : llvm::enumerate(channelCounts)) {
+      Candidate candidate =
+          withChannels(optionSet, count, channelCounts.size() > 1);
+      candidate.plan.emplace();
+      candidate.plan->diagnostics = bucketed.plan->diagnostics;
+      // The last count takes the bucketed module itself.
+      candidate.plan->module = index + 1 == channelCounts.size()
+                                   ? std::move(bucketed.plan->module)
+                                   : bucketed.plan->module->clone();
+      if (succeeded(runCaptured(candidate, [&](OpPassManager &pm) {
+            buildSchedulingPasses(pm, *candidate.options);
+          })))
+        simulate(candidate);
+      consider(std::move(candidate));
+    }
+  }
+
+  /// A copy of `optionSet`'s options and label with `count` channels (0:
+  /// its own), named in the label where `labelled`.
+  static Candidate withChannels(const Candidate &optionSet, int64_t count,
+                                bool labelled) {
+    Candidate candidate;
+    candidate.options = cloneOptions(*optionSet.options);
+    candidate.label = optionSet.label;
+    if (count > 0)
+      candidate.options->channels = count;
+    if (labelled)
+      candidate.label +=
+          (candidate.label.empty() ? "channels=" : " channels=") +
+          std::to_string(count);
+    return candidate;
+  }
+
+  /// Adds `candidate` to those compared; keeps its plan while it is the
+  /// best (the earliest of the fastest, as isBetterThan orders them).
+  void consider(Candidate candidate) {
+    if (!candidate.stepUs)
+      candidate.plan.reset();
+    candidates.push_back(std::move(candidate));
+    size_t index = candidates.size() - 1;
+    if (index == 0)
+      return;
+    if (candidates[index].isBetterThan(candidates[bestIndex])) {
+      candidates[bestIndex].plan.reset();
+      bestIndex = index;
+    } else {
+      candidates[index].plan.reset();
+    }
   }
 
   /// comm-sparsify picks each sparse gradient by its collective's time
@@ -244,7 +378,12 @@ private:
       std::string excluded = trial.options->sparseExclude;
       trial.options->sparseExclude =
           excluded.empty() ? name : excluded + "," + name;
-      evaluate(module, trial);
+      trial.plan.emplace();
+      trial.plan->module = module.clone();
+      if (succeeded(runCaptured(trial, [&](OpPassManager &pm) {
+            buildPlanningPasses(pm, *trial.options);
+          })))
+        simulate(trial);
       // Dense where that is no slower: sparse only where it pays.
       if (!trial.stepUs || *trial.stepUs > *current.stepUs)
         continue;
@@ -272,54 +411,87 @@ private:
     return copy;
   }
 
-  /// Plans a copy of `module` with `candidate`'s options, counts its sparse
-  /// collectives and simulates it. Its diagnostics are kept from the user: a
-  /// failure is recorded instead.
-  void evaluate(ModuleOp module, Candidate &candidate) {
-    OwningOpRef<ModuleOp> copy = module.clone();
+  /// Runs the passes `build` adds on `candidate`'s planned module, keeping
+  /// their diagnostics from the user: they are captured with the plan, and
+  /// a failure is recorded on the candidate.
+  LogicalResult runCaptured(Candidate &candidate,
+                            function_ref<void(OpPassManager &)> build) {
+    SmallVector<CapturedDiagnostic> &captured = candidate.plan->diagnostics;
+    ScopedDiagnosticHandler capture(&getContext(), [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error &&
+          candidate.failure.empty())
+        candidate.failure = diag.str();
+      CapturedDiagnostic copy{
+          diag.getLocation(), diag.getSeverity(), diag.str(), {}};
+      for (Diagnostic &note : diag.getNotes())
+        copy.notes.emplace_back(note.getLocation(), note.str());
+      captured.push_back(std::move(copy));
+      return success();
+    });
+    PassManager pm(&getContext(), ModuleOp::getOperationName());
+    build(pm);
+    if (succeeded(pm.run(*candidate.plan->module)))
+      return success();
+    if (candidate.failure.empty())
+      candidate.failure = "planning failed";
+    return failure();
+  }
+
+  /// Counts the sparse collectives of `candidate`'s planned module and
+  /// simulates it: the sum of its functions' simulated times, or a failure.
+  void simulate(Candidate &candidate) {
+    ModuleOp plan = *candidate.plan->module;
+    plan.walk([&](SparseCollectiveOpInterface sparse) {
+      ++candidate.sparseCollectives;
+      StringRef name = cast<CollectiveOpInterface>(sparse.getOperation())
+                           .getGradientNames()
+                           .front();
+      if (!name.empty())
+        candidate.sparseNames.push_back(name.str());
+    });
+    SimulationMode mode = options.estimate == EstimateMode::Steady
+                              ? SimulationMode::SteadyState
+                              : SimulationMode::Step;
     std::string failure;
-    {
-      ScopedDiagnosticHandler silence(&getContext(), [&](Diagnostic &diag) {
-        if (diag.getSeverity() == DiagnosticSeverity::Error && failure.empty())
-          failure = diag.str();
-        return success();
-      });
-      PassManager pm(&getContext(), ModuleOp::getOperationName());
-      buildPlanningPasses(pm, *candidate.options);
-      if (failed(pm.run(*copy))) {
-        candidate.failure = failure.empty() ? "planning failed" : failure;
+    ScopedDiagnosticHandler capture(&getContext(), [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && failure.empty())
+        failure = diag.str();
+      return success();
+    });
+    double totalUs = 0;
+    for (func::FuncOp func : plan.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      FailureOr<StepModel> model = buildStepModel(func, *cluster, *device);
+      if (failed(model)) {
+        candidate.failure = failure.empty() ? "cannot model" : failure;
         return;
       }
-      copy->walk([&](SparseCollectiveOpInterface sparse) {
-        ++candidate.sparseCollectives;
-        StringRef name = cast<CollectiveOpInterface>(sparse.getOperation())
-                             .getGradientNames()
-                             .front();
-        if (!name.empty())
-          candidate.sparseNames.push_back(name.str());
-      });
-      SimulationMode mode = options.estimate == EstimateMode::Steady
-                                ? SimulationMode::SteadyState
-                                : SimulationMode::Step;
-      double totalUs = 0;
-      for (func::FuncOp func : copy->getOps<func::FuncOp>()) {
-        if (func.isExternal())
-          continue;
-        FailureOr<StepModel> model = buildStepModel(func, *cluster, *device);
-        if (failed(model)) {
-          candidate.failure = failure.empty() ? "cannot model" : failure;
-          return;
-        }
-        llvm::Expected<StepTimeline> timeline =
-            simulateStepModel(*model, *cluster, mode);
-        if (!timeline) {
-          candidate.failure = llvm::toString(timeline.takeError());
-          return;
-        }
-        totalUs += timeline->result.stepUs;
+      llvm::Expected<StepTimeline> timeline =
+          simulateStepModel(*model, *cluster, mode);
+      if (!timeline) {
+        candidate.failure = llvm::toString(timeline.takeError());
+        return;
       }
-      candidate.stepUs = totalUs;
+      totalUs += timeline->result.stepUs;
     }
+    candidate.stepUs = totalUs;
+  }
+
+  /// Makes `chosen`'s planned module the module and shows the user the
+  /// diagnostics its planning gave (as planning it again would).
+  void adopt(ModuleOp module, Candidate &chosen) {
+    ModuleOp plan = *chosen.plan->module;
+    module.getBodyRegion().takeBody(plan.getBodyRegion());
+    module->setAttrs(plan->getAttrDictionary());
+    for (const CapturedDiagnostic &captured : chosen.plan->diagnostics) {
+      InFlightDiagnostic diag = getContext().getDiagEngine().emit(
+          captured.location, captured.severity);
+      diag << captured.message;
+      for (const auto &[location, message] : captured.notes)
+        diag.attachNote(location) << message;
+    }
+    chosen.plan.reset();
   }
 
   /// Records the candidates on `module` (kPlanSearchAttrName).
@@ -347,6 +519,9 @@ private:
   OptimizeOptions options;
   std::shared_ptr<const ClusterModel> cluster;
   std::optional<DeviceModel> device;
+  /// The plans compared so far, in order, and the index of the best.
+  std::vector<Candidate> candidates;
+  size_t bestIndex = 0;
 };
 
 } // namespace

@@ -287,13 +287,19 @@ private:
     SmallVector<DictionaryAttr> entries = getPlanSearch();
     if (entries.empty())
       return;
-    // The search's sparse refinement labels its trials "..., dense: NAMES".
-    bool refined = llvm::any_of(entries, [](DictionaryAttr entry) {
-      auto label = entry.getAs<StringAttr>("options");
-      return label && label.getValue().contains(", dense: ");
-    });
+    auto anyLabel = [&](StringRef part) {
+      return llvm::any_of(entries, [&](DictionaryAttr entry) {
+        auto label = entry.getAs<StringAttr>("options");
+        return label && label.getValue().contains(part);
+      });
+    };
+    // The search's sparse refinement labels its trials "..., dense: NAMES",
+    // and its channel counts "channels=N".
+    bool refined = anyLabel(", dense: ");
+    bool channels = anyLabel("channels=");
     os << "comm-optimize: " << entries.size()
        << " plans compared, each option turned on and off"
+       << (channels ? " on each channel count" : "")
        << (refined ? ", then each sparse gradient tried dense" : "")
        << " (simulated "
        << (simulationMode == SimulationMode::SteadyState ? "iteration" : "step")

@@ -98,6 +98,7 @@ const ThresholdRule kPeerRules[] = {
 /// form, static shape.
 SmallVector<Candidate> collectCandidates(Block &block) {
   llvm::DenseMap<Operation *, size_t> positions;
+  positions.reserve(block.getOperations().size());
   for (auto [position, op] : llvm::enumerate(block))
     positions[&op] = position;
 
@@ -223,6 +224,14 @@ SmallVector<Bucket> planThreshold(ArrayRef<Candidate> candidates,
   return buckets;
 }
 
+/// Each candidate alone, as without fusion.
+SmallVector<Bucket> planUnfused(ArrayRef<Candidate> candidates) {
+  SmallVector<Bucket> buckets;
+  for (size_t index = 0; index < candidates.size(); ++index)
+    buckets.push_back({index});
+  return buckets;
+}
+
 /// Replaces the members of a bucket by one comm.fused_allreduce placed right
 /// after the last member, where every gradient is ready.
 void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
@@ -329,8 +338,8 @@ private:
   /// for each class, the optimal plan of the class alone
   /// (planOptimalBuckets) or a peer's threshold rule, whichever makes the
   /// whole step fastest with the other classes' buckets on the same
-  /// channel, unless a peer's rule over the whole function simulates
-  /// faster still.
+  /// channel, unless a peer's rule over the whole function, or no fusion,
+  /// simulates faster still.
   FailureOr<SmallVector<Bucket>> planFunction(func::FuncOp func,
                                               ArrayRef<Candidate> candidates) {
     llvm::Expected<const ClusterModel &> cluster = clusters_.get(
@@ -348,10 +357,6 @@ private:
     double now = 0.0;
     for (const ComputeTask &task : model->step.computeTasks)
       computeEndUs.push_back(now += task.durationUs);
-    llvm::DenseMap<Operation *, std::optional<size_t>> issuedAfter;
-    for (auto [op, task] :
-         llvm::zip(model->collectiveOps, model->step.collectives))
-      issuedAfter[op] = task.issuedAfter;
 
     // The cluster's allreduce cost is affine in bytes.
     double costOne = allreduceCost(*clusterModel_, kBytesPerMiB).totalUs();
@@ -360,10 +365,28 @@ private:
     cost.usPerByte = (costTwo - costOne) / kBytesPerMiB;
     cost.latencyUs = costOne - cost.usPerByte * kBytesPerMiB;
 
+    // The candidates are among the model's collectives, both in program
+    // order.
     SmallVector<std::optional<size_t>> issued;
-    for (const Candidate &candidate : candidates)
-      issued.push_back(issuedAfter.lookup(candidate.op));
-    PlanningContext context{model->step, computeEndUs, issued, cost};
+    issued.reserve(candidates.size());
+    size_t collective = 0;
+    for (const Candidate &candidate : candidates) {
+      while (collective < model->collectiveOps.size() &&
+             model->collectiveOps[collective] != candidate.op)
+        ++collective;
+      if (collective == model->collectiveOps.size())
+        return func.emitError() << "comm-fuse-buckets: the step model has no "
+                                   "collective for an allreduce";
+      issued.push_back(model->step.collectives[collective].issuedAfter);
+    }
+    SmallVector<std::optional<size_t>> waited =
+        getWaitTasks(func.getBody().front(), *model, candidates);
+    // The step the bucketings are simulated in: its compute, moved out of
+    // the model (the model is not used again), and each bucketing's
+    // collectives.
+    StepDescription simulated;
+    simulated.computeTasks = std::move(model->step.computeTasks);
+    PlanningContext context{&simulated, computeEndUs, issued, waited, cost};
     auto [buckets, bestUs] = planClasses(candidates, context);
     if (policy == FusionPolicy::Mgwfbp)
       return buckets;
@@ -380,25 +403,84 @@ private:
       }
     }
     // Never slower than a peer's rule over the whole function as the peer
-    // applies it (one open bucket per class, closed by size or deadline).
-    for (const ThresholdRule &rule : kPeerRules) {
-      SmallVector<Bucket> peer = planThreshold(candidates, rule);
-      double peerUs = simulate(model->step, candidates, issued, peer);
-      if (peerUs < bestUs) {
-        bestUs = peerUs;
-        buckets = std::move(peer);
+    // applies it (one open bucket per class, closed by size or deadline),
+    // nor than no fusion: the optimal plans minimise when the last bucket
+    // ends with an affine cost, but the cheapest algorithm of a small
+    // collective may cost less than the affine line says, and a gradient
+    // needed before the end of the step can be waited for sooner alone.
+    // A plan that stalls no compute cannot be beaten: none is simulated.
+    double computeOnlyUs = computeEndUs.empty() ? 0.0 : computeEndUs.back();
+    if (bestUs <= computeOnlyUs)
+      return buckets;
+    SmallVector<SmallVector<Bucket>> alternatives;
+    for (const ThresholdRule &rule : kPeerRules)
+      alternatives.push_back(planThreshold(candidates, rule));
+    // Without fusion the channel runs every gradient's collective, one
+    // after another, from when the first is ready: where that alone takes
+    // longer than the best plan's step, it is not simulated (for many
+    // small gradients, latency makes it hopeless, and its simulation is
+    // the dearest).
+    double unfusedBoundUs = std::numeric_limits<double>::infinity();
+    if (!candidates.empty()) {
+      std::optional<size_t> first = issued.front();
+      unfusedBoundUs = first ? computeEndUs[*first] : 0.0;
+      for (size_t index = 0; index < candidates.size(); ++index)
+        unfusedBoundUs += priceBucket(candidates, {index}).totalUs();
+    }
+    if (unfusedBoundUs < bestUs)
+      alternatives.push_back(planUnfused(candidates));
+    for (SmallVector<Bucket> &alternative : alternatives) {
+      double us = simulate(context, candidates, alternative);
+      if (us < bestUs) {
+        bestUs = us;
+        buckets = std::move(alternative);
       }
     }
     return buckets;
   }
 
+  /// The compute task before which each of `candidates` (allreduces of
+  /// `block`, the function's body, which `model` describes) is first
+  /// needed, as a comm.wait before its first user would be: the first task
+  /// at or after that user; none where no task follows it (the end of the
+  /// step).
+  static SmallVector<std::optional<size_t>>
+  getWaitTasks(Block &block, const StepModel &model,
+               ArrayRef<Candidate> candidates) {
+    // The position in `block` of each compute task's op (its ancestor
+    // there), in task order: tasks follow program order.
+    ArrayRef<Operation *> ops = model.computeOps;
+    SmallVector<size_t> taskPositions;
+    taskPositions.reserve(ops.size());
+    for (auto [position, op] : llvm::enumerate(block))
+      while (taskPositions.size() < ops.size() &&
+             block.findAncestorOpInBlock(*ops[taskPositions.size()]) == &op)
+        taskPositions.push_back(position);
+    // Tasks outside the block (none in a function's body) come last.
+    taskPositions.resize(ops.size(), kNoDeadline);
+    SmallVector<std::optional<size_t>> waited;
+    for (const Candidate &candidate : candidates) {
+      const size_t *task = llvm::lower_bound(taskPositions, candidate.deadline);
+      if (candidate.deadline == kNoDeadline || task == taskPositions.end())
+        waited.push_back(std::nullopt);
+      else
+        waited.push_back(task - taskPositions.begin());
+    }
+    return waited;
+  }
+
   /// What planClasses plans against: the step's compute, when each compute
-  /// task ends if nothing stalls it, the compute task after which each
-  /// candidate is ready, and the cluster's allreduce cost.
+  /// task ends if nothing stalls it, the compute tasks after which each
+  /// candidate is ready and before which it is needed, and the cluster's
+  /// allreduce cost.
   struct PlanningContext {
-    const StepDescription &step;
+    /// The step's compute tasks; simulate replaces its collectives.
+    StepDescription *step;
     ArrayRef<double> computeEndUs;
     ArrayRef<std::optional<size_t>> issued;
+    /// The compute task each candidate is first needed before (none: the
+    /// end of the step).
+    ArrayRef<std::optional<size_t>> waited;
     AffineCost cost;
   };
 
@@ -463,8 +545,7 @@ private:
         llvm::append_range(buckets, options[pick]);
       return buckets;
     };
-    double bestUs =
-        simulate(context.step, candidates, context.issued, assemble(chosen));
+    double bestUs = simulate(context, candidates, assemble(chosen));
     for (bool changed = !mergedWFBP && choices.size() > 1; changed;) {
       changed = false;
       for (size_t cls = 0; cls < choices.size(); ++cls)
@@ -473,8 +554,7 @@ private:
             continue;
           SmallVector<size_t> trial = chosen;
           trial[cls] = option;
-          double us = simulate(context.step, candidates, context.issued,
-                               assemble(trial));
+          double us = simulate(context, candidates, assemble(trial));
           if (us < bestUs) {
             bestUs = us;
             chosen = std::move(trial);
@@ -485,40 +565,27 @@ private:
     return {assemble(chosen), bestUs};
   }
 
-  /// The simulated step time of `step`'s compute with `buckets` of
+  /// The simulated step time of the context's compute with `buckets` of
   /// `candidates` overlapped on one channel, each issued, in the order the
-  /// lowered step issues them, once its last member is ready: `issued[k]` is
-  /// the compute task after which candidate k is ready.
-  double simulate(const StepDescription &step, ArrayRef<Candidate> candidates,
-                  ArrayRef<std::optional<size_t>> issued,
-                  ArrayRef<Bucket> buckets) {
+  /// lowered step issues them, once its last member is ready, and waited
+  /// for before its first member is needed.
+  double simulate(const PlanningContext &context,
+                  ArrayRef<Candidate> candidates, ArrayRef<Bucket> buckets) {
     SmallVector<const Bucket *> order = llvm::to_vector(
         llvm::map_range(buckets, [](const Bucket &b) { return &b; }));
     llvm::stable_sort(order, [&](const Bucket *a, const Bucket *b) {
       return candidates[a->back()].position < candidates[b->back()].position;
     });
-    StepDescription plan;
-    plan.computeTasks = step.computeTasks;
+    StepDescription &plan = *context.step;
+    plan.collectives.clear();
     for (const Bucket *bucket : order) {
-      double bytes = 0.0, narrowedBytes = 0.0;
-      bool anyNarrowed = false, anyFull = false;
-      for (size_t member : *bucket) {
-        const Candidate &candidate = candidates[member];
-        bytes += static_cast<double>(candidate.bytes);
-        narrowedBytes += static_cast<double>(candidate.narrowedBytes);
-        AllReduceOp op = candidate.op;
-        (op.getWireAttr() ? anyNarrowed : anyFull) = true;
-      }
-      // The runtime reduces a mixed-wire bucket with its ring.
-      AllreduceAlgorithm algorithm =
-          anyNarrowed && anyFull ? AllreduceAlgorithm::Ring
-          : cheapestAlgorithm
-              ? getCheapestAllreduceAlgorithm(*clusterModel_, bytes)
-              : clusterModel_->algorithm;
       CollectiveTask task;
-      task.cost = allreduceCost(*clusterModel_, bytes, algorithm);
-      task.cost.latencyUs += getWireCostUs(*clusterModel_, narrowedBytes);
-      task.issuedAfter = issued[bucket->back()];
+      task.cost = priceBucket(candidates, *bucket);
+      task.issuedAfter = context.issued[bucket->back()];
+      for (size_t member : *bucket)
+        if (std::optional<size_t> waited = context.waited[member])
+          task.waitBefore =
+              std::min(task.waitBefore.value_or(*waited), *waited);
       plan.collectives.push_back(std::move(task));
     }
     llvm::Expected<TimelineResult> result =
@@ -528,6 +595,31 @@ private:
       return std::numeric_limits<double>::infinity();
     }
     return result->stepUs;
+  }
+
+  /// The cost of `bucket`'s collective on the function's cluster: with the
+  /// algorithm comm-select-algorithm will give it, and what its wire type
+  /// adds on the ranks.
+  CollectiveCost priceBucket(ArrayRef<Candidate> candidates,
+                             const Bucket &bucket) const {
+    double bytes = 0.0, narrowedBytes = 0.0;
+    bool anyNarrowed = false, anyFull = false;
+    for (size_t member : bucket) {
+      const Candidate &candidate = candidates[member];
+      bytes += static_cast<double>(candidate.bytes);
+      narrowedBytes += static_cast<double>(candidate.narrowedBytes);
+      AllReduceOp op = candidate.op;
+      (op.getWireAttr() ? anyNarrowed : anyFull) = true;
+    }
+    // The runtime reduces a mixed-wire bucket with its ring.
+    AllreduceAlgorithm algorithm =
+        anyNarrowed && anyFull ? AllreduceAlgorithm::Ring
+        : cheapestAlgorithm
+            ? getCheapestAllreduceAlgorithm(*clusterModel_, bytes)
+            : clusterModel_->algorithm;
+    CollectiveCost cost = allreduceCost(*clusterModel_, bytes, algorithm);
+    cost.latencyUs += getWireCostUs(*clusterModel_, narrowedBytes);
+    return cost;
   }
 
   /// The cluster of the function being planned, from `clusters_`.

@@ -67,6 +67,28 @@ func.func @dependence() -> (tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>
 
 // -----
 
+// g1 and g2 (400 KB each) are ready 10 us apart; g1's reduced value is
+// needed by a 1000 us update, g2's only at the return. One bucket ends
+// first (20 + 50 + 800 = 870 us against 10 + 450 + 450 = 910 us for the
+// two apart), which is what the optimal bucketing minimises, but it makes
+// the update wait for g2 too: the step ends at 1870 us, against
+// 460 + 1000 = 1460 us with g1 alone. No fusion simulates fastest.
+// CHECK-LABEL: func.func @needed_early
+// CHECK: %[[R1:.*]] = comm.allreduce %{{.*}} {name = "g1"}
+// CHECK: comm.allreduce %{{.*}} {name = "g2"}
+// CHECK-NEXT: comm.compute(%[[R1]])
+// CHECK-NOT: comm.fused_allreduce
+func.func @needed_early() -> (tensor<100000xf32>, tensor<100000xf32>) {
+  %g1 = comm.compute () {cost_us = 10.0} : () -> tensor<100000xf32>
+  %r1 = comm.allreduce %g1 {name = "g1"} : tensor<100000xf32> -> tensor<100000xf32>
+  %g2 = comm.compute () {cost_us = 10.0} : () -> tensor<100000xf32>
+  %r2 = comm.allreduce %g2 {name = "g2"} : tensor<100000xf32> -> tensor<100000xf32>
+  %u = comm.compute (%r1) {cost_us = 1000.0} : (tensor<100000xf32>) -> tensor<100000xf32>
+  return %u, %r2 : tensor<100000xf32>, tensor<100000xf32>
+}
+
+// -----
+
 // Classes are planned apart: f16 and f32 gradients never share a bucket.
 // CHECK-LABEL: func.func @classes
 // CHECK-DAG: comm.fused_allreduce {{.*}} : tensor<1000xf32>, tensor<1000xf32>
