@@ -209,11 +209,13 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     bucketed on its own, by that plan or by a peer's threshold rule,
     whichever makes the whole step fastest with the other kinds' buckets on
     the same channel (a few rounds, one kind at a time), and the result is
-    compared with the DDP, Horovod and XLA settings over the whole function
-    and with no fusion, each bucket waited for before its first use, so it
-    is never worse than any of them under the model (ending communication
-    earliest is not always best: a gradient used before the end of the
-    step is waited for sooner alone). Each bucket is
+    compared with MG-WFBP's rule, with the DDP, Horovod and XLA settings
+    over the whole function and with no fusion, each bucket waited for
+    before its first use, so it is never worse than any of them under the
+    model (ending communication earliest is not always best: a gradient
+    used before the end of the step is waited for sooner alone, and the
+    cheapest algorithm of a small collective can cost less than the affine
+    line says). Each bucket is
     priced with the cluster's algorithm, or with `cheapest-algorithm` with
     the cheapest of ring, tree and hierarchical, as comm-select-algorithm
     will choose it (comm-optimize sets it with `algorithm=auto`). With

@@ -338,8 +338,8 @@ private:
   /// for each class, the optimal plan of the class alone
   /// (planOptimalBuckets) or a peer's threshold rule, whichever makes the
   /// whole step fastest with the other classes' buckets on the same
-  /// channel, unless a peer's rule over the whole function, or no fusion,
-  /// simulates faster still.
+  /// channel, unless MG-WFBP's rule, a peer's rule over the whole
+  /// function, or no fusion simulates faster still.
   FailureOr<SmallVector<Bucket>> planFunction(func::FuncOp func,
                                               ArrayRef<Candidate> candidates) {
     llvm::Expected<const ClusterModel &> cluster = clusters_.get(
@@ -387,7 +387,7 @@ private:
     StepDescription simulated;
     simulated.computeTasks = std::move(model->step.computeTasks);
     PlanningContext context{&simulated, computeEndUs, issued, waited, cost};
-    auto [buckets, bestUs] = planClasses(candidates, context);
+    auto [buckets, bestUs] = planClasses(candidates, context, policy);
     if (policy == FusionPolicy::Mgwfbp)
       return buckets;
     // Narrowed and full-precision gradients as one kind, in mixed-wire
@@ -395,16 +395,17 @@ private:
     if (mixedWire) {
       if (std::optional<SmallVector<Candidate>> merged =
               mergeWireKinds(candidates)) {
-        auto [mixed, mixedUs] = planClasses(*merged, context);
+        auto [mixed, mixedUs] = planClasses(*merged, context, policy);
         if (mixedUs < bestUs) {
           bestUs = mixedUs;
           buckets = std::move(mixed);
         }
       }
     }
-    // Never slower than a peer's rule over the whole function as the peer
-    // applies it (one open bucket per class, closed by size or deadline),
-    // nor than no fusion: the optimal plans minimise when the last bucket
+    // Never slower than MG-WFBP's merge rule, than a peer's rule over the
+    // whole function as the peer applies it (one open bucket per class,
+    // closed by size or deadline), nor than no fusion: the optimal plans
+    // minimise when the last bucket
     // ends with an affine cost, but the cheapest algorithm of a small
     // collective may cost less than the affine line says, and a gradient
     // needed before the end of the step can be waited for sooner alone.
@@ -412,6 +413,12 @@ private:
     double computeOnlyUs = computeEndUs.empty() ? 0.0 : computeEndUs.back();
     if (bestUs <= computeOnlyUs)
       return buckets;
+    auto [merged, mergedUs] =
+        planClasses(candidates, context, FusionPolicy::Mgwfbp);
+    if (mergedUs < bestUs) {
+      bestUs = mergedUs;
+      buckets = std::move(merged);
+    }
     SmallVector<SmallVector<Bucket>> alternatives;
     for (const ThresholdRule &rule : kPeerRules)
       alternatives.push_back(planThreshold(candidates, rule));
@@ -484,17 +491,18 @@ private:
     AffineCost cost;
   };
 
-  /// Buckets `candidates` class by class (candidates of one key), and
-  /// returns the buckets and the simulated step time. `mgwfbp`: MG-WFBP's
-  /// merge rule in each class. `cost`: for each class, the optimal plan of
-  /// the class alone (planOptimalBuckets) or a peer's threshold rule,
-  /// whichever makes the whole step fastest with the other classes'
-  /// buckets on the same channel.
+  /// Buckets `candidates` class by class (candidates of one key) by
+  /// `classPolicy`, and returns the buckets and the simulated step time.
+  /// `mgwfbp`: MG-WFBP's merge rule in each class. `cost`: for each class,
+  /// the optimal plan of the class alone (planOptimalBuckets) or a peer's
+  /// threshold rule, whichever makes the whole step fastest with the other
+  /// classes' buckets on the same channel.
   std::pair<SmallVector<Bucket>, double>
-  planClasses(ArrayRef<Candidate> candidates, const PlanningContext &context) {
+  planClasses(ArrayRef<Candidate> candidates, const PlanningContext &context,
+              FusionPolicy classPolicy) {
     // The classes of candidates that may share buckets, and each one's
     // bucketings to choose from, in the function's candidate indices.
-    bool mergedWFBP = policy == FusionPolicy::Mgwfbp;
+    bool mergedWFBP = classPolicy == FusionPolicy::Mgwfbp;
     SmallVector<SmallVector<SmallVector<Bucket>>> choices;
     SmallVector<bool> planned(candidates.size(), false);
     for (size_t first = 0; first < candidates.size(); ++first) {

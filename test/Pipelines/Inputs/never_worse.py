@@ -147,8 +147,8 @@ def main():
                                  f"{' '.join(smaller) or 'no option'} "
                                  f"({times[smaller]:.3f} us)")
                     checked += 1
-    # The cost bucketing is never slower than DDP's threshold rule, nor than
-    # no fusion, on one channel, also with an f16 wire, whose small f32
+    # The cost bucketing is never slower than DDP's threshold rule, MG-WFBP
+    # or no fusion, on one channel, also with an f16 wire, whose small f32
     # gradients form a class of their own that shares the channel with the
     # f16 buckets.
     policies = mixed = mixed_faster = 0
@@ -164,8 +164,11 @@ def main():
                            report)
                 unfused = plan(opt, module, cluster,
                                ("fusion=none",) + common, report)
+                wfbp = plan(opt, module, cluster,
+                            ("fusion=mgwfbp",) + common, report)
                 for name, other in (("DDP's threshold", ddp),
-                                    ("fusion=none", unfused)):
+                                    ("fusion=none", unfused),
+                                    ("fusion=mgwfbp", wfbp)):
                     if cost > other * (1 + TOLERANCE):
                         sys.exit(f"{os.path.basename(module)} on {cluster} "
                                  f"with {wire}: fusion=cost plans "
@@ -234,7 +237,7 @@ def main():
             priced += 1
     print(f"never worse: {checked} option-set pairs on {len(modules)} "
           f"modules: OK")
-    print(f"cost bucketing never slower than DDP's or no fusion: "
+    print(f"cost bucketing never slower than DDP's, MG-WFBP or no fusion: "
           f"{policies} cases: OK")
     print(f"mixed-wire buckets never slower: {mixed} cases, faster in "
           f"{mixed_faster}: OK")
