@@ -405,11 +405,11 @@ private:
     // Never slower than MG-WFBP's merge rule, than a peer's rule over the
     // whole function as the peer applies it (one open bucket per class,
     // closed by size or deadline), nor than no fusion: the optimal plans
-    // minimise when the last bucket
-    // ends with an affine cost, but the cheapest algorithm of a small
-    // collective may cost less than the affine line says, and a gradient
-    // needed before the end of the step can be waited for sooner alone.
-    // A plan that stalls no compute cannot be beaten: none is simulated.
+    // minimise when the last bucket ends with an affine cost, but the
+    // cheapest algorithm of a small collective may cost less than the
+    // affine line says, and a gradient needed before the end of the step
+    // can be waited for sooner alone. A plan that stalls no compute cannot
+    // be beaten: then none is simulated.
     double computeOnlyUs = computeEndUs.empty() ? 0.0 : computeEndUs.back();
     if (bestUs <= computeOnlyUs)
       return buckets;
