@@ -197,6 +197,9 @@ struct PlanSearchPass
     ModuleOp module = getOperation();
     std::vector<Candidate> optionSets = enumerateCandidates(options);
     // Without a freedom to compare, the plan is made on the module itself.
+    // Channels alone are compared only where `channels` was given: the
+    // default plan is made once, which keeps planning 100,000 gradients
+    // fast (BENCHMARKS.md).
     if (!options.search ||
         (optionSets.size() == 1 && options.channels.getValue() <= 1)) {
       if (failed(planInPlace(module, *optionSets.front().options)))
@@ -205,7 +208,7 @@ struct PlanSearchPass
     }
     if (failed(loadModels(module)))
       return signalPassFailure();
-    SmallVector<int64_t> channelCounts = getChannelCounts(optionSets.size());
+    SmallVector<int64_t> channelCounts = getChannelCounts();
     if (optionSets.size() == 1 && channelCounts.size() == 1) {
       if (failed(planInPlace(module, *optionSets.front().options)))
         return signalPassFailure();
@@ -271,17 +274,13 @@ private:
   /// plan's (`channels`, else the cluster's) down to one. More channels let
   /// a collective start while another is in flight, but concurrent
   /// collectives share the links, so fewer can be faster. Only the plan's
-  /// own count (0) where the search runs for no other freedom and
-  /// `channels` is the cluster's: the default plan is made once, which
-  /// keeps planning 100,000 gradients under a second (BENCHMARKS.md). And
-  /// only that where `channels` asks for more than the cluster has: the
+  /// own count (0) where `channels` asks for more than the cluster has: the
   /// cost model cannot price those plans, so none would be compared.
-  SmallVector<int64_t> getChannelCounts(size_t numOptionSets) const {
+  SmallVector<int64_t> getChannelCounts() const {
     auto clusterChannels = static_cast<int64_t>(cluster->channels);
     int64_t most =
         options.channels > 0 ? options.channels.getValue() : clusterChannels;
-    if (most <= 1 || most > clusterChannels ||
-        (numOptionSets == 1 && options.channels <= 0))
+    if (most <= 1 || most > clusterChannels)
       return {0};
     SmallVector<int64_t> counts;
     for (int64_t count = most; count >= 1; --count)

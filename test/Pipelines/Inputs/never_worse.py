@@ -69,6 +69,13 @@ COLLECTIVE = re.compile(r"^\s*(%\S+ = )?comm\.(allreduce|fused_allreduce|"
                         re.MULTILINE)
 
 
+def require_no_slower(step_us, other_us, failure):
+    """Exits with `failure` (which says what was slower than what) where a
+    step of `step_us` is slower than `other_us`, beyond float slack."""
+    if step_us > other_us * (1 + TOLERANCE):
+        sys.exit(failure)
+
+
 def plan(opt, module, cluster, options, report):
     planned = report + ".mlir"
     run([opt, module, "-o", planned,
@@ -139,13 +146,14 @@ def main():
                      for s in subsets}
             for larger in subsets:
                 for smaller in subsets:
-                    if set(smaller) <= set(larger) and \
-                            times[larger] > times[smaller] * (1 + TOLERANCE):
-                        sys.exit(f"{os.path.basename(module)} on {cluster}: "
-                                 f"{' '.join(larger)} plans "
-                                 f"{times[larger]:.3f} us, slower than "
-                                 f"{' '.join(smaller) or 'no option'} "
-                                 f"({times[smaller]:.3f} us)")
+                    if set(smaller) <= set(larger):
+                        require_no_slower(
+                            times[larger], times[smaller],
+                            f"{os.path.basename(module)} on {cluster}: "
+                            f"{' '.join(larger)} plans "
+                            f"{times[larger]:.3f} us, slower than "
+                            f"{' '.join(smaller) or 'no option'} "
+                            f"({times[smaller]:.3f} us)")
                     checked += 1
     # The cost bucketing is never slower than DDP's threshold rule, MG-WFBP
     # or no fusion, on one channel, also with an f16 wire, whose small f32
@@ -169,11 +177,11 @@ def main():
                 for name, other in (("DDP's threshold", ddp),
                                     ("fusion=none", unfused),
                                     ("fusion=mgwfbp", wfbp)):
-                    if cost > other * (1 + TOLERANCE):
-                        sys.exit(f"{os.path.basename(module)} on {cluster} "
-                                 f"with {wire}: fusion=cost plans "
-                                 f"{cost:.3f} us, slower than {name} "
-                                 f"({other:.3f} us)")
+                    require_no_slower(
+                        cost, other,
+                        f"{os.path.basename(module)} on {cluster} with "
+                        f"{wire}: fusion=cost plans {cost:.3f} us, slower "
+                        f"than {name} ({other:.3f} us)")
                 policies += 1
                 if wire == "wire=none":
                     continue
@@ -181,10 +189,11 @@ def main():
                 apart = plan(opt, module, cluster,
                              ("fusion=cost", "mixed-wire=false") + common,
                              report)
-                if cost > apart * (1 + TOLERANCE):
-                    sys.exit(f"{os.path.basename(module)} on {cluster}: "
-                             f"mixed-wire buckets plan {cost:.3f} us, slower "
-                             f"than the kinds apart ({apart:.3f} us)")
+                require_no_slower(
+                    cost, apart,
+                    f"{os.path.basename(module)} on {cluster}: mixed-wire "
+                    f"buckets plan {cost:.3f} us, slower than the kinds "
+                    f"apart ({apart:.3f} us)")
                 mixed_faster += cost < apart * (1 - TOLERANCE)
                 mixed += 1
     # The search's sparse plans (sparse=true) are never slower than
@@ -197,10 +206,11 @@ def main():
                           ("sparse=true", "sparse-overlap=false",
                            "search=false")]:
                 alone = plan(opt, module, cluster, fixed, report)
-                if searched > alone * (1 + TOLERANCE):
-                    sys.exit(f"{os.path.basename(module)} on {cluster}: "
-                             f"sparse=true plans {searched:.3f} us, slower "
-                             f"than {' '.join(fixed)} ({alone:.3f} us)")
+                require_no_slower(
+                    searched, alone,
+                    f"{os.path.basename(module)} on {cluster}: sparse=true "
+                    f"plans {searched:.3f} us, slower than "
+                    f"{' '.join(fixed)} ({alone:.3f} us)")
                 sparse_cases += 1
     # The cluster's channels (comm-optimize's default) are never slower than
     # one channel on these profiles, on every preset with more than one,
@@ -217,11 +227,11 @@ def main():
                                report)
                 one = plan(opt, module, cluster,
                            (option, "channels=1", "search=false"), report)
-                if several > one * (1 + TOLERANCE):
-                    sys.exit(f"{os.path.basename(module)} on {cluster} with "
-                             f"{option}: {channels} channels plan "
-                             f"{several:.3f} us, slower than one "
-                             f"({one:.3f} us)")
+                require_no_slower(
+                    several, one,
+                    f"{os.path.basename(module)} on {cluster} with "
+                    f"{option}: {channels} channels plan {several:.3f} us, "
+                    f"slower than one ({one:.3f} us)")
                 channel_cases += 1
     # Every bucketing policy and channel setting: the estimate prices every
     # collective op of the plan (plan() checks it).
