@@ -62,6 +62,13 @@ static llvm::cl::opt<bool> threads(
     llvm::cl::desc("Give each MLIRContext its thread pool, as commopt-opt and "
                    "commopt-translate do (default: false, one thread)"));
 
+static llvm::cl::opt<std::string> writeProfiles(
+    "write-profiles", llvm::cl::cat(benchCategory),
+    llvm::cl::value_desc("directory"),
+    llvm::cl::desc("Also write each synthetic profile to this directory "
+                   "(synthetic-N.json, synthetic-N.graph.txt), to profile the "
+                   "tools on it, e.g. with commopt-opt --mlir-timing"));
+
 /// What the times measure.
 enum class Clock { Wall, Cpu };
 static llvm::cl::opt<Clock> timeClock(
@@ -413,6 +420,21 @@ int main(int argc, char **argv) {
   for (ProfileFormat format : formats) {
     for (unsigned count : counts) {
       std::string profile = makeProfile(format, count);
+      if (!writeProfiles.empty() &&
+          format != ProfileFormat::GradProfileJsonValues) {
+        std::string path =
+            (writeProfiles + "/synthetic-" + llvm::Twine(count) +
+             (format == ProfileFormat::Pipedream ? ".graph.txt" : ".json"))
+                .str();
+        std::error_code error;
+        llvm::raw_fd_ostream file(path, error);
+        if (error) {
+          llvm::errs() << "bench-estimate: cannot write " << path << ": "
+                       << error.message() << "\n";
+          return 1;
+        }
+        file << profile;
+      }
       for (SimulationMode mode : modes) {
         std::vector<double> imports, builds, simulations, passes, totals,
             optimizations;

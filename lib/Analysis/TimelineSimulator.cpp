@@ -581,3 +581,33 @@ comm::simulateSteadyState(const StepDescription &step,
       std::max(0.0, result.stepUs - result.computeUs);
   return result;
 }
+
+double comm::getOneChannelLowerBoundUs(const StepDescription &step) {
+  std::vector<double> computeEndUs;
+  computeEndUs.reserve(step.computeTasks.size());
+  double computeUs = 0.0;
+  for (const ComputeTask &task : step.computeTasks)
+    computeEndUs.push_back(computeUs += task.durationUs);
+  // Each collective's earliest possible issue time and its cost.
+  std::vector<std::pair<double, double>> work;
+  work.reserve(step.collectives.size());
+  for (const CollectiveTask &collective : step.collectives) {
+    std::optional<size_t> after = collective.issuedAfter;
+    double readyUs =
+        after && *after < computeEndUs.size() ? computeEndUs[*after] : 0.0;
+    work.push_back({readyUs, collective.cost.totalUs()});
+  }
+  // Collectives listed in issue order need no sort.
+  auto byReadyTime = [](const std::pair<double, double> &a,
+                        const std::pair<double, double> &b) {
+    return a.first < b.first;
+  };
+  if (!llvm::is_sorted(work, byReadyTime))
+    llvm::stable_sort(work, byReadyTime);
+  double boundUs = computeUs, laterUs = 0.0;
+  for (const auto &[readyUs, costUs] : llvm::reverse(work)) {
+    laterUs += costUs;
+    boundUs = std::max(boundUs, readyUs + laterUs);
+  }
+  return boundUs;
+}

@@ -28,11 +28,16 @@ TrainStepBuilder::TrainStepBuilder(MLIRContext *context, Location loc,
 
 void TrainStepBuilder::addForward(Location loc, StringRef name, double costUs,
                                   std::optional<int64_t> layer) {
+  StringAttr nameAttr = builder.getStringAttr(name);
   IntegerAttr layerAttr = layer ? builder.getI64IntegerAttr(*layer) : nullptr;
+  if (layer && *layer >= 0) {
+    if (layerAttrs.size() <= static_cast<uint64_t>(*layer))
+      layerAttrs.resize(*layer + 1);
+    layerAttrs[*layer] = {nameAttr, layerAttr};
+  }
   ComputeOp::create(builder, loc, TypeRange(), ValueRange(),
                     /*outputs=*/ValueRange(), builder.getF64FloatAttr(costUs),
-                    builder.getStringAttr(name), layerAttr,
-                    cast<PhaseAttr>(forwardAttr));
+                    nameAttr, layerAttr, cast<PhaseAttr>(forwardAttr));
 }
 
 void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
@@ -42,10 +47,20 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
   types.reserve(gradients.size());
   for (const GradientSpec &gradient : gradients)
     types.push_back(gradient.type);
-  auto step = ComputeOp::create(
-      builder, loc, types, ValueRange(), /*outputs=*/ValueRange(),
-      builder.getF64FloatAttr(costUs), builder.getStringAttr(name),
-      builder.getI64IntegerAttr(layer), cast<PhaseAttr>(backwardAttr));
+  // The forward step of the layer made its attributes already, unless it
+  // had another name or none was added.
+  StringAttr nameAttr;
+  IntegerAttr layerAttr;
+  if (layer >= 0 && static_cast<uint64_t>(layer) < layerAttrs.size() &&
+      layerAttrs[layer].first && layerAttrs[layer].first.getValue() == name)
+    std::tie(nameAttr, layerAttr) = layerAttrs[layer];
+  else
+    std::tie(nameAttr, layerAttr) = std::make_pair(
+        builder.getStringAttr(name), builder.getI64IntegerAttr(layer));
+  auto step = ComputeOp::create(builder, loc, types, ValueRange(),
+                                /*outputs=*/ValueRange(),
+                                builder.getF64FloatAttr(costUs), nameAttr,
+                                layerAttr, cast<PhaseAttr>(backwardAttr));
   for (auto [gradient, value] : llvm::zip_equal(gradients, step.getResults()))
     reduced.push_back(AllReduceOp::create(builder, loc, gradient.type, value,
                                           cast<ReduceKindAttr>(averageAttr),

@@ -246,12 +246,14 @@ void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
   SmallVector<Attribute> names;
   SmallVector<Location> locations;
   bool anyName = false;
+  StringAttr noName = builder.getStringAttr("");
   for (size_t index : bucket) {
     AllReduceOp member = candidates[index].op;
     inputs.push_back(member.getInput());
     types.push_back(member.getInput().getType());
-    anyName |= member.getName().has_value();
-    names.push_back(builder.getStringAttr(member.getName().value_or("")));
+    StringAttr name = member.getNameAttr();
+    anyName |= name != nullptr;
+    names.push_back(name ? name : noName);
     locations.push_back(member.getLoc());
   }
   // A mixed-wire bucket takes its wire settings from a narrowed member and
@@ -395,7 +397,7 @@ private:
     if (mixedWire) {
       if (std::optional<SmallVector<Candidate>> merged =
               mergeWireKinds(candidates)) {
-        auto [mixed, mixedUs] = planClasses(*merged, context, policy);
+        auto [mixed, mixedUs] = planClasses(*merged, context, policy, bestUs);
         if (mixedUs < bestUs) {
           bestUs = mixedUs;
           buckets = std::move(mixed);
@@ -409,12 +411,13 @@ private:
     // cheapest algorithm of a small collective may cost less than the
     // affine line says, and a gradient needed before the end of the step
     // can be waited for sooner alone. A plan that stalls no compute cannot
-    // be beaten: then none is simulated.
+    // be beaten: then none is simulated. The others are simulated only
+    // where their bound does not rule them out (simulate).
     double computeOnlyUs = computeEndUs.empty() ? 0.0 : computeEndUs.back();
     if (bestUs <= computeOnlyUs)
       return buckets;
     auto [merged, mergedUs] =
-        planClasses(candidates, context, FusionPolicy::Mgwfbp);
+        planClasses(candidates, context, FusionPolicy::Mgwfbp, bestUs);
     if (mergedUs < bestUs) {
       bestUs = mergedUs;
       buckets = std::move(merged);
@@ -422,22 +425,9 @@ private:
     SmallVector<SmallVector<Bucket>> alternatives;
     for (const ThresholdRule &rule : kPeerRules)
       alternatives.push_back(planThreshold(candidates, rule));
-    // Without fusion the channel runs every gradient's collective, one
-    // after another, from when the first is ready: where that alone takes
-    // longer than the best plan's step, it is not simulated (for many
-    // small gradients, latency makes it hopeless, and its simulation is
-    // the dearest).
-    double unfusedBoundUs = std::numeric_limits<double>::infinity();
-    if (!candidates.empty()) {
-      std::optional<size_t> first = issued.front();
-      unfusedBoundUs = first ? computeEndUs[*first] : 0.0;
-      for (size_t index = 0; index < candidates.size(); ++index)
-        unfusedBoundUs += priceBucket(candidates, {index}).totalUs();
-    }
-    if (unfusedBoundUs < bestUs)
-      alternatives.push_back(planUnfused(candidates));
+    alternatives.push_back(planUnfused(candidates));
     for (SmallVector<Bucket> &alternative : alternatives) {
-      double us = simulate(context, candidates, alternative);
+      double us = simulate(context, candidates, alternative, bestUs);
       if (us < bestUs) {
         bestUs = us;
         buckets = std::move(alternative);
@@ -499,7 +489,8 @@ private:
   /// classes' buckets on the same channel.
   std::pair<SmallVector<Bucket>, double>
   planClasses(ArrayRef<Candidate> candidates, const PlanningContext &context,
-              FusionPolicy classPolicy) {
+              FusionPolicy classPolicy,
+              double cutoffUs = std::numeric_limits<double>::infinity()) {
     // The classes of candidates that may share buckets, and each one's
     // bucketings to choose from, in the function's candidate indices.
     bool mergedWFBP = classPolicy == FusionPolicy::Mgwfbp;
@@ -553,7 +544,7 @@ private:
         llvm::append_range(buckets, options[pick]);
       return buckets;
     };
-    double bestUs = simulate(context, candidates, assemble(chosen));
+    double bestUs = simulate(context, candidates, assemble(chosen), cutoffUs);
     for (bool changed = !mergedWFBP && choices.size() > 1; changed;) {
       changed = false;
       for (size_t cls = 0; cls < choices.size(); ++cls)
@@ -562,7 +553,7 @@ private:
             continue;
           SmallVector<size_t> trial = chosen;
           trial[cls] = option;
-          double us = simulate(context, candidates, assemble(trial));
+          double us = simulate(context, candidates, assemble(trial), bestUs);
           if (us < bestUs) {
             bestUs = us;
             chosen = std::move(trial);
@@ -576,9 +567,13 @@ private:
   /// The simulated step time of the context's compute with `buckets` of
   /// `candidates` overlapped on one channel, each issued, in the order the
   /// lowered step issues them, once its last member is ready, and waited
-  /// for before its first member is needed.
+  /// for before its first member is needed. Where a lower bound of that time
+  /// is already `cutoffUs` or more, returns the bound instead: such a plan
+  /// cannot beat one of `cutoffUs`, and simulating 10^5 collectives costs
+  /// milliseconds.
   double simulate(const PlanningContext &context,
-                  ArrayRef<Candidate> candidates, ArrayRef<Bucket> buckets) {
+                  ArrayRef<Candidate> candidates, ArrayRef<Bucket> buckets,
+                  double cutoffUs = std::numeric_limits<double>::infinity()) {
     SmallVector<const Bucket *> order = llvm::to_vector(
         llvm::map_range(buckets, [](const Bucket &b) { return &b; }));
     llvm::stable_sort(order, [&](const Bucket *a, const Bucket *b) {
@@ -595,6 +590,11 @@ private:
           task.waitBefore =
               std::min(task.waitBefore.value_or(*waited), *waited);
       plan.collectives.push_back(std::move(task));
+    }
+    if (cutoffUs < std::numeric_limits<double>::infinity()) {
+      double boundUs = getOneChannelLowerBoundUs(plan);
+      if (boundUs >= cutoffUs)
+        return boundUs;
     }
     llvm::Expected<TimelineResult> result =
         simulateStep(plan, SimulationOptions{1, clusterModel_->sharing});

@@ -368,12 +368,7 @@ private:
     AlgorithmKindAttr algorithm;
     if (std::optional<AlgorithmKind> kind = from.getAllreduceAlgorithm())
       algorithm = AlgorithmKindAttr::get(builder.getContext(), *kind);
-    // The names of the gradients taken, unless none has one.
-    ArrayAttr names;
-    SmallVector<StringRef> allNames = from.getGradientNames();
-    if (llvm::any_of(allNames, [](StringRef name) { return !name.empty(); }))
-      names = builder.getStrArrayAttr(
-          ArrayRef(allNames).take_front(gradients.size()));
+    ArrayAttr names = getNamesAttr(collective, gradients.size());
     // A mixed-wire bucket's flags, for the gradients taken.
     DenseBoolArrayAttr narrowed;
     if (std::optional<ArrayRef<bool>> flags = from.getNarrowedGradients())
@@ -387,6 +382,25 @@ private:
         from.getProcessGroup(), algorithm, narrowed);
     created.insert(start);
     return start;
+  }
+
+  /// The names of the first `count` gradients of `collective` (an allreduce
+  /// or a bucket), unless none has one. The op's own name attributes are
+  /// reused: uniquing 10^5 names again costs tens of milliseconds.
+  ArrayAttr getNamesAttr(Operation *collective, size_t count) {
+    SmallVector<Attribute> names;
+    if (auto allreduce = dyn_cast<AllReduceOp>(collective)) {
+      if (StringAttr name = allreduce.getNameAttr())
+        names.push_back(name);
+    } else if (ArrayAttr all =
+                   cast<FusedAllReduceOp>(collective).getNamesAttr()) {
+      llvm::append_range(names, all.getValue().take_front(count));
+    }
+    if (llvm::all_of(names, [](Attribute name) {
+          return cast<StringAttr>(name).getValue().empty();
+        }))
+      return nullptr;
+    return builder.getArrayAttr(names);
   }
 
   /// The priority of a collective over `gradients`, if priorities are on.

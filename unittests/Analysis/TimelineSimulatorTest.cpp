@@ -567,6 +567,39 @@ TEST(TimelineSimulator, LargeRandomStepIsConsistent) {
   }
 }
 
+TEST(TimelineSimulator, OneChannelLowerBoundIsExactWithoutStalls) {
+  // Issued at 10 and 20, 100 us each: the channel runs 10-110 and 110-210.
+  StepDescription step{{task(10), task(10)},
+                       {collective(0, 100), collective(1, 100)}};
+  EXPECT_DOUBLE_EQ(getOneChannelLowerBoundUs(step), 210.0);
+  EXPECT_DOUBLE_EQ(simulate(step).stepUs, 210.0);
+  // Listed out of issue order, the bound is the same.
+  std::swap(step.collectives[0], step.collectives[1]);
+  EXPECT_DOUBLE_EQ(getOneChannelLowerBoundUs(step), 210.0);
+  // Compute longer than the communication bounds the step.
+  step.computeTasks.push_back(task(500));
+  EXPECT_DOUBLE_EQ(getOneChannelLowerBoundUs(step), 520.0);
+}
+
+TEST(TimelineSimulator, OneChannelLowerBoundOfRandomSteps) {
+  for (unsigned seed = 0; seed < 20; ++seed) {
+    StepDescription step = randomStep(300, 1, seed, /*withLayers=*/false);
+    // Waits, blocking collectives and priorities: a bound, never above.
+    TimelineResult stalled = simulate(step);
+    double boundUs = getOneChannelLowerBoundUs(step);
+    EXPECT_LE(boundUs, stalled.stepUs + 1e-6) << "seed " << seed;
+    EXPECT_GE(boundUs, stalled.computeUs - 1e-6) << "seed " << seed;
+    // Nothing stalls compute: the bound is the step time.
+    for (CollectiveTask &collective : step.collectives) {
+      collective.blocking = false;
+      collective.waitBefore.reset();
+    }
+    TimelineResult unstalled = simulate(step);
+    EXPECT_NEAR(getOneChannelLowerBoundUs(step), unstalled.stepUs, 1e-6)
+        << "seed " << seed;
+  }
+}
+
 TEST(TimelineSimulator, SmallRandomStepsFollowPriorities) {
   for (unsigned seed = 0; seed < 5; ++seed) {
     StepDescription step = randomStep(500, 3, seed, /*withLayers=*/false);

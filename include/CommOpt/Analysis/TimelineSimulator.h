@@ -164,6 +164,16 @@ struct TimelineResult {
 llvm::Expected<TimelineResult> simulateStep(const StepDescription &step,
                                             const SimulationOptions &options);
 
+/// A lower bound of simulateStep's step time for `step` on one channel,
+/// without simulating it: O(n) for collectives listed in issue order. The
+/// channel runs one collective at a time, none before the compute task it
+/// is issued after ends, and waits only delay compute, so for every
+/// collective the channel is busy after its issue for at least its own cost
+/// and that of every collective issued no earlier; the step also lasts at
+/// least its compute. It is exact when nothing stalls compute (the channel
+/// never idles while a collective is issued).
+double getOneChannelLowerBoundUs(const StepDescription &step);
+
 /// Simulates repeated iterations of `step`, in which the forward task of
 /// layer L waits for the previous iteration's collectives carrying L, and
 /// collectives without a wait point or layers are waited at the end of their
