@@ -482,11 +482,12 @@ private:
   };
 
   /// Buckets `candidates` class by class (candidates of one key) by
-  /// `classPolicy`, and returns the buckets and the simulated step time.
-  /// `mgwfbp`: MG-WFBP's merge rule in each class. `cost`: for each class,
-  /// the optimal plan of the class alone (planOptimalBuckets) or a peer's
-  /// threshold rule, whichever makes the whole step fastest with the other
-  /// classes' buckets on the same channel.
+  /// `classPolicy`, and returns the buckets and the simulated step time
+  /// (where that is `cutoffUs` or more, possibly a lower bound of it, as
+  /// simulate returns). `mgwfbp`: MG-WFBP's merge rule in each class.
+  /// `cost`: for each class, the optimal plan of the class alone
+  /// (planOptimalBuckets) or a peer's threshold rule, whichever makes the
+  /// whole step fastest with the other classes' buckets on the same channel.
   std::pair<SmallVector<Bucket>, double>
   planClasses(ArrayRef<Candidate> candidates, const PlanningContext &context,
               FusionPolicy classPolicy,
