@@ -458,3 +458,19 @@ func.func @not_partitioned(%a: tensor<262144xf32>, %b: tensor<262144xf32>, %c: t
   %rd = comm.allreduce %d : tensor<?xf32> -> tensor<?xf32>
   return %ra, %rbc#0, %rbc#1, %rd : tensor<262144xf32>, tensor<262144xf32>, tensor<262144xf32>, tensor<?xf32>
 }
+
+// -----
+
+// A start names the gradients its collective names: none for an unnamed
+// allreduce or a bucket of empty names, the bucket's names as they are when
+// one is not empty.
+// ONE-LABEL: func.func @start_names
+// ONE-NEXT: comm.start %{{.*}} {reduce = #comm.reduce<avg>} : tensor<4xf32>
+// ONE-NEXT: comm.start %{{.*}}, %{{.*}} {reduce = #comm.reduce<avg>} : tensor<4xf32>, tensor<4xf32>
+// ONE-NEXT: comm.start %{{.*}}, %{{.*}} {names = ["", "b"], reduce = #comm.reduce<avg>} : tensor<4xf32>, tensor<4xf32>
+func.func @start_names(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %r = comm.allreduce %a {reduce = #comm.reduce<avg>} : tensor<4xf32> -> tensor<4xf32>
+  %e:2 = comm.fused_allreduce %a, %b {names = ["", ""], reduce = #comm.reduce<avg>} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  %n:2 = comm.fused_allreduce %a, %b {names = ["", "b"], reduce = #comm.reduce<avg>} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  return %r, %e#0, %e#1, %n#0, %n#1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
