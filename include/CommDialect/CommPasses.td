@@ -229,7 +229,12 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     when that bucket could not have started before the gradient was ready.
     Both plan the function's body; gradients in nested blocks are bucketed
     with the threshold rule. A collective over a process group is priced
-    on its group's ranks and links (ClusterModel::forGroup).
+    on its group's ranks and links (ClusterModel::forGroup). The body's
+    other collectives (sparse allreduces, existing buckets and starts)
+    share the simulated channel with the buckets, in program order: those
+    comm-schedule-overlap will start (sparse ones with `sparse-overlap`)
+    started where they are and waited for before their first use, the rest
+    as they are.
   }];
   let options = [
     CommChoiceOption<"policy", "policy", "FusionPolicy", "Threshold",
@@ -254,7 +259,12 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
            "the cluster's (default: false)">,
     Option<"mixedWire", "mixed-wire", "bool", /*default=*/"true",
            "Let one bucket carry narrowed and full-precision gradients (cost "
-           "policy) where the model finds it faster (default: true)">
+           "policy) where the model finds it faster (default: true)">,
+    Option<"sparseOverlap", "sparse-overlap", "bool", /*default=*/"true",
+           "Simulate the function's sparse allreduces (cost and mgwfbp "
+           "policies) started on the channel and waited for before their "
+           "first use, as comm-schedule-overlap's sparse=true will run "
+           "them, rather than blocking (default: true)">
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];
 }

@@ -147,6 +147,9 @@ void comm::buildBucketingPasses(OpPassManager &pm,
     // comm-select-algorithm follows and gives each bucket the cheapest.
     fuse.cheapestAlgorithm = options.algorithm == AlgorithmChoice::Auto;
     fuse.mixedWire = options.mixedWire;
+    // Sparse allreduces share the channel, started or blocking as
+    // comm-schedule-overlap will run them.
+    fuse.sparseOverlap = options.sparseOverlap;
     funcPm.addPass(createCommFuseBuckets(fuse));
   }
 }

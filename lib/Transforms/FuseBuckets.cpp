@@ -67,6 +67,18 @@ struct Candidate {
   size_t deadline;
 };
 
+/// A collective of the block that is not a candidate but shares the
+/// channel with the buckets: a sparse allreduce, an existing bucket or
+/// start, an allreduce that cannot be fused.
+struct SharedCollective {
+  Operation *op;
+  /// Position of the op in its block.
+  size_t position;
+  /// Position of the first op of the block that uses a result; kNoDeadline
+  /// if none.
+  size_t deadline;
+};
+
 /// Indices of the candidates of one bucket, in program order.
 using Bucket = SmallVector<size_t>;
 
@@ -95,27 +107,37 @@ const ThresholdRule kPeerRules[] = {
 };
 
 /// The allreduces of `block` that can be fused, in program order: tensor
-/// form, static shape.
-SmallVector<Candidate> collectCandidates(Block &block) {
+/// form, static shape. With `shared`, also the block's other collectives.
+SmallVector<Candidate>
+collectCandidates(Block &block,
+                  SmallVectorImpl<SharedCollective> *shared = nullptr) {
   llvm::DenseMap<Operation *, size_t> positions;
   positions.reserve(block.getOperations().size());
   for (auto [position, op] : llvm::enumerate(block))
     positions[&op] = position;
+  // The position of the first op of the block that uses a result of `op`.
+  auto getDeadline = [&](Operation *op) {
+    size_t deadline = kNoDeadline;
+    for (Operation *user : op->getUsers())
+      if (Operation *ancestor = block.findAncestorOpInBlock(*user))
+        deadline = std::min(deadline, positions.lookup(ancestor));
+    return deadline;
+  };
 
   SmallVector<Candidate> candidates;
   for (Operation &op : block) {
     auto allreduce = dyn_cast<AllReduceOp>(&op);
-    if (!allreduce || !allreduce.getResult())
+    auto type = allreduce && allreduce.getResult()
+                    ? cast<RankedTensorType>(allreduce.getInput().getType())
+                    : RankedTensorType();
+    if (!type || !type.hasStaticShape()) {
+      if (shared && isa<CollectiveOpInterface>(op))
+        shared->push_back({&op, positions.lookup(&op), getDeadline(&op)});
       continue;
-    auto type = cast<RankedTensorType>(allreduce.getInput().getType());
-    if (!type.hasStaticShape())
-      continue;
+    }
     Type wire =
         allreduce.getWireAttr() ? allreduce.getWireAttr().getValue() : Type();
-    size_t deadline = kNoDeadline;
-    for (Operation *user : allreduce.getResult().getUsers())
-      if (Operation *ancestor = block.findAncestorOpInBlock(*user))
-        deadline = std::min(deadline, positions.lookup(ancestor));
+    size_t deadline = getDeadline(&op);
     candidates.push_back(
         {allreduce,
          {allreduce.getReduce(), type.getElementType(), allreduce.getWireAttr(),
@@ -318,14 +340,18 @@ struct CommFuseBucketsPass
     ThresholdRule rule =
         ThresholdRule::fromMiB(bucketCapMb, firstBucketMb, overflow);
     func->walk([&](Block *block) {
-      SmallVector<Candidate> candidates = collectCandidates(*block);
+      bool planned =
+          policy != FusionPolicy::Threshold && block == &func.getBody().front();
+      SmallVector<SharedCollective> shared;
+      SmallVector<Candidate> candidates =
+          collectCandidates(*block, planned ? &shared : nullptr);
       SmallVector<Bucket> buckets;
-      if (policy != FusionPolicy::Threshold &&
-          block == &func.getBody().front()) {
-        FailureOr<SmallVector<Bucket>> planned = planFunction(func, candidates);
-        if (failed(planned))
+      if (planned) {
+        FailureOr<SmallVector<Bucket>> plan =
+            planFunction(func, candidates, shared);
+        if (failed(plan))
           return signalPassFailure();
-        buckets = std::move(*planned);
+        buckets = std::move(*plan);
       } else {
         buckets = planThreshold(candidates, rule);
       }
@@ -341,9 +367,11 @@ private:
   /// (planOptimalBuckets) or a peer's threshold rule, whichever makes the
   /// whole step fastest with the other classes' buckets on the same
   /// channel, unless MG-WFBP's rule, a peer's rule over the whole
-  /// function, or no fusion simulates faster still.
-  FailureOr<SmallVector<Bucket>> planFunction(func::FuncOp func,
-                                              ArrayRef<Candidate> candidates) {
+  /// function, or no fusion simulates faster still. Each bucketing is
+  /// simulated with the `shared` collectives on the same channel.
+  FailureOr<SmallVector<Bucket>>
+  planFunction(func::FuncOp func, ArrayRef<Candidate> candidates,
+               ArrayRef<SharedCollective> shared) {
     llvm::Expected<const ClusterModel &> cluster = clusters_.get(
         resolvePlanningCluster(func, this->cluster, "comm-fuse-buckets"));
     if (!cluster)
@@ -381,14 +409,44 @@ private:
                                    "collective for an allreduce";
       issued.push_back(model->step.collectives[collective].issuedAfter);
     }
-    SmallVector<std::optional<size_t>> waited =
-        getWaitTasks(func.getBody().front(), *model, candidates);
+    WaitTasks waitTasks(func.getBody().front(), *model);
+    SmallVector<std::optional<size_t>> waited;
+    for (const Candidate &candidate : candidates)
+      waited.push_back(waitTasks.lookup(candidate.deadline));
+    // The other collectives, as they will run: on the one channel, in
+    // program order, those that comm-schedule-overlap will start (as it
+    // decides in isBlockingTensorCollective; sparse ones with
+    // `sparse-overlap`) waited for before their first use.
+    SmallVector<std::pair<size_t, CollectiveTask>> sharedTasks;
+    collective = 0;
+    for (const SharedCollective &other : shared) {
+      while (collective < model->collectiveOps.size() &&
+             model->collectiveOps[collective] != other.op)
+        ++collective;
+      if (collective == model->collectiveOps.size())
+        return func.emitError() << "comm-fuse-buckets: the step model has no "
+                                   "collective for "
+                                << other.op->getName();
+      CollectiveTask task = model->step.collectives[collective];
+      task.channel = 0;
+      task.priority.reset();
+      bool startedLater = llvm::all_of(other.op->getOperandTypes(),
+                                       llvm::IsaPred<RankedTensorType>) &&
+                          (isa<AllReduceOp, FusedAllReduceOp>(other.op) ||
+                           (sparseOverlap && isa<SparseAllReduceOp>(other.op)));
+      if (startedLater) {
+        task.blocking = false;
+        task.waitBefore = waitTasks.lookup(other.deadline);
+      }
+      sharedTasks.push_back({other.position, std::move(task)});
+    }
     // The step the bucketings are simulated in: its compute, moved out of
     // the model (the model is not used again), and each bucketing's
     // collectives.
     StepDescription simulated;
     simulated.computeTasks = std::move(model->step.computeTasks);
-    PlanningContext context{&simulated, computeEndUs, issued, waited, cost};
+    PlanningContext context{&simulated, computeEndUs, issued,
+                            waited,     sharedTasks,  cost};
     auto [buckets, bestUs] = planClasses(candidates, context, policy);
     if (policy == FusionPolicy::Mgwfbp)
       return buckets;
@@ -436,35 +494,36 @@ private:
     return buckets;
   }
 
-  /// The compute task before which each of `candidates` (allreduces of
-  /// `block`, the function's body, which `model` describes) is first
-  /// needed, as a comm.wait before its first user would be: the first task
-  /// at or after that user; none where no task follows it (the end of the
+  /// The compute task before which an op of the function's body, at a
+  /// given deadline (the position of its first user in the block), is
+  /// needed, as a comm.wait before that user would be: the first task at or
+  /// after that position; none where no task follows it (the end of the
   /// step).
-  static SmallVector<std::optional<size_t>>
-  getWaitTasks(Block &block, const StepModel &model,
-               ArrayRef<Candidate> candidates) {
-    // The position in `block` of each compute task's op (its ancestor
-    // there), in task order: tasks follow program order.
-    ArrayRef<Operation *> ops = model.computeOps;
-    SmallVector<size_t> taskPositions;
-    taskPositions.reserve(ops.size());
-    for (auto [position, op] : llvm::enumerate(block))
-      while (taskPositions.size() < ops.size() &&
-             block.findAncestorOpInBlock(*ops[taskPositions.size()]) == &op)
-        taskPositions.push_back(position);
-    // Tasks outside the block (none in a function's body) come last.
-    taskPositions.resize(ops.size(), kNoDeadline);
-    SmallVector<std::optional<size_t>> waited;
-    for (const Candidate &candidate : candidates) {
-      const size_t *task = llvm::lower_bound(taskPositions, candidate.deadline);
-      if (candidate.deadline == kNoDeadline || task == taskPositions.end())
-        waited.push_back(std::nullopt);
-      else
-        waited.push_back(task - taskPositions.begin());
+  class WaitTasks {
+  public:
+    WaitTasks(Block &block, const StepModel &model) {
+      // The position in `block` of each compute task's op (its ancestor
+      // there), in task order: tasks follow program order.
+      ArrayRef<Operation *> ops = model.computeOps;
+      taskPositions.reserve(ops.size());
+      for (auto [position, op] : llvm::enumerate(block))
+        while (taskPositions.size() < ops.size() &&
+               block.findAncestorOpInBlock(*ops[taskPositions.size()]) == &op)
+          taskPositions.push_back(position);
+      // Tasks outside the block (none in a function's body) come last.
+      taskPositions.resize(ops.size(), kNoDeadline);
     }
-    return waited;
-  }
+
+    std::optional<size_t> lookup(size_t deadline) const {
+      const size_t *task = llvm::lower_bound(taskPositions, deadline);
+      if (deadline == kNoDeadline || task == taskPositions.end())
+        return std::nullopt;
+      return task - taskPositions.begin();
+    }
+
+  private:
+    SmallVector<size_t> taskPositions;
+  };
 
   /// What planClasses plans against: the step's compute, when each compute
   /// task ends if nothing stalls it, the compute tasks after which each
@@ -478,6 +537,9 @@ private:
     /// The compute task each candidate is first needed before (none: the
     /// end of the step).
     ArrayRef<std::optional<size_t>> waited;
+    /// The block's other collectives on the channel, by position in the
+    /// block.
+    ArrayRef<std::pair<size_t, CollectiveTask>> shared;
     AffineCost cost;
   };
 
@@ -582,7 +644,16 @@ private:
     });
     StepDescription &plan = *context.step;
     plan.collectives.clear();
+    // The buckets and the other collectives in issue order: a bucket is
+    // issued where its last member was.
+    const auto *shared = context.shared.begin();
+    auto issueSharedBefore = [&](size_t position) {
+      for (; shared != context.shared.end() && shared->first < position;
+           ++shared)
+        plan.collectives.push_back(shared->second);
+    };
     for (const Bucket *bucket : order) {
+      issueSharedBefore(candidates[bucket->back()].position);
       CollectiveTask task;
       task.cost = priceBucket(candidates, *bucket);
       task.issuedAfter = context.issued[bucket->back()];
@@ -592,6 +663,7 @@ private:
               std::min(task.waitBefore.value_or(*waited), *waited);
       plan.collectives.push_back(std::move(task));
     }
+    issueSharedBefore(std::numeric_limits<size_t>::max()); // The rest.
     if (cutoffUs < std::numeric_limits<double>::infinity()) {
       double boundUs = getOneChannelLowerBoundUs(plan);
       if (boundUs >= cutoffUs)
