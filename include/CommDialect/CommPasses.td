@@ -231,10 +231,12 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     with the threshold rule. A collective over a process group is priced
     on its group's ranks and links (ClusterModel::forGroup). The body's
     other collectives (sparse allreduces, existing buckets and starts)
-    share the simulated channel with the buckets, in program order: those
-    comm-schedule-overlap will start (sparse ones with `sparse-overlap`)
-    started where they are and waited for before their first use, the rest
-    as they are.
+    share the simulated channel with the buckets: those comm-schedule-overlap
+    will start (sparse ones with `sparse-overlap`) started where they are
+    and waited for before their first use, the rest as they are, in the
+    order comm-schedule-overlap issues them (a start right after the
+    compute that produces its gradients, ahead of a blocking collective
+    that follows that compute).
   }];
   let options = [
     CommChoiceOption<"policy", "policy", "FusionPolicy", "Threshold",

@@ -445,8 +445,10 @@ private:
     // collectives.
     StepDescription simulated;
     simulated.computeTasks = std::move(model->step.computeTasks);
-    PlanningContext context{&simulated, computeEndUs, issued,
-                            waited,     sharedTasks,  cost};
+    bool anySharedBlocking = llvm::any_of(
+        sharedTasks, [](const auto &shared) { return shared.second.blocking; });
+    PlanningContext context{&simulated,  computeEndUs,      issued, waited,
+                            sharedTasks, anySharedBlocking, cost};
     auto [buckets, bestUs] = planClasses(candidates, context, policy);
     if (policy == FusionPolicy::Mgwfbp)
       return buckets;
@@ -540,6 +542,8 @@ private:
     /// The block's other collectives on the channel, by position in the
     /// block.
     ArrayRef<std::pair<size_t, CollectiveTask>> shared;
+    /// Whether one of `shared` is blocking.
+    bool anySharedBlocking;
     AffineCost cost;
   };
 
@@ -664,6 +668,18 @@ private:
       plan.collectives.push_back(std::move(task));
     }
     issueSharedBefore(std::numeric_limits<size_t>::max()); // The rest.
+    // comm-schedule-overlap places each start right after the compute that
+    // produces its gradients, ahead of a blocking collective that follows
+    // that compute: the blocking one then waits behind it.
+    if (context.anySharedBlocking)
+      llvm::stable_sort(plan.collectives, [](const CollectiveTask &a,
+                                             const CollectiveTask &b) {
+        auto key = [](const CollectiveTask &task) {
+          return std::make_pair(task.issuedAfter ? *task.issuedAfter + 1 : 0,
+                                task.blocking);
+        };
+        return key(a) < key(b);
+      });
     if (cutoffUs < std::numeric_limits<double>::infinity()) {
       double boundUs = getOneChannelLowerBoundUs(plan);
       if (boundUs >= cutoffUs)
