@@ -395,19 +395,27 @@ private:
     cost.usPerByte = (costTwo - costOne) / kBytesPerMiB;
     cost.latencyUs = costOne - cost.usPerByte * kBytesPerMiB;
 
-    // The candidates are among the model's collectives, both in program
-    // order.
-    SmallVector<std::optional<size_t>> issued;
-    issued.reserve(candidates.size());
+    // The candidates, and the other collectives, are among the model's
+    // collectives, all in program order: `findCollective` finds each in
+    // turn, from `collective` on.
     size_t collective = 0;
-    for (const Candidate &candidate : candidates) {
+    auto findCollective = [&](Operation *op) -> FailureOr<size_t> {
       while (collective < model->collectiveOps.size() &&
-             model->collectiveOps[collective] != candidate.op)
+             model->collectiveOps[collective] != op)
         ++collective;
       if (collective == model->collectiveOps.size())
         return func.emitError() << "comm-fuse-buckets: the step model has no "
-                                   "collective for an allreduce";
-      issued.push_back(model->step.collectives[collective].issuedAfter);
+                                   "collective for "
+                                << op->getName();
+      return collective;
+    };
+    SmallVector<std::optional<size_t>> issued;
+    issued.reserve(candidates.size());
+    for (const Candidate &candidate : candidates) {
+      FailureOr<size_t> index = findCollective(candidate.op);
+      if (failed(index))
+        return failure();
+      issued.push_back(model->step.collectives[*index].issuedAfter);
     }
     WaitTasks waitTasks(func.getBody().front(), *model);
     SmallVector<std::optional<size_t>> waited;
@@ -420,14 +428,10 @@ private:
     SmallVector<std::pair<size_t, CollectiveTask>> sharedTasks;
     collective = 0;
     for (const SharedCollective &other : shared) {
-      while (collective < model->collectiveOps.size() &&
-             model->collectiveOps[collective] != other.op)
-        ++collective;
-      if (collective == model->collectiveOps.size())
-        return func.emitError() << "comm-fuse-buckets: the step model has no "
-                                   "collective for "
-                                << other.op->getName();
-      CollectiveTask task = model->step.collectives[collective];
+      FailureOr<size_t> index = findCollective(other.op);
+      if (failed(index))
+        return failure();
+      CollectiveTask task = model->step.collectives[*index];
       task.channel = 0;
       task.priority.reset();
       bool startedLater = llvm::all_of(other.op->getOperandTypes(),
