@@ -35,6 +35,11 @@ std::optional<int64_t> getGradientBytes(Type type, Type wire = {});
 /// (the default of its `chunk_elements`; the runtime's
 /// COMMRT_DEFAULT_CHUNK_ELEMENTS).
 inline constexpr int64_t kDefaultSparseChunkElements = 32768;
+
+/// Whether `op` is a blocking collective in tensor form, which
+/// comm-schedule-overlap splits into a start and a wait (a sparse one only
+/// with `sparse`, that pass's option).
+bool isBlockingTensorCollective(Operation *op, bool sparse);
 } // namespace mlir::comm
 
 #include "CommDialect/CommInterfaces.h.inc"

@@ -238,6 +238,13 @@ std::optional<int64_t> comm::getGradientBytes(Type type, Type wire) {
   return elements / 8 * bits + llvm::divideCeil(elements % 8 * bits, 8);
 }
 
+bool comm::isBlockingTensorCollective(Operation *op, bool sparse) {
+  bool splittable = isa<AllReduceOp, FusedAllReduceOp>(op) ||
+                    (sparse && isa<SparseAllReduceOp>(op));
+  return splittable &&
+         llvm::all_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>);
+}
+
 /// Fails unless every name in `names` is valid UTF-8: names reach the plan,
 /// the timeline and the reports, which are JSON.
 static LogicalResult verifyNamesAreUTF8(Operation *op,

@@ -421,9 +421,8 @@ private:
     SmallVector<std::optional<size_t>> waited;
     for (const Candidate &candidate : candidates)
       waited.push_back(waitTasks.lookup(candidate.deadline));
-    // The other collectives, as they will run: on the one channel, in
-    // program order, those that comm-schedule-overlap will start (as it
-    // decides in isBlockingTensorCollective; sparse ones with
+    // The other collectives, as they will run: on the one channel, those
+    // that comm-schedule-overlap will start (sparse ones with
     // `sparse-overlap`) waited for before their first use.
     SmallVector<std::pair<size_t, CollectiveTask>> sharedTasks;
     collective = 0;
@@ -434,11 +433,7 @@ private:
       CollectiveTask task = model->step.collectives[*index];
       task.channel = 0;
       task.priority.reset();
-      bool startedLater = llvm::all_of(other.op->getOperandTypes(),
-                                       llvm::IsaPred<RankedTensorType>) &&
-                          (isa<AllReduceOp, FusedAllReduceOp>(other.op) ||
-                           (sparseOverlap && isa<SparseAllReduceOp>(other.op)));
-      if (startedLater) {
+      if (isBlockingTensorCollective(other.op, sparseOverlap)) {
         task.blocking = false;
         task.waitBefore = waitTasks.lookup(other.deadline);
       }
@@ -449,10 +444,8 @@ private:
     // collectives.
     StepDescription simulated;
     simulated.computeTasks = std::move(model->step.computeTasks);
-    bool anySharedBlocking = llvm::any_of(
-        sharedTasks, [](const auto &shared) { return shared.second.blocking; });
-    PlanningContext context{&simulated,  computeEndUs,      issued, waited,
-                            sharedTasks, anySharedBlocking, cost};
+    PlanningContext context{&simulated, computeEndUs, issued,
+                            waited,     sharedTasks,  cost};
     auto [buckets, bestUs] = planClasses(candidates, context, policy);
     if (policy == FusionPolicy::Mgwfbp)
       return buckets;
@@ -546,8 +539,6 @@ private:
     /// The block's other collectives on the channel, by position in the
     /// block.
     ArrayRef<std::pair<size_t, CollectiveTask>> shared;
-    /// Whether one of `shared` is blocking.
-    bool anySharedBlocking;
     AffineCost cost;
   };
 
@@ -675,7 +666,8 @@ private:
     // comm-schedule-overlap places each start right after the compute that
     // produces its gradients, ahead of a blocking collective that follows
     // that compute: the blocking one then waits behind it.
-    if (context.anySharedBlocking)
+    if (llvm::any_of(context.shared,
+                     [](const auto &shared) { return shared.second.blocking; }))
       llvm::stable_sort(plan.collectives, [](const CollectiveTask &a,
                                              const CollectiveTask &b) {
         auto key = [](const CollectiveTask &task) {

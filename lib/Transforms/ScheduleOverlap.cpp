@@ -69,15 +69,6 @@ static int64_t getBytes(ValueRange gradients) {
   return bytes;
 }
 
-/// Whether `op` is a blocking collective in tensor form that this pass
-/// splits (a sparse one only with `sparse`).
-static bool isBlockingTensorCollective(Operation *op, bool sparse) {
-  bool splittable = isa<AllReduceOp, FusedAllReduceOp>(op) ||
-                    (sparse && isa<SparseAllReduceOp>(op));
-  return splittable &&
-         llvm::all_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>);
-}
-
 /// The bytes a started collective counts towards its channel's load: its
 /// gradients', or the selected part of a sparse start's gradient.
 static int64_t getLoadBytes(StartedCollectiveOpInterface start) {
