@@ -84,13 +84,15 @@ static CollectiveCost halfAllreduceCost(const ClusterModel &cluster,
   llvm_unreachable("unknown allreduce algorithm");
 }
 
-CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
-                                   AllreduceAlgorithm algorithm) {
-  assert(bytes >= 0 && "negative message size");
+/// The messages of an allreduce (see allreduceCost), without the
+/// per-collective overhead.
+static CollectiveCost allreduceLinkCost(const ClusterModel &cluster,
+                                        double bytes,
+                                        AllreduceAlgorithm algorithm) {
   // A level's figures for this size (LinkLevel::regimes), as a calibration
   // sweep measured collectives of this size.
   if (cluster.hasRegimes())
-    return allreduceCost(cluster.forBytes(bytes), bytes, algorithm);
+    return allreduceLinkCost(cluster.forBytes(bytes), bytes, algorithm);
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
@@ -99,23 +101,28 @@ CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
   case AllreduceAlgorithm::Ring: {
     // Reduce-scatter + allgather: 2(p-1) af + 2(p-1)/p n bf.
     CollectiveCost pass = ringPass(flat, p, bytes);
-    return withOverhead(cluster, pass + pass);
+    return pass + pass;
   }
   case AllreduceAlgorithm::Tree:
     // Pipelined (double) binary tree, reduce then broadcast:
     // 2 ceil(lg p) af + 2 n bf.
-    return withOverhead(cluster, {2.0 * ceilLog2(p) * flat.alphaUs,
-                                  2.0 * bytes * flat.betaUsPerByte});
+    return {2.0 * ceilLog2(p) * flat.alphaUs, 2.0 * bytes * flat.betaUsPerByte};
   case AllreduceAlgorithm::Hierarchical: {
     // Intra-node reduce-scatter, inter-node ring allreduce of the shards,
     // intra-node allgather: 2(q-1) ai + 2(q-1)/q n bi + 2(m-1) ae +
     // 2(m-1)/m n be.
     CollectiveCost intra = ringPass(cluster.intra, cluster.ranksPerNode, bytes);
     CollectiveCost inter = ringPass(cluster.inter, cluster.nodes(), bytes);
-    return withOverhead(cluster, intra + intra + inter + inter);
+    return intra + intra + inter + inter;
   }
   }
   llvm_unreachable("unknown allreduce algorithm");
+}
+
+CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
+                                   AllreduceAlgorithm algorithm) {
+  assert(bytes >= 0 && "negative message size");
+  return withOverhead(cluster, allreduceLinkCost(cluster, bytes, algorithm));
 }
 
 CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes) {
@@ -266,24 +273,26 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
   // Expected number of elements each rank selects.
   double k = gradient.density * n;
 
-  // Every collective the runtime issues (lib/Runtime/Sparse.cpp) is priced,
-  // each with its per-collective overhead: counts travel as 8-byte integers,
-  // indices and values as separate messages.
+  // Every collective the runtime issues (lib/Runtime/Sparse.cpp) is priced:
+  // counts travel as 8-byte integers, indices and values as separate
+  // messages. They run back to back within one runtime call, on the thread
+  // that runs it, so the call pays the per-collective overhead (handing the
+  // work to a channel, the ranks' arrival) once, not once per message.
   double pd = static_cast<double>(p);
   double indexBytes = static_cast<double>(gradient.indexBytes);
   constexpr double kCountBytes = 8;
   // The ranks' pair counts, then all indices and all values: three
   // allgathers of `pairs` pairs in all.
   auto allgatherPairs = [&](double pairs) {
-    return allgatherCost(cluster, pd * kCountBytes) +
-           allgatherCost(cluster, pairs * indexBytes) +
-           allgatherCost(cluster, pairs * valueBytes);
+    return halfAllreduceCost(cluster, pd * kCountBytes) +
+           halfAllreduceCost(cluster, pairs * indexBytes) +
+           halfAllreduceCost(cluster, pairs * valueBytes);
   };
 
   switch (scheme) {
   case SparseExchangeScheme::Allgather:
     // Every rank receives every rank's k pairs.
-    return allgatherPairs(pd * k);
+    return withOverhead(cluster, allgatherPairs(pd * k));
   case SparseExchangeScheme::Hash: {
     // The total pair count (an allreduce of one count), the counts for each
     // owner (an all-to-all of one 4-byte count per peer), then each rank's k
@@ -293,9 +302,12 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
     double u =
         gradient.reducedDensity.value_or(unionDensity(gradient.density, p));
     assert(u >= 0 && u <= 1 && "reduced density out of [0, 1]");
-    return allreduceCost(cluster, kCountBytes) + allToAllCost(cluster, pd * 4) +
-           allToAllCost(cluster, k * indexBytes) +
-           allToAllCost(cluster, k * valueBytes) + allgatherPairs(n * u);
+    return withOverhead(
+        cluster, allreduceLinkCost(cluster, kCountBytes, cluster.algorithm) +
+                     allToAllLinkCost(cluster, pd * 4) +
+                     allToAllLinkCost(cluster, k * indexBytes) +
+                     allToAllLinkCost(cluster, k * valueBytes) +
+                     allgatherPairs(n * u));
   }
   case SparseExchangeScheme::Chunk: {
     assert(gradient.chunkElements > 0 && gradient.normBytes > 0 &&
@@ -310,10 +322,13 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
         std::ceil(gradient.density * static_cast<double>(chunks) - 1e-9);
     double selectedElements =
         std::min(selected * static_cast<double>(gradient.chunkElements), n);
-    return broadcastCost(cluster, static_cast<double>(chunks) *
-                                      static_cast<double>(gradient.normBytes)) +
-           broadcastCost(cluster, selected * kCountBytes) +
-           allreduceCost(cluster, selectedElements * valueBytes);
+    return withOverhead(
+        cluster, broadcastLinkCost(
+                     cluster, static_cast<double>(chunks) *
+                                  static_cast<double>(gradient.normBytes)) +
+                     broadcastLinkCost(cluster, selected * kCountBytes) +
+                     allreduceLinkCost(cluster, selectedElements * valueBytes,
+                                       cluster.algorithm));
   }
   }
   llvm_unreachable("unknown sparse exchange scheme");

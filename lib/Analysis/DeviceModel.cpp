@@ -12,6 +12,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::comm;
@@ -42,7 +43,11 @@ static bool verifyDevice(const DeviceModel &device, Path path) {
                                   "peak_tensor_tflops") &&
          detail::checkPositive(device.memoryGBps, path, "memory_gbps") &&
          detail::checkNonNegative(device.launchOverheadUs, path,
-                                  "launch_overhead_us");
+                                  "launch_overhead_us") &&
+         detail::checkField(std::isfinite(device.channelSlowdown) &&
+                                device.channelSlowdown >= 1,
+                            path, "channel_slowdown",
+                            "expected a number of at least 1");
 }
 
 llvm::Error DeviceModel::verify() const {
@@ -65,6 +70,7 @@ bool comm::fromJSON(const llvm::json::Value &value, DeviceModel &device,
       !mapper.mapOptional("peak_tensor_tflops", result.peakTensorTflops) ||
       !mapper.map("memory_gbps", result.memoryGBps) ||
       !mapper.mapOptional("launch_overhead_us", result.launchOverheadUs) ||
+      !mapper.mapOptional("channel_slowdown", result.channelSlowdown) ||
       !verifyDevice(result, path))
     return false;
   device = std::move(result);
@@ -89,6 +95,7 @@ llvm::json::Value DeviceModel::toJSON() const {
       {"peak_tensor_tflops", peakTensorTflops},
       {"memory_gbps", memoryGBps},
       {"launch_overhead_us", launchOverheadUs},
+      {"channel_slowdown", channelSlowdown},
   };
 }
 
@@ -97,7 +104,8 @@ bool DeviceModel::operator==(const DeviceModel &other) const {
          peakTflops == other.peakTflops &&
          peakTensorTflops == other.peakTensorTflops &&
          memoryGBps == other.memoryGBps &&
-         launchOverheadUs == other.launchOverheadUs;
+         launchOverheadUs == other.launchOverheadUs &&
+         channelSlowdown == other.channelSlowdown;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include "CommOpt/Analysis/DeviceModel.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
 
@@ -74,6 +75,21 @@ TEST(DeviceModel, LaunchOverhead) {
   EXPECT_NEAR(device->rooflineUs(0, 0), 5.0, 1e-12);
 }
 
+// channel_slowdown is 1 unless given, and survives toJSON.
+TEST(DeviceModel, ChannelSlowdown) {
+  DeviceModel v100 = llvm::cantFail(DeviceModel::preset("v100"));
+  EXPECT_EQ(v100.channelSlowdown, 1.0);
+  llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(
+      R"({"peak_tflops": 1, "memory_gbps": 1, "channel_slowdown": 1.25})");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  EXPECT_EQ(device->channelSlowdown, 1.25);
+  std::string text;
+  llvm::raw_string_ostream(text) << device->toJSON();
+  llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
+  EXPECT_EQ(*reloaded, *device);
+}
+
 TEST(DeviceModel, BadFieldsAreNamed) {
   struct Case {
     const char *json;
@@ -89,6 +105,8 @@ TEST(DeviceModel, BadFieldsAreNamed) {
        "expected a non-negative number at device.launch_overhead_us"},
       {R"({"peak_tflops": 1, "memory_gbps": 1, "peak_tensor_tflops": -2})",
        "expected a non-negative number at device.peak_tensor_tflops"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1, "channel_slowdown": 0.5})",
+       "expected a number of at least 1 at device.channel_slowdown"},
       {R"([1, 2])", "expected object"},
   };
   for (const Case &c : cases) {

@@ -35,6 +35,11 @@ struct DeviceModel {
   /// Fixed cost added to every estimated op (kernel launch), in
   /// microseconds.
   double launchOverheadUs = 0;
+  /// How many times as long a collective's local work (a sparse allreduce's
+  /// selection and residual) takes when a communication channel runs it
+  /// beside compute as when the calling thread (stream) runs it, blocking;
+  /// at least 1.
+  double channelSlowdown = 1;
 
   /// Time of an op that performs `flops` floating-point operations and moves
   /// `bytes` bytes to or from memory: launchOverheadUs + max(flops / peak,
@@ -42,8 +47,9 @@ struct DeviceModel {
   /// tensor-core rate when the device has one.
   double rooflineUs(double flops, double bytes, bool tensorCores = false) const;
 
-  /// Checks that the rates are positive and finite and the overhead is
-  /// non-negative; the error names the JSON field.
+  /// Checks that the rates are positive and finite, the overhead is
+  /// non-negative and the channel slowdown at least 1; the error names the
+  /// JSON field.
   llvm::Error verify() const;
 
   /// Parses a device description from JSON text (format in

@@ -114,13 +114,16 @@ SparseSelectScheme getSparseSelectScheme(SelectKind select);
 /// The time of a sparse allreduce of `gradient` on `cluster` (the ranks it
 /// runs among): its exchange's messages, and, as a latency term that no
 /// concurrent collective shares, its local steps (sparseLocalBytes) at
-/// `device`'s memory bandwidth. comm-sparsify and the step model price
-/// sparse allreduces, blocking or started, with this one function.
+/// `device`'s memory bandwidth, `device.channelSlowdown` times as long
+/// `onChannel` (started: a channel runs it beside compute). comm-sparsify
+/// and the step model price sparse allreduces, blocking or started, with
+/// this one function.
 CollectiveCost getSparseAllreduceCost(const ClusterModel &cluster,
                                       const DeviceModel &device,
                                       SelectKind select, ExchangeKind exchange,
                                       ReduceKind reduce,
-                                      const SparseGradient &gradient);
+                                      const SparseGradient &gradient,
+                                      bool onChannel = false);
 
 /// A sparse allreduce of a gradient of static tensor type `type` at
 /// `density`, with `chunkElements` per chunk, as the exchange costs need it

@@ -155,14 +155,16 @@ SparseSelectScheme mlir::comm::getSparseSelectScheme(SelectKind select) {
 
 CollectiveCost mlir::comm::getSparseAllreduceCost(
     const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
-    ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient) {
+    ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient,
+    bool onChannel) {
   SparseExchangeScheme scheme = getSparseExchangeScheme(exchange);
   CollectiveCost cost = sparseAllreduceCost(cluster, scheme, gradient);
   double localBytes =
       sparseLocalBytes(getSparseSelectScheme(select), scheme, gradient,
                        cluster.ranks, reduce == ReduceKind::avg);
   if (localBytes > 0)
-    cost.latencyUs += device.rooflineUs(/*flops=*/0, localBytes);
+    cost.latencyUs += device.rooflineUs(/*flops=*/0, localBytes) *
+                      (onChannel ? device.channelSlowdown : 1.0);
   return cost;
 }
 
@@ -407,7 +409,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   };
   // A sparse allreduce: its exchange and its local steps. Started, the
   // runtime's channel runs both while compute goes on, so both occupy the
-  // channel.
+  // channel, the local steps at the device's channel slowdown.
   auto addSparse =
       [&](SparseCollectiveOpInterface sparse) -> FailureOr<CollectiveTask *> {
     auto type = cast<ShapedType>(sparse.getGrad().getType());
@@ -419,7 +421,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     auto collective = cast<CollectiveOpInterface>(sparse.getOperation());
     CollectiveCost cost = getSparseAllreduceCost(
         clusters.get(collective), device, sparse.getSelect(),
-        sparse.getExchange(), collective.getReduceKind(), gradient);
+        sparse.getExchange(), collective.getReduceKind(), gradient,
+        /*onChannel=*/isa<SparseStartOp>(sparse.getOperation()));
     return &addCollective(sparse, sparse.getGrad(), cost,
                           getCollectiveBytes(type, Type()),
                           getLabel(collective));
