@@ -19,6 +19,11 @@
 // started one's is (started - 1 sleep) / 16. It prints the medians of 7 runs
 // and, per gradient, started / blocking: the slowdown.
 //
+// Then whether a blocking sparse allreduce waits for a dense allreduce in
+// flight on a channel (the simulator runs a blocking collective after the
+// one in flight on its channel): the largest gradient above, blocking, right
+// after starting a dense allreduce of 4 MiB on channel 0, against each alone.
+//
 //===----------------------------------------------------------------------===//
 
 #include "commrt/commrt.h"
@@ -26,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 namespace {
@@ -51,6 +57,70 @@ double median(std::vector<double> values) {
 double slowest(double us) {
   commrt_abort_on_error(commrt_allreduce(&us, 1, COMMRT_F64, COMMRT_MAX));
   return us;
+}
+
+/// Distinct magnitudes (ties slow the threshold selection down).
+void fillGradient(std::vector<float> &grad, int rank) {
+  for (size_t i = 0; i < grad.size(); ++i)
+    grad[i] =
+        static_cast<float>((i * 2654435761u + rank) % 1000) / 1000.0f - 0.5f;
+}
+
+/// A blocking sparse allreduce of `gradient` right after a dense allreduce
+/// of 4 MiB is started on channel 0, against each alone.
+void timeBesideChannel(const Gradient &gradient, int rank) {
+  constexpr int64_t kDenseElements = int64_t(1) << 20;
+  std::vector<float> dense(kDenseElements, 1.0f);
+  std::vector<float> grad(gradient.elements), residual(gradient.elements, 0.0f);
+  auto startDense = [&](int64_t *handle) {
+    commrt_abort_on_error(commrt_allreduce_start(dense.data(), kDenseElements,
+                                                 COMMRT_F32, COMMRT_SUM,
+                                                 /*channel=*/0, handle));
+  };
+  auto sparse = [&] {
+    commrt_abort_on_error(
+        commrt_sparse_allreduce(grad.data(), residual.data(), gradient.elements,
+                                kDensity, gradient.select, gradient.exchange,
+                                COMMRT_AVG, gradient.chunkElements));
+  };
+  std::vector<double> denseAlone, sparseAlone, sparseReturned, bothDone;
+  for (int run = 0; run <= kRuns; ++run) {
+    int64_t handle = 0;
+    commrt_abort_on_error(commrt_barrier());
+    double begin = commrt_time_us();
+    startDense(&handle);
+    commrt_abort_on_error(commrt_wait(handle));
+    const double denseUs = slowest(commrt_time_us() - begin);
+
+    fillGradient(grad, rank);
+    commrt_abort_on_error(commrt_barrier());
+    begin = commrt_time_us();
+    sparse();
+    const double sparseUs = slowest(commrt_time_us() - begin);
+
+    fillGradient(grad, rank);
+    commrt_abort_on_error(commrt_barrier());
+    begin = commrt_time_us();
+    startDense(&handle);
+    sparse();
+    const double returnedUs = commrt_time_us() - begin;
+    commrt_abort_on_error(commrt_wait(handle));
+    const double doneUs = commrt_time_us() - begin;
+    if (run == 0)
+      continue;
+    denseAlone.push_back(denseUs);
+    sparseAlone.push_back(sparseUs);
+    sparseReturned.push_back(slowest(returnedUs));
+    bothDone.push_back(slowest(doneUs));
+  }
+  if (rank == 0)
+    std::printf(
+        "%s, blocking, right after a dense allreduce of 4 MiB started on a "
+        "channel: returned after %.1f us, both done after %.1f us; alone "
+        "%.1f us and %.1f us (sum %.1f us)\n",
+        gradient.name, median(sparseReturned), median(bothDone),
+        median(sparseAlone), median(denseAlone),
+        median(sparseAlone) + median(denseAlone));
 }
 
 } // namespace
@@ -79,13 +149,9 @@ int main() {
     std::vector<std::vector<float>> grads(kCalls, std::vector<float>(n));
     std::vector<std::vector<float>> residuals(kCalls,
                                               std::vector<float>(n, 0.0f));
-    // Distinct magnitudes (ties slow the threshold selection down).
     auto fill = [&] {
       for (std::vector<float> &grad : grads)
-        for (int64_t i = 0; i < n; ++i)
-          grad[i] =
-              static_cast<float>((i * 2654435761u + rank) % 1000) / 1000.0f -
-              0.5f;
+        fillGradient(grad, rank);
     };
     auto call = [&](int i) {
       commrt_abort_on_error(commrt_sparse_allreduce(
@@ -144,6 +210,7 @@ int main() {
   if (rank == 0)
     std::printf("channel slowdown (median over the gradients): %.3f\n",
                 median(ratios));
+  timeBesideChannel(gradients[std::size(gradients) - 1], rank);
   commrt_abort_on_error(commrt_finalize());
   return 0;
 }

@@ -719,7 +719,9 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     collective the runtime issues, its counts included), plus its local steps (forming the
     accumulated gradient, the selection's passes, the result and the
     residual update: `sparseLocalBytes`) at the memory bandwidth of
-    `device`, as comm-estimate prices the op; for the scheme `exchange`
+    `device`, as comm-estimate prices the blocking op it makes (started,
+    the local steps take the device's `channel_slowdown` times as long);
+    for the scheme `exchange`
     names, or for each of `allgather`, `hash`, `chunk` with `exchange=auto`,
     which takes the cheapest (the first in that order on a tie). The
     gradient goes sparse only when that cost is strictly below the dense
