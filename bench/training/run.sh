@@ -48,6 +48,8 @@ for tool in commopt-opt commopt-translate; do
   [[ -x $BUILD/bin/$tool ]] || { echo "run.sh: build $BUILD first" >&2; exit 2; }
 done
 mkdir -p "$OUT/fidelity"
+# Absolute: the speed runs start in other directories.
+OUT=$(cd "$OUT" && pwd)
 export COMMOPT_COMMRT_LIB=$ROOT/$BUILD/lib/libcommrt.so
 # Ranks waiting in MPI leave the 2 cores to those computing.
 export OMPI_MCA_mpi_yield_when_idle=1
@@ -114,7 +116,7 @@ for phase in $PHASES; do
       selected "$label" || continue
       echo "== fidelity: $label" >&2
       arguments=${run#*|}
-      arguments=${arguments//@PLANS@/$ROOT/$OUT/plans/b$BATCH}
+      arguments=${arguments//@PLANS@/$OUT/plans/b$BATCH}
       # shellcheck disable=SC2086
       mpirun -np 4 "$PYTHON" "$TRAIN" $arguments --batch-size $BATCH \
         --epochs "$EPOCHS" --train-samples "$TRAIN_SAMPLES" --label "$label" \
@@ -130,12 +132,12 @@ for phase in $PHASES; do
         selected "$label" || continue
         echo "== speed on 4 x $RATE, batch $BATCH: $label" >&2
         arguments=${run#*|}
-        arguments=${arguments//@PLANS@/$ROOT/$OUT/plans/b$BATCH}
+        arguments=${arguments//@PLANS@/$OUT/plans/b$BATCH}
         # shellcheck disable=SC2086
         bench/cluster/emulate.sh run 4 "$RATE" -- "$PYTHON" "$ROOT/$TRAIN" \
           $arguments --batch-size "$BATCH" --epochs 1 \
           --max-steps "$SPEED_STEPS" --no-eval --master-addr "$SUBNET.1" \
-          --label "$label" --json "$ROOT/$OUT/speed/b$BATCH/$label.json"
+          --label "$label" --json "$OUT/speed/b$BATCH/$label.json"
       done
     done
     ;;
