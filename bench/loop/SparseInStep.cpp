@@ -24,15 +24,40 @@
 // one in flight on its channel): the largest gradient above, blocking, right
 // after starting a dense allreduce of 4 MiB on channel 0, against each alone.
 //
+// With --cluster=FILE --base=FILE --output=FILE, rank 0 also writes the
+// device description `base` with the rate and slowdown measured here: each
+// call's local steps take what it took within the step beyond its exchange
+// as the cluster description prices it (sparseAllreduceCost);
+// memory_gbps is the local bytes the cost model counts (sparseLocalBytes)
+// over those times, blocking, summed over the gradients, and
+// channel_slowdown the median of started over blocking local times (at
+// least 1). bench/loop/run.sh plans with a device measured so in the same
+// run.
+//
 //===----------------------------------------------------------------------===//
 
+#include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/CollectiveCost.h"
+#include "CommOpt/Analysis/DeviceModel.h"
 #include "commrt/commrt.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <string>
 #include <vector>
+
+using mlir::comm::ClusterModel;
+using mlir::comm::DeviceModel;
+using mlir::comm::SparseExchangeScheme;
+using mlir::comm::SparseGradient;
+using mlir::comm::SparseSelectScheme;
 
 namespace {
 
@@ -51,6 +76,47 @@ struct Gradient {
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+struct Options {
+  std::string cluster, base, output;
+};
+
+const char *const usageText =
+    "usage: mpirun ... commrt-in-step-bench [--cluster=FILE --base=FILE "
+    "--output=FILE]\n"
+    "  --cluster=FILE  the ranks' cluster description (prices the exchanges)\n"
+    "  --base=FILE     the device description to update\n"
+    "  --output=FILE   where rank 0 writes it with the measured memory_gbps\n"
+    "                  and channel_slowdown\n";
+
+/// Parses the options; false (after printing why) on a bad one.
+bool parseOptions(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef argument = argv[i];
+    if (argument.consume_front("--cluster="))
+      options.cluster = argument.str();
+    else if (argument.consume_front("--base="))
+      options.base = argument.str();
+    else if (argument.consume_front("--output="))
+      options.output = argument.str();
+    else {
+      std::fprintf(stderr, "commrt-in-step-bench: unknown argument '%s'\n%s",
+                   argv[i], usageText);
+      return false;
+    }
+  }
+  const bool any = !options.cluster.empty() || !options.base.empty() ||
+                   !options.output.empty();
+  if (any && (options.cluster.empty() || options.base.empty() ||
+              options.output.empty())) {
+    std::fprintf(stderr,
+                 "commrt-in-step-bench: --cluster, --base and --output go "
+                 "together\n%s",
+                 usageText);
+    return false;
+  }
+  return true;
 }
 
 /// The slowest rank's `us`.
@@ -123,9 +189,104 @@ void timeBesideChannel(const Gradient &gradient, int rank) {
         median(sparseAlone) + median(denseAlone));
 }
 
+SparseSelectScheme selectScheme(commrt_select select) {
+  switch (select) {
+  case COMMRT_SELECT_TOPK:
+    return SparseSelectScheme::Topk;
+  case COMMRT_SELECT_THRESHOLD:
+    return SparseSelectScheme::Threshold;
+  case COMMRT_SELECT_CHUNK:
+    break;
+  }
+  return SparseSelectScheme::Chunk;
+}
+
+SparseExchangeScheme exchangeScheme(commrt_exchange exchange) {
+  switch (exchange) {
+  case COMMRT_EXCHANGE_ALLGATHER:
+    return SparseExchangeScheme::Allgather;
+  case COMMRT_EXCHANGE_HASH:
+    return SparseExchangeScheme::Hash;
+  case COMMRT_EXCHANGE_CHUNK:
+    break;
+  }
+  return SparseExchangeScheme::Chunk;
+}
+
+/// Writes options.base with the memory rate and channel slowdown of the
+/// measured calls (see the top of the file); prints why and returns false
+/// when it cannot.
+bool writeDevice(const Options &options, llvm::ArrayRef<Gradient> gradients,
+                 llvm::ArrayRef<double> blockingUs,
+                 llvm::ArrayRef<double> startedUs, int ranks) {
+  auto failWith = [](const llvm::Twine &message) {
+    llvm::errs() << "commrt-in-step-bench: " << message << "\n";
+    return false;
+  };
+  llvm::Expected<ClusterModel> cluster = ClusterModel::parse(options.cluster);
+  if (!cluster)
+    return failWith(llvm::toString(cluster.takeError()));
+  if (cluster->ranks != ranks)
+    return failWith(llvm::formatv("{0} describes {1} ranks, not the {2} "
+                                  "that ran",
+                                  options.cluster, cluster->ranks, ranks));
+  llvm::Expected<DeviceModel> device = DeviceModel::parse(options.base);
+  if (!device)
+    return failWith(llvm::toString(device.takeError()));
+  double localBytes = 0, localUs = 0;
+  std::vector<double> slowdowns;
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    SparseGradient gradient;
+    gradient.denseElements = gradients[i].elements;
+    gradient.density = kDensity;
+    if (gradients[i].chunkElements > 0)
+      gradient.chunkElements = gradients[i].chunkElements;
+    SparseSelectScheme select = selectScheme(gradients[i].select);
+    SparseExchangeScheme exchange = exchangeScheme(gradients[i].exchange);
+    double exchangeUs =
+        mlir::comm::sparseAllreduceCost(*cluster, exchange, gradient).totalUs();
+    double blockingLocalUs = blockingUs[i] - exchangeUs;
+    if (blockingLocalUs <= 0)
+      return failWith(llvm::formatv(
+          "{0}: the exchange's modelled {1:f1} us is not below the measured "
+          "{2:f1} us of the whole call; check the cluster description",
+          gradients[i].name, exchangeUs, blockingUs[i]));
+    localBytes += mlir::comm::sparseLocalBytes(select, exchange, gradient,
+                                               ranks, /*average=*/true);
+    localUs += blockingLocalUs;
+    slowdowns.push_back((startedUs[i] - exchangeUs) / blockingLocalUs);
+  }
+  // Bytes per microsecond are 10^-3 GB/s.
+  device->memoryGBps = localBytes / localUs / 1e3;
+  device->channelSlowdown = std::max(1.0, median(slowdowns));
+  device->source += llvm::formatv(
+      "; memory_gbps and channel_slowdown measured by commrt-in-step-bench "
+      "on {0} ranks with the exchanges priced on {1}: {2:f3} GB/s blocking, "
+      "{3:f3} times as long started",
+      ranks, options.cluster, device->memoryGBps, device->channelSlowdown);
+  if (llvm::Error error = device->verify())
+    return failWith(llvm::toString(std::move(error)));
+  std::error_code error;
+  llvm::raw_fd_ostream file(options.output, error, llvm::sys::fs::OF_Text);
+  if (error)
+    return failWith(llvm::formatv("cannot write {0}: {1}", options.output,
+                                  error.message()));
+  file << llvm::formatv("{0:2}", device->toJSON()) << "\n";
+  file.close();
+  if (file.has_error())
+    return failWith(llvm::formatv("cannot write {0}", options.output));
+  std::printf("wrote %s: memory_gbps %.3f, channel_slowdown %.3f\n",
+              options.output.c_str(), device->memoryGBps,
+              device->channelSlowdown);
+  return true;
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  Options options;
+  if (!parseOptions(argc, argv, options))
+    return 2;
   commrt_abort_on_error(commrt_init());
   const int rank = commrt_rank();
   // ResNet-50's sparse gradients of bench/loop: 3x3 and 1x1 convolutions
@@ -143,7 +304,7 @@ int main() {
     std::printf("| gradient | elements | alone (us) | blocking in a step (us) "
                 "| started in a step (us) | started / blocking |\n"
                 "|---|---:|---:|---:|---:|---:|\n");
-  std::vector<double> ratios;
+  std::vector<double> ratios, blockingMedians, startedMedians;
   for (const Gradient &gradient : gradients) {
     const int64_t n = gradient.elements;
     std::vector<std::vector<float>> grads(kCalls, std::vector<float>(n));
@@ -202,6 +363,8 @@ int main() {
     }
     const double ratio = median(started) / median(blocking);
     ratios.push_back(ratio);
+    blockingMedians.push_back(median(blocking));
+    startedMedians.push_back(median(started));
     if (rank == 0)
       std::printf("| %s | %lld | %.1f | %.1f | %.1f | %.3f |\n", gradient.name,
                   static_cast<long long>(n), median(alone), median(blocking),
@@ -211,6 +374,10 @@ int main() {
     std::printf("channel slowdown (median over the gradients): %.3f\n",
                 median(ratios));
   timeBesideChannel(gradients[std::size(gradients) - 1], rank);
+  bool written = true;
+  if (rank == 0 && !options.output.empty())
+    written = writeDevice(options, gradients, blockingMedians, startedMedians,
+                          commrt_size());
   commrt_abort_on_error(commrt_finalize());
-  return 0;
+  return written ? 0 : 1;
 }

@@ -67,6 +67,8 @@ def main():
     parser.add_argument("--rounds", default="4")
     parser.add_argument("--cluster", default="bench/cluster/emulated-4x1gbit.json")
     parser.add_argument("--device", default="bench/cluster/host-2core-4ranks.json")
+    # The device the plans were priced on, when run.sh measured it.
+    parser.add_argument("--measured-device")
     parser.add_argument("--profile",
                         default="../shared/profiles/pipedream/resnet50.graph.txt")
     args = parser.parse_args()
@@ -86,6 +88,16 @@ def main():
             f"| {ms(statistics.median(warmups))} | {error:+.1f}% |")
 
     ddp_step, ddp_measured, ddp_error = results["ddp"]
+    device_text = f"device={args.device}`"
+    if args.measured_device:
+        with open(args.measured_device) as handle:
+            measured_device = json.load(handle)
+        device_text = (
+            f"device=FILE`, `{args.device}` with its `memory_gbps` "
+            f"({measured_device['memory_gbps']:.2f} GB/s) and "
+            f"`channel_slowdown` ({measured_device['channel_slowdown']:.2f}) "
+            "measured by `commrt-in-step-bench` on the same cluster at the "
+            "start of the run")
 
     def speedup(plan):
         """Measured and predicted speedup of `plan` over the DDP policy."""
@@ -106,7 +118,7 @@ def main():
         "wire (`wire=f16`: precision lowering, prescale 1/p), DDP's policy (`cluster=FILE "
         "fusion=threshold bucket-cap-mb=25 channels=1 priorities=false`) "
         "and a sparse plan (`cluster=FILE sparse=true search=false "
-        f"device={args.device}`: comm-sparsify's choice of gradients, "
+        f"{device_text}: comm-sparsify's choice of gradients, "
         "densities and exchanges, its local steps priced on the host CPU, "
         "its sparse allreduces started on channels, `comm.sparse_start`), "
         "also with them blocking (`sparse-overlap=false`). "

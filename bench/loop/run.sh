@@ -15,12 +15,14 @@
 # section "Closing the loop" of BENCHMARKS.md (report.py).
 #
 # Usage (as root, from anywhere, after
-# `ninja -C build commopt-opt commopt-translate commrt`):
+# `ninja -C build commopt-opt commopt-translate commrt commrt-in-step-bench`):
 #   bench/loop/run.sh
 # Environment: BUILD (default build), OUT (default $BUILD/loop), STEPS
 # (default 5), ROUNDS (default 4), RATE (default 1gbit), CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), DEVICE (default
-# bench/cluster/host-2core-4ranks.json), PROFILE (default
+# bench/cluster/host-2core-4ranks.json), MEASURE_DEVICE (default 0; 1 first
+# measures DEVICE's memory rate and channel slowdown on the cluster with
+# commrt-in-step-bench and plans with what it writes), PROFILE (default
 # ../shared/profiles/pipedream/resnet50.graph.txt, pipedream's measured
 # profile beside the checkout), LLVM_BIN (default
 # /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3).
@@ -53,7 +55,8 @@ OUT=$(cd "$OUT" && pwd)
 
 OPT=$BUILD/bin/commopt-opt
 TRANSLATE=$BUILD/bin/commopt-translate
-for tool in "$OPT" "$TRANSLATE" "$BUILD/lib/libcommrt.so"; do
+BENCH=$BUILD/bin/commrt-in-step-bench
+for tool in "$OPT" "$TRANSLATE" "$BUILD/lib/libcommrt.so" "$BENCH"; do
   [[ -e $tool ]] || {
     echo "run.sh: build $tool first" >&2
     exit 2
@@ -62,12 +65,27 @@ done
 LIBS=$BUILD/lib/libcommrt.so,$("$LLVM_BIN/llvm-config" --libdir)/libmlir_c_runner_utils.so
 LIBS=$LIBS,$("$LLVM_BIN/llvm-config" --libdir)/libmlir_runner_utils.so
 
+# The host's speed drifts by several percent over hours on this VM, and the
+# sparse plans' local steps track it; MEASURE_DEVICE=1 measures the device
+# in the same run (BENCHMARKS.md, "Closing the loop", says how that fared).
+MEASURED_DEVICE=
+if [[ ${MEASURE_DEVICE:-0} == 1 ]]; then
+  MEASURED_DEVICE=$OUT/device.json
+  echo "== device: commrt-in-step-bench on 4 ranks at $RATE" >&2
+  bench/cluster/emulate.sh run 4 "$RATE" -- "$BENCH" --cluster="$CLUSTER" \
+    --base="$DEVICE" --output="$MEASURED_DEVICE" 2>&1 |
+    tee "$OUT/device.log" >&2
+  PLAN_DEVICE=$MEASURED_DEVICE
+else
+  PLAN_DEVICE=$DEVICE
+fi
+
 declare -A PLAN_OPTIONS=(
   [optimized]="cluster=$CLUSTER"
   [optimized-f16]="cluster=$CLUSTER wire=f16"
   [ddp]="cluster=$CLUSTER fusion=threshold bucket-cap-mb=25 channels=1 priorities=false"
-  [sparse]="cluster=$CLUSTER sparse=true search=false device=$DEVICE"
-  [sparse-blocking]="cluster=$CLUSTER sparse=true sparse-overlap=false search=false device=$DEVICE"
+  [sparse]="cluster=$CLUSTER sparse=true search=false device=$PLAN_DEVICE"
+  [sparse-blocking]="cluster=$CLUSTER sparse=true sparse-overlap=false search=false device=$PLAN_DEVICE"
 )
 PLANS=(optimized optimized-f16 ddp sparse sparse-blocking)
 
@@ -99,4 +117,5 @@ done
 
 "$PYTHON" bench/loop/report.py "$OUT" BENCHMARKS.md \
   --rate="$RATE" --steps="$STEPS" --rounds="$ROUNDS" \
-  --cluster="$CLUSTER" --device="$DEVICE" --profile="$PROFILE"
+  --cluster="$CLUSTER" --device="$DEVICE" --profile="$PROFILE" \
+  ${MEASURED_DEVICE:+--measured-device="$MEASURED_DEVICE"}

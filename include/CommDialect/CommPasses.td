@@ -719,9 +719,10 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
     collective the runtime issues, its counts included), plus its local steps (forming the
     accumulated gradient, the selection's passes, the result and the
     residual update: `sparseLocalBytes`) at the memory bandwidth of
-    `device`, as comm-estimate prices the blocking op it makes (started,
-    the local steps take the device's `channel_slowdown` times as long);
-    for the scheme `exchange`
+    `device`, as comm-estimate prices the op (with `sparse-overlap`, the
+    default, started on a channel as comm-schedule-overlap will run it: the
+    local steps take the device's `channel_slowdown` times as long); for
+    the scheme `exchange`
     names, or for each of `allgather`, `hash`, `chunk` with `exchange=auto`,
     which takes the cheapest (the first in that order on a tie). The
     gradient goes sparse only when that cost is strictly below the dense
@@ -791,7 +792,11 @@ def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
            "the dense one (default: false)">,
     Option<"exclude", "exclude", "std::string", /*default=*/"\"\"",
            "Comma-separated parameters (comm.allreduce `name`s) whose "
-           "gradients stay dense (default: '')">
+           "gradients stay dense (default: '')">,
+    Option<"sparseOverlap", "sparse-overlap", "bool", /*default=*/"true",
+           "Price the sparse allreduces started on a channel, their local "
+           "steps at the device's channel_slowdown, as comm-schedule-overlap's "
+           "sparse=true will run them, rather than blocking (default: true)">
   ];
   let dependentDialects = [
     "::mlir::comm::CommDialect", "::mlir::ml_program::MLProgramDialect"

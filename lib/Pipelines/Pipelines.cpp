@@ -128,6 +128,8 @@ void comm::buildBucketingPasses(OpPassManager &pm,
     sparsify.minBytes = options.sparseMinBytes;
     sparsify.device = options.device;
     sparsify.exclude = options.sparseExclude;
+    // Priced as comm-schedule-overlap will run them.
+    sparsify.sparseOverlap = options.sparseOverlap;
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();

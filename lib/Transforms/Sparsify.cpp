@@ -163,7 +163,8 @@ private:
           candidate == ExchangeKind::chunk ? SelectKind::chunk : selectKind;
       double us =
           getSparseAllreduceCost(cluster, *deviceModel, select, candidate,
-                                 allreduce.getReduce(), gradient)
+                                 allreduce.getReduce(), gradient,
+                                 /*onChannel=*/sparseOverlap)
               .totalUs();
       if (us < bestUs) {
         bestUs = us;
