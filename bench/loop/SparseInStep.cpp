@@ -31,8 +31,8 @@
 // memory_gbps is the local bytes the cost model counts (sparseLocalBytes)
 // over those times, blocking, summed over the gradients, and
 // channel_slowdown the median of started over blocking local times (at
-// least 1). bench/loop/run.sh plans with a device measured so in the same
-// run.
+// least 1). bench/loop/run.sh with MEASURE_DEVICE=1 plans with a device
+// measured so in the same run.
 //
 //===----------------------------------------------------------------------===//
 
