@@ -8,9 +8,11 @@
 //               cudaMemcpyAsync device to device moving as many bytes in
 //               the same run.
 //   fused-pack  the NCCL backend's packing of ResNet-50's 161 gradients
-//               (25.6M f32) into one fusion buffer and back: one convert per
-//               buffer, f32 -> f16 with a prescale and f16 -> f32 with a
-//               scale, and the f32 copies of a plan without a wire type.
+//               (25.6M f32) into one fusion buffer and back, f32 -> f16
+//               with a prescale and f16 -> f32 with a scale, and the f32
+//               copies of a plan without a wire type: as the backend does it
+//               (convertSegments, a few launches) and, as the baseline
+//               (`-each`), one convert per buffer.
 //   select      selection of density --density from --select-elements
 //               gaussian floats: threshold (the radix search's histogram
 //               passes, the count and the compaction, with the host
@@ -395,8 +397,11 @@ void benchFusedPack(cudaStream_t stream) {
     offset += n;
   }
   const int64_t tensors = int64_t(sizes.size());
-  auto runAll = [&](commrt_dtype from, commrt_dtype to, double scale,
-                    bool pack) {
+  // One convert() per gradient, as the NCCL backend packed before
+  // convertSegments(), or the backend's batched launches.
+  auto runAll = [&](commrt_dtype from, commrt_dtype to, double scale, bool pack,
+                    bool batched) {
+    std::vector<commrt::cuda::ConvertSegment> segments;
     int64_t at = 0;
     for (size_t t = 0; t < sizes.size(); ++t) {
       void *fused = to == COMMRT_F32 && from == COMMRT_F32
@@ -404,28 +409,39 @@ void benchFusedPack(cudaStream_t stream) {
                         : static_cast<void *>(wire.get() + at);
       const void *input = pack ? static_cast<const void *>(buffers[t]) : fused;
       void *output = pack ? fused : static_cast<void *>(buffers[t]);
-      check(commrt::cuda::convert(input, from, output, to, sizes[t], scale,
-                                  stream),
-            "convert");
+      if (batched)
+        segments.push_back({input, output, sizes[t]});
+      else
+        check(commrt::cuda::convert(input, from, output, to, sizes[t], scale,
+                                    stream),
+              "convert");
       at += sizes[t];
     }
+    if (batched)
+      check(commrt::cuda::convertSegments(segments.data(), segments.size(),
+                                          from, to, scale, stream),
+            "convertSegments");
   };
   struct Case {
     const char *name;
     commrt_dtype from, to;
     double scale;
-    bool pack;
+    bool pack, batched;
   } cases[] = {
-      {"resnet50-pack-f32", COMMRT_F32, COMMRT_F32, 1.0, true},
-      {"resnet50-unpack-f32", COMMRT_F32, COMMRT_F32, 1.0, false},
-      {"resnet50-pack-f16", COMMRT_F32, COMMRT_F16, 0.125, true},
-      {"resnet50-unpack-f16", COMMRT_F16, COMMRT_F32, 8.0, false},
+      {"resnet50-pack-f32-each", COMMRT_F32, COMMRT_F32, 1.0, true, false},
+      {"resnet50-pack-f32", COMMRT_F32, COMMRT_F32, 1.0, true, true},
+      {"resnet50-unpack-f32-each", COMMRT_F32, COMMRT_F32, 1.0, false, false},
+      {"resnet50-unpack-f32", COMMRT_F32, COMMRT_F32, 1.0, false, true},
+      {"resnet50-pack-f16-each", COMMRT_F32, COMMRT_F16, 0.125, true, false},
+      {"resnet50-pack-f16", COMMRT_F32, COMMRT_F16, 0.125, true, true},
+      {"resnet50-unpack-f16-each", COMMRT_F16, COMMRT_F32, 8.0, false, false},
+      {"resnet50-unpack-f16", COMMRT_F16, COMMRT_F32, 8.0, false, true},
   };
   for (const Case &c : cases) {
     size_t bytesMoved = size_t(total) * (c.from == COMMRT_F32 ? 4 : 2) +
                         size_t(total) * (c.to == COMMRT_F32 ? 4 : 2);
-    Summary time =
-        timeRuns(stream, [&] { runAll(c.from, c.to, c.scale, c.pack); });
+    Summary time = timeRuns(
+        stream, [&] { runAll(c.from, c.to, c.scale, c.pack, c.batched); });
     Summary memcpyTime =
         timeMemcpy(stream, gradients.get(), fusion.get(), bytesMoved);
     reportRate("fused-pack", c.name, time, memcpyTime, bytesMoved, tensors);

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Data-parallel training of FashionNet on Fashion-MNIST, one rank per
 process, with the gradients synchronised by a commopt plan or by a peer
-(PyTorch DDP over gloo, with its fp16 or PowerSGD hooks).
+(PyTorch DDP over gloo, with its fp16 or PowerSGD hooks), on the CPU or,
+with --device cuda, on each rank's GPU (commopt's runtime then reduces over
+NCCL, and DDP uses its NCCL process group).
 
     mpirun -np 4 python3 train.py --plan plan.json           # commopt's plan
     mpirun -np 4 python3 train.py                            # default plan
@@ -16,6 +18,7 @@ with --json, writes the run's figures.
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import statistics
@@ -70,6 +73,13 @@ def parse_arguments(argv):
     parser.add_argument("--master-port", default="29581")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads per rank (default 1)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where each rank trains: 'cuda' is the GPU of "
+                        "its local rank modulo the GPUs it sees")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="PyTorch's deterministic algorithms, so that "
+                        "runs that reduce the same gradients train the same "
+                        "parameters bit for bit (on GPUs too)")
     parser.add_argument("--json", help="write the run's figures here")
     parser.add_argument("--label", default="", help="the run's name")
     arguments = parser.parse_args(argv)
@@ -90,7 +100,7 @@ def env_int(*names):
 class Commopt:
     """Gradients synchronised by a commopt plan."""
 
-    def __init__(self, model, optimizer, arguments):
+    def __init__(self, model, optimizer, arguments, device):
         import commopt
         commopt.init()
         self.commopt = commopt
@@ -118,7 +128,7 @@ class Commopt:
 class Peer:
     """Gradients synchronised by PyTorch DDP over gloo, or not at all."""
 
-    def __init__(self, model, optimizer, arguments):
+    def __init__(self, model, optimizer, arguments, device):
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
         self.dist = dist
@@ -131,7 +141,9 @@ class Peer:
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
         os.environ["MASTER_ADDR"] = arguments.master_addr
         os.environ["MASTER_PORT"] = arguments.master_port
-        dist.init_process_group("gloo", rank=self.rank, world_size=self.size,
+        self.device = device
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                rank=self.rank, world_size=self.size,
                                 timeout=datetime.timedelta(seconds=300))
         for tensor in model.state_dict().values():
             dist.broadcast(tensor, 0)
@@ -147,7 +159,8 @@ class Peer:
             # it runs with one bucket, DDP's first bucket made as large as
             # the others.
             dist._DEFAULT_FIRST_BUCKET_BYTES = 25 * 2**20
-        self.model = DistributedDataParallel(model)
+        self.model = DistributedDataParallel(
+            model, device_ids=[device] if device.type == "cuda" else None)
         if arguments.comm == "ddp-fp16":
             from torch.distributed.algorithms.ddp_comm_hooks import \
                 default_hooks
@@ -165,7 +178,7 @@ class Peer:
             self.description += f" (rank {arguments.powersgd_rank})"
 
     def all_sum(self, values):
-        tensor = torch.tensor(values, dtype=torch.float64)
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
         self.dist.all_reduce(tensor)
         return tensor.tolist()
 
@@ -190,15 +203,29 @@ def main(argv):
     arguments = parse_arguments(argv)
     torch.set_num_threads(arguments.threads)
     torch.manual_seed(arguments.seed)
+    if arguments.deterministic:
+        # cuBLAS is deterministic only with a fixed workspace, set before
+        # its first use.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    device = torch.device("cpu")
+    if arguments.device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("--device cuda: torch sees no CUDA device")
+        local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                             "LOCAL_RANK")
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     model = fashion_mnist.make_tiny_model() if arguments.tiny else \
         fashion_mnist.make_model()
+    model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=arguments.lr,
                                 momentum=arguments.momentum)
     sync = (Commopt if arguments.comm == "commopt" else Peer)(
-        model, optimizer, arguments)
+        model, optimizer, arguments, device)
     optimizer = sync.optimizer
-    train_x, train_y = fashion_mnist.load("train")
-    test_x, test_y = fashion_mnist.load("t10k")
+    train_x, train_y = (t.to(device) for t in fashion_mnist.load("train"))
+    test_x, test_y = (t.to(device) for t in fashion_mnist.load("t10k"))
     samples = min(arguments.train_samples, len(train_x))
     global_batch = arguments.batch_size * sync.size
     steps = samples // global_batch
@@ -215,12 +242,14 @@ def main(argv):
         losses, step_ms = [], []
         for step in range(steps):
             begin = step * global_batch + sync.rank * arguments.batch_size
-            index = order[begin:begin + arguments.batch_size]
+            index = order[begin:begin + arguments.batch_size].to(device)
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             loss = F.cross_entropy(sync.model(train_x[index]), train_y[index])
             loss.backward()
             optimizer.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             step_ms.append((time.perf_counter() - started) * 1e3)
             losses.append(loss.item())
         loss_sum, count = sync.all_sum([sum(losses), len(losses)])
@@ -237,6 +266,12 @@ def main(argv):
                   f"{record['train_loss']:.4f}  {accuracy}step "
                   f"{record['step_ms_median']:.1f} ms (median of {steps})",
                   flush=True)
+    if arguments.deterministic and sync.rank == 0:
+        # Runs whose parameters agree bit for bit print the same digest.
+        digest = hashlib.sha256()
+        for param in model.parameters():
+            digest.update(param.detach().cpu().contiguous().numpy().tobytes())
+        print(f"parameters sha256 {digest.hexdigest()[:16]}", flush=True)
     if arguments.json and sync.rank == 0:
         with open(arguments.json, "w") as handle:
             json.dump({"label": arguments.label or arguments.comm,

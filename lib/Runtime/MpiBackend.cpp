@@ -39,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "ChannelThread.h"
 #include "Hierarchy.h"
 #include "RingAllreduce.h"
 #include "WireFormat.h"
@@ -46,13 +47,8 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <condition_variable>
-#include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <system_error>
-#include <thread>
 
 using namespace commrt;
 
@@ -545,13 +541,8 @@ struct Shared {
   const Plan plan;
   /// The sparse allreduce, instead of a plan.
   const std::optional<SparseArguments> sparse;
-  /// Set, with release order, once the results are in the buffers.
-  std::atomic<bool> done{false};
-  std::mutex mutex;
-  std::condition_variable finished;
-  /// The outcome; written before `done` is set.
-  commrt_status status = COMMRT_SUCCESS;
-  std::string message;
+  /// Set once the results are in the buffers.
+  TaskOutcome outcome;
 };
 
 /// A collective queued on a channel.
@@ -561,18 +552,11 @@ public:
       : shared(std::move(shared)) {}
 
   commrt_status test(bool &done) override {
-    done = shared->done.load(std::memory_order_acquire);
+    done = shared->outcome.isDone();
     return COMMRT_SUCCESS;
   }
 
-  commrt_status wait() override {
-    std::unique_lock<std::mutex> lock(shared->mutex);
-    shared->finished.wait(
-        lock, [&] { return shared->done.load(std::memory_order_acquire); });
-    if (shared->status != COMMRT_SUCCESS)
-      return setLastError(shared->status, shared->message);
-    return COMMRT_SUCCESS;
-  }
+  commrt_status wait() override { return shared->outcome.wait(); }
 
 private:
   std::shared_ptr<Shared> shared;
@@ -588,13 +572,7 @@ public:
 
   /// Completes the queued collectives, then stops the thread.
   ~Channel() {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      stopping = true;
-    }
-    wake.notify_one();
-    if (thread.joinable())
-      thread.join();
+    thread.stop();
     MPI_Comm_free(&ranks.comm);
   }
 
@@ -603,59 +581,19 @@ public:
 
   /// Queues the collective `shared`.
   commrt_status submit(std::shared_ptr<Shared> shared) {
-    if (!thread.joinable()) {
-      try {
-        thread = std::thread([this] { serve(); });
-      } catch (const std::system_error &error) {
-        return fail(COMMRT_ERROR_BACKEND,
-                    "cannot start the channel's thread: ", error.what());
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      queue.push_back(std::move(shared));
-    }
-    wake.notify_one();
-    return COMMRT_SUCCESS;
+    return thread.submit([this, shared] {
+      shared->outcome.finish(
+          shared->sparse ? sparseAllreduce(*shared->sparse, ranks.comm)
+                         : reducer.run(shared->plan, ranks, fusion, scratch));
+    });
   }
 
 private:
-  /// The thread's body: runs queued collectives until stopped with an empty
-  /// queue.
-  void serve() {
-    while (true) {
-      std::shared_ptr<Shared> shared;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty())
-          return;
-        shared = std::move(queue.front());
-        queue.pop_front();
-      }
-      commrt_status status =
-          shared->sparse ? sparseAllreduce(*shared->sparse, ranks.comm)
-                         : reducer.run(shared->plan, ranks, fusion, scratch);
-      {
-        std::lock_guard<std::mutex> lock(shared->mutex);
-        shared->status = status;
-        if (status != COMMRT_SUCCESS)
-          shared->message = commrt_last_error();
-        shared->done.store(true, std::memory_order_release);
-      }
-      shared->finished.notify_all();
-    }
-  }
-
   const Reducer &reducer;
   Ranks ranks;
   /// The channel's fusion and ring buffers; only its thread touches them.
   std::vector<unsigned char> fusion, scratch;
-  std::mutex mutex;
-  std::condition_variable wake;
-  std::deque<std::shared_ptr<Shared>> queue;
-  bool stopping = false;
-  std::thread thread;
+  ChannelThread thread;
 };
 
 /// The ranks of a process group, as the MPI backend runs its collectives.

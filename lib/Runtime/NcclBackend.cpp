@@ -6,9 +6,18 @@
 // that commrt_test queries and commrt_wait synchronises. Host buffers are
 // staged through device memory on the way in and through pinned host memory
 // on the way out, from which a host function on the stream copies them to
-// the caller's buffers, so that no step blocks the caller. Sparse
-// allreduces run on the main stream too (NcclSparse.cpp), and so do
-// broadcasts of device buffers; host buffers are broadcast over MPI.
+// the caller's buffers, so that no step blocks the caller. Blocking sparse
+// allreduces (NcclSparse.cpp) run on the main stream too, and so do
+// broadcasts of device buffers; host buffers are broadcast over MPI. Every
+// call's work first waits for the caller's work on the legacy default
+// stream (CallerOrder).
+//
+// A started sparse allreduce waits for the host between its steps (counts
+// and thresholds decide the next launch), so it runs on a thread of its
+// channel's (ChannelThread.h), on the channel's stream and communicator,
+// agreeing over a duplicate of the group's MPI communicator. From then on
+// the channel's dense starts go through that thread too, so that each
+// channel's NCCL calls are issued in the order they were started.
 //
 // A process group (commrt_group_split) has all of that of its own: an NCCL
 // communicator that ncclCommSplit makes of the backend's when the group is
@@ -31,6 +40,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ChannelThread.h"
 #include "Hierarchy.h"
 #include "NcclSparse.h"
 #include "NcclSupport.h"
@@ -38,6 +48,7 @@
 #include "cuda/WireKernels.h"
 
 #include <cstring>
+#include <functional>
 #include <map>
 
 using namespace commrt;
@@ -55,6 +66,19 @@ commrt_status commrt::checkNccl(const char *call, ncclResult_t result,
     return COMMRT_SUCCESS;
   return fail(COMMRT_ERROR_BACKEND, call, " returned ",
               ncclGetErrorString(result), ": ", ncclGetLastError(comm));
+}
+
+commrt_status CallerOrder::record() {
+  if (!event)
+    COMMRT_TRY(
+        checkCuda("cudaEventCreateWithFlags",
+                  cudaEventCreateWithFlags(&event, cudaEventDisableTiming)));
+  return checkCuda("cudaEventRecord", cudaEventRecord(event, cudaStreamLegacy));
+}
+
+commrt_status CallerOrder::orderAfter(cudaStream_t stream) {
+  return checkCuda("cudaStreamWaitEvent",
+                   cudaStreamWaitEvent(stream, event, 0));
 }
 
 commrt_status Scratch::reserve(size_t bytes, cudaStream_t stream) {
@@ -156,9 +180,23 @@ struct Stream {
   ncclComm_t node = nullptr, peers = nullptr;
   int nodeRank = 0, nodeSize = 1;
   bool levelsSplit = false;
+  /// A channel's stream that has run a sparse allreduce: from then on, all
+  /// of the channel's work is issued by `thread`, in the order it was
+  /// started, since the sparse allreduce's steps wait for the host. With
+  /// it, a duplicate of the group's MPI communicator, over which the
+  /// thread's collectives agree (and reduce host buffers), and the sparse
+  /// allreduce's scratch memory.
+  std::unique_ptr<ChannelThread> thread;
+  MPI_Comm agreements = MPI_COMM_NULL;
+  std::unique_ptr<NcclSparse> sparse;
 
   /// Completes the work on the stream, then frees everything.
   ~Stream() {
+    if (thread)
+      thread->stop();
+    sparse.reset();
+    if (agreements != MPI_COMM_NULL)
+      MPI_Comm_free(&agreements);
     if (stream)
       cudaStreamSynchronize(stream);
     if (peers)
@@ -194,6 +232,51 @@ private:
   cudaEvent_t event;
 };
 
+/// A collective issued by a channel's thread: the caller's work it waits
+/// for, and once issued, its outcome and the event recorded after its GPU
+/// work (none where the work was done before the outcome was set).
+struct ChannelTask {
+  ~ChannelTask() {
+    if (event)
+      cudaEventDestroy(event);
+  }
+  CallerOrder callerWork;
+  cudaEvent_t event = nullptr;
+  TaskOutcome outcome;
+};
+
+/// A collective queued on a channel's thread, complete once issued and, if
+/// it recorded an event, once the event is.
+class ChannelTaskOperation final : public Operation {
+public:
+  explicit ChannelTaskOperation(std::shared_ptr<ChannelTask> task)
+      : task(std::move(task)) {}
+
+  commrt_status test(bool &done) override {
+    done = false;
+    if (!task->outcome.isDone())
+      return COMMRT_SUCCESS;
+    done = true;
+    if (!task->event)
+      return COMMRT_SUCCESS;
+    cudaError_t error = cudaEventQuery(task->event);
+    done = error != cudaErrorNotReady;
+    if (error == cudaErrorNotReady)
+      return COMMRT_SUCCESS;
+    return checkCuda("cudaEventQuery", error);
+  }
+
+  commrt_status wait() override {
+    COMMRT_TRY(task->outcome.wait());
+    if (!task->event)
+      return COMMRT_SUCCESS;
+    return checkCuda("cudaEventSynchronize", cudaEventSynchronize(task->event));
+  }
+
+private:
+  std::shared_ptr<ChannelTask> task;
+};
+
 /// Rounds `bytes` up to a multiple of 256, the alignment of cudaMalloc.
 size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -222,6 +305,7 @@ public:
               int device, cudaStream_t stream, int channels,
               const AllreduceConfig &config)
       : device(device), channelCount(channels), config(config) {
+    MPI_Query_thread(&threadLevel);
     world.bootstrap = bootstrap;
     world.rank = rank;
     world.size = size;
@@ -274,6 +358,7 @@ public:
   commrt_status run(const Plan &plan, int group) override {
     Group *found;
     COMMRT_TRY(find(group, found));
+    COMMRT_TRY(orderAfterCaller(found->main.stream));
     COMMRT_TRY(enqueue(plan, *found, found->main));
     return checkCuda("cudaStreamSynchronize",
                      cudaStreamSynchronize(found->main.stream));
@@ -286,6 +371,18 @@ public:
     if (!found->channels[channel])
       COMMRT_TRY(createChannel(*found, channel));
     Stream &stream = *found->channels[channel];
+    if (stream.thread)
+      return startOnThread(
+          stream, operation,
+          [this, found, &stream, plan](ChannelTask &task) -> commrt_status {
+            COMMRT_TRY(enqueue(plan, *found, stream));
+            COMMRT_TRY(checkCuda(
+                "cudaEventCreateWithFlags",
+                cudaEventCreateWithFlags(&task.event, cudaEventDisableTiming)));
+            return checkCuda("cudaEventRecord",
+                             cudaEventRecord(task.event, stream.stream));
+          });
+    COMMRT_TRY(orderAfterCaller(stream.stream));
     COMMRT_TRY(enqueue(plan, *found, stream));
     cudaEvent_t event;
     COMMRT_TRY(
@@ -307,18 +404,34 @@ public:
       found->sparseState = std::make_unique<NcclSparse>(
           found->bootstrap, found->main.comm, found->main.stream, found->rank,
           found->size, device);
+    COMMRT_TRY(orderAfterCaller(found->main.stream));
     return found->sparseState->run(args);
   }
 
-  /// The sparse allreduce's selection and exchange synchronise with the
-  /// host between their steps, so under NCCL the start runs it to the end
+  /// The sparse allreduce's selection and exchange wait for the host between
+  /// their steps, so they run on a thread of the channel's, which from then
+  /// on issues all of the channel's work. Where MPI allows no such thread
+  /// (less than MPI_THREAD_MULTIPLE), the start runs the allreduce to the end
   /// on the group's main stream and returns a completed operation.
-  commrt_status startSparse(const SparseArguments &args, int group, int,
+  commrt_status startSparse(const SparseArguments &args, int group, int channel,
                             std::unique_ptr<Operation> &operation) override {
-    commrt_status status = sparse(args, group);
-    operation = std::make_unique<CompletedOperation>(
-        status, status == COMMRT_SUCCESS ? "" : commrt_last_error());
-    return COMMRT_SUCCESS;
+    if (threadLevel != MPI_THREAD_MULTIPLE) {
+      commrt_status status = sparse(args, group);
+      operation = std::make_unique<CompletedOperation>(
+          status, status == COMMRT_SUCCESS ? "" : commrt_last_error());
+      return COMMRT_SUCCESS;
+    }
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    if (!found->channels[channel])
+      COMMRT_TRY(createChannel(*found, channel));
+    Stream &stream = *found->channels[channel];
+    if (!stream.thread)
+      COMMRT_TRY(createChannelThread(*found, stream));
+    return startOnThread(stream, operation,
+                         [&stream, args](ChannelTask &) -> commrt_status {
+                           return stream.sparse->run(args);
+                         });
   }
 
   commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
@@ -330,6 +443,7 @@ public:
     if (!onDevice)
       return broadcastOverMpi(buffer, count, dtype, root, world.bootstrap,
                               type16);
+    COMMRT_TRY(orderAfterCaller(world.main.stream));
     COMMRT_TRY(
         checkNccl("ncclBroadcast",
                   ncclBroadcast(buffer, buffer, count, ncclType(dtype), root,
@@ -340,6 +454,52 @@ public:
   }
 
 private:
+  /// Makes the work enqueued on `stream` from now on wait for the caller's
+  /// work issued so far on the backend's device.
+  commrt_status orderAfterCaller(cudaStream_t stream) {
+    COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
+    COMMRT_TRY(callerOrder.record());
+    return callerOrder.orderAfter(stream);
+  }
+
+  /// Queues `work` on the thread of `stream`, a channel's, after the
+  /// caller's work issued so far, and sets `operation` to it. The thread
+  /// makes the backend's device current and the stream wait for the
+  /// caller's work, then runs `work`.
+  commrt_status
+  startOnThread(Stream &stream, std::unique_ptr<Operation> &operation,
+                std::function<commrt_status(ChannelTask &)> work) {
+    auto task = std::make_shared<ChannelTask>();
+    COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
+    COMMRT_TRY(task->callerWork.record());
+    COMMRT_TRY(stream.thread->submit([this, &stream, task, work] {
+      commrt_status status = checkCuda("cudaSetDevice", cudaSetDevice(device));
+      if (status == COMMRT_SUCCESS)
+        status = task->callerWork.orderAfter(stream.stream);
+      if (status == COMMRT_SUCCESS)
+        status = work(*task);
+      task->outcome.finish(status);
+    }));
+    operation = std::make_unique<ChannelTaskOperation>(task);
+    return COMMRT_SUCCESS;
+  }
+
+  /// Gives `stream`, a channel of `group`, its thread, the MPI communicator
+  /// its collectives agree over and the sparse allreduce's state.
+  /// Collective over the group.
+  commrt_status createChannelThread(const Group &group, Stream &stream) {
+    if (int error = MPI_Comm_dup(group.bootstrap, &stream.agreements)) {
+      stream.agreements = MPI_COMM_NULL;
+      return failMpi("MPI_Comm_dup", error);
+    }
+    MPI_Comm_set_errhandler(stream.agreements, MPI_ERRORS_RETURN);
+    stream.sparse = std::make_unique<NcclSparse>(stream.agreements, stream.comm,
+                                                 stream.stream, group.rank,
+                                                 group.size, device);
+    stream.thread = std::make_unique<ChannelThread>();
+    return COMMRT_SUCCESS;
+  }
+
   /// Sets `found` to the group `group`.
   commrt_status find(int group, Group *&found) {
     if (group == 0) {
@@ -411,10 +571,13 @@ private:
   /// over the group; a failure on any rank fails every rank.
   commrt_status splitLevels(const Group &group, Stream &stream) {
     stream.levelsSplit = true;
+    // A channel's thread agrees over a communicator of its own.
+    MPI_Comm agreements = stream.agreements != MPI_COMM_NULL ? stream.agreements
+                                                             : group.bootstrap;
     std::shared_ptr<Hierarchy> levels;
     commrt_status status =
-        makeHierarchy(group.bootstrap, world.rank, config.ranksPerNode, levels);
-    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
+        makeHierarchy(agreements, world.rank, config.ranksPerNode, levels);
+    COMMRT_TRY(agreeOnSuccess(agreements, status, COMMRT_ERROR_BACKEND,
                               "node discovery"));
     if (!levels)
       return COMMRT_SUCCESS;
@@ -422,13 +585,13 @@ private:
                        ncclCommSplit(stream.comm, levels->nodeLeader,
                                      levels->nodeRank, &stream.node, nullptr),
                        stream.comm);
-    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
+    COMMRT_TRY(agreeOnSuccess(agreements, status, COMMRT_ERROR_BACKEND,
                               "ncclCommSplit (node)"));
     status = checkNccl("ncclCommSplit",
                        ncclCommSplit(stream.comm, levels->nodeRank, group.rank,
                                      &stream.peers, nullptr),
                        stream.comm);
-    COMMRT_TRY(agreeOnSuccess(group.bootstrap, status, COMMRT_ERROR_BACKEND,
+    COMMRT_TRY(agreeOnSuccess(agreements, status, COMMRT_ERROR_BACKEND,
                               "ncclCommSplit (peers)"));
     stream.nodeRank = levels->nodeRank;
     stream.nodeSize = levels->nodeSize;
@@ -476,7 +639,9 @@ private:
     auto *staged = stream.device.as<char>();
     char *travel = cast ? staged + aligned(stagedBytes) : staged;
 
-    // Pack: stage host buffers, then cast and scale into the fusion buffer.
+    // Pack: stage host buffers, then cast and scale into the fusion buffer,
+    // all buffers in one launch (per kSegmentsPerLaunch).
+    std::vector<cuda::ConvertSegment> segments(buffers);
     int64_t offset = 0;
     for (size_t i = 0; i < buffers; ++i) {
       size_t bytes = plan.counts[i] * elementSize(plan.dtype);
@@ -486,13 +651,14 @@ private:
         COMMRT_TRY(copy(stage, source, bytes, stream));
         source = stage;
       }
-      COMMRT_TRY(checkCuda(
-          "convert",
-          cuda::convert(source, plan.dtype,
-                        travel + offset * elementSize(travelDtype), travelDtype,
-                        plan.counts[i], plan.prescale, stream.stream)));
+      segments[i] = {source, travel + offset * elementSize(travelDtype),
+                     plan.counts[i]};
       offset += plan.counts[i];
     }
+    COMMRT_TRY(checkCuda("convertSegments",
+                         cuda::convertSegments(segments.data(), buffers,
+                                               plan.dtype, travelDtype,
+                                               plan.prescale, stream.stream)));
 
     COMMRT_TRY(allreduce(travel, plan.total, travelDtype,
                          travelReduce(plan.wire, plan.reduce), stream,
@@ -502,23 +668,27 @@ private:
     // and the pinned memory into host buffers.
     double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
                                plan.prescale, group.size);
-    auto copies = std::make_unique<std::vector<HostCopy>>();
-    auto *pinned = stream.pinned.as<char>();
     offset = 0;
     for (size_t i = 0; i < buffers; ++i) {
-      size_t bytes = plan.counts[i] * elementSize(plan.dtype);
       void *target = onDevice[i] ? plan.buffers[i]
                                  : staged + offset * elementSize(plan.dtype);
-      COMMRT_TRY(checkCuda(
-          "convert", cuda::convert(travel + offset * elementSize(travelDtype),
-                                   travelDtype, target, plan.dtype,
-                                   plan.counts[i], scale, stream.stream)));
-      if (!onDevice[i]) {
-        COMMRT_TRY(copy(pinned, target, bytes, stream));
-        copies->push_back({plan.buffers[i], pinned, bytes});
-        pinned += bytes;
-      }
+      segments[i] = {travel + offset * elementSize(travelDtype), target,
+                     plan.counts[i]};
       offset += plan.counts[i];
+    }
+    COMMRT_TRY(
+        checkCuda("convertSegments",
+                  cuda::convertSegments(segments.data(), buffers, travelDtype,
+                                        plan.dtype, scale, stream.stream)));
+    auto copies = std::make_unique<std::vector<HostCopy>>();
+    auto *pinned = stream.pinned.as<char>();
+    for (size_t i = 0; i < buffers; ++i) {
+      if (onDevice[i])
+        continue;
+      size_t bytes = plan.counts[i] * elementSize(plan.dtype);
+      COMMRT_TRY(copy(pinned, segments[i].output, bytes, stream));
+      copies->push_back({plan.buffers[i], pinned, bytes});
+      pinned += bytes;
     }
     if (copies->empty())
       return COMMRT_SUCCESS;
@@ -581,8 +751,14 @@ private:
   }
 
   int device;
+  /// Orders the collectives of the blocking calls and the starts after the
+  /// caller's work.
+  CallerOrder callerOrder;
   /// The number of channels of every group.
   int channelCount;
+  /// The thread support level MPI was initialised with: channels' threads
+  /// need MPI_THREAD_MULTIPLE.
+  int threadLevel = MPI_THREAD_SINGLE;
   /// COMMRT_ALLREDUCE and COMMRT_RANKS_PER_NODE: whether the default
   /// algorithm is the hierarchical one, and what a node is.
   AllreduceConfig config;

@@ -45,6 +45,34 @@ commrt_status locateBuffer(const char *name, const void *pointer, int device,
 commrt_status agreeOnPlacement(MPI_Comm comm, commrt_status localStatus,
                                bool onDevice, const char *what);
 
+/// Orders the backend's streams after the caller's work. A gradient that the
+/// caller's kernels are still computing when a collective starts must not be
+/// read before they finish: record() marks the work issued so far on the
+/// legacy default stream (the stream of kernels launched without one, and
+/// PyTorch's default stream, which also waits for the blocking streams), and
+/// orderAfter() makes a stream's later work wait for it. Record once per
+/// call, on the caller's thread, before enqueueing.
+class CallerOrder {
+public:
+  CallerOrder() = default;
+  ~CallerOrder() {
+    if (event)
+      cudaEventDestroy(event);
+  }
+  CallerOrder(const CallerOrder &) = delete;
+  CallerOrder &operator=(const CallerOrder &) = delete;
+
+  /// Records the caller's work issued so far (the current device's).
+  commrt_status record();
+
+  /// Makes the work enqueued on `stream` from now on wait for what the last
+  /// record() marked.
+  commrt_status orderAfter(cudaStream_t stream);
+
+private:
+  cudaEvent_t event = nullptr;
+};
+
 /// Device or pinned host memory that grows on demand and is kept across
 /// calls.
 class Scratch {

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <climits>
 #include <type_traits>
 
 namespace {
@@ -78,6 +79,58 @@ __global__ void convertKernel(const typename Device<From>::Storage *input,
 
 constexpr int kThreads = 256;
 
+/// Elements one block of convertSegmentsKernel converts.
+constexpr int64_t kElementsPerBlock = 8 * kThreads;
+
+/// The segments of one launch of convertSegmentsKernel and, for each, the
+/// first of the blocks that convert it (`firstBlock[n]` is the total).
+struct SegmentTable {
+  const void *input[commrt::cuda::kSegmentsPerLaunch];
+  void *output[commrt::cuda::kSegmentsPerLaunch];
+  int64_t count[commrt::cuda::kSegmentsPerLaunch];
+  int32_t firstBlock[commrt::cuda::kSegmentsPerLaunch + 1];
+  int32_t segments;
+};
+static_assert(sizeof(SegmentTable) + sizeof(double) <= 4096,
+              "the table must fit the kernel parameter space");
+
+/// Converts element `i` as convertKernel does, or copies its bits where
+/// `Copy` (the same type, unscaled: as the cudaMemcpyAsync of convert()).
+template <commrt_dtype From, commrt_dtype To, bool Copy>
+__device__ void convertElement(const typename Device<From>::Storage *input,
+                               typename Device<To>::Storage *output, int64_t i,
+                               Compute<From, To> scale) {
+  if constexpr (Copy)
+    output[i] = input[i];
+  else
+    output[i] = Device<To>::narrow(
+        static_cast<Compute<From, To>>(Device<From>::widen(input[i])) * scale);
+}
+
+/// Each block converts `kElementsPerBlock` elements of one segment: it finds
+/// the segment by a binary search of `firstBlock`.
+template <commrt_dtype From, commrt_dtype To, bool Copy>
+__global__ void convertSegmentsKernel(SegmentTable table,
+                                      Compute<From, To> scale) {
+  int32_t low = 0, high = table.segments - 1;
+  const int32_t block = int32_t(blockIdx.x);
+  while (low < high) {
+    int32_t middle = (low + high + 1) / 2;
+    if (table.firstBlock[middle] <= block)
+      low = middle;
+    else
+      high = middle - 1;
+  }
+  const auto *input =
+      static_cast<const typename Device<From>::Storage *>(table.input[low]);
+  auto *output = static_cast<typename Device<To>::Storage *>(table.output[low]);
+  const int64_t begin =
+      int64_t(block - table.firstBlock[low]) * kElementsPerBlock;
+  const int64_t end = min(begin + kElementsPerBlock, table.count[low]);
+  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads)
+    convertElement<From, To, Copy>(input, output, i, scale);
+}
+
 /// Blocks for a grid-stride loop over `count` elements.
 unsigned blocksFor(int64_t count) {
   return unsigned(std::min<int64_t>((count + kThreads - 1) / kThreads, 4096));
@@ -109,7 +162,88 @@ cudaError_t launchFrom(const void *input, void *output, commrt_dtype to,
   return cudaErrorInvalidValue;
 }
 
+template <commrt_dtype From, commrt_dtype To>
+cudaError_t launchSegments(const SegmentTable &table, double scale,
+                           cudaStream_t stream) {
+  const unsigned blocks = unsigned(table.firstBlock[table.segments]);
+  if (From == To && scale == 1.0)
+    convertSegmentsKernel<From, To, true>
+        <<<blocks, kThreads, 0, stream>>>(table, Compute<From, To>(1));
+  else
+    convertSegmentsKernel<From, To, false><<<blocks, kThreads, 0, stream>>>(
+        table, static_cast<Compute<From, To>>(scale));
+  return cudaGetLastError();
+}
+
+template <commrt_dtype From>
+cudaError_t launchSegmentsFrom(const SegmentTable &table, commrt_dtype to,
+                               double scale, cudaStream_t stream) {
+  switch (to) {
+  case COMMRT_F32:
+    return launchSegments<From, COMMRT_F32>(table, scale, stream);
+  case COMMRT_F64:
+    return launchSegments<From, COMMRT_F64>(table, scale, stream);
+  case COMMRT_F16:
+    return launchSegments<From, COMMRT_F16>(table, scale, stream);
+  case COMMRT_BF16:
+    return launchSegments<From, COMMRT_BF16>(table, scale, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+/// Launches the conversion of the segments in `table`.
+cudaError_t launchTable(const SegmentTable &table, commrt_dtype from,
+                        commrt_dtype to, double scale, cudaStream_t stream) {
+  switch (from) {
+  case COMMRT_F32:
+    return launchSegmentsFrom<COMMRT_F32>(table, to, scale, stream);
+  case COMMRT_F64:
+    return launchSegmentsFrom<COMMRT_F64>(table, to, scale, stream);
+  case COMMRT_F16:
+    return launchSegmentsFrom<COMMRT_F16>(table, to, scale, stream);
+  case COMMRT_BF16:
+    return launchSegmentsFrom<COMMRT_BF16>(table, to, scale, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 } // namespace
+
+cudaError_t commrt::cuda::convertSegments(const ConvertSegment *segments,
+                                          size_t count, commrt_dtype from,
+                                          commrt_dtype to, double scale,
+                                          cudaStream_t stream) {
+  const bool copy = from == to && scale == 1.0;
+  SegmentTable table;
+  table.segments = 0;
+  table.firstBlock[0] = 0;
+  auto flush = [&]() -> cudaError_t {
+    if (table.segments == 0)
+      return cudaSuccess;
+    cudaError_t error = launchTable(table, from, to, scale, stream);
+    table.segments = 0;
+    return error;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const ConvertSegment &segment = segments[i];
+    if (segment.count == 0 || (copy && segment.input == segment.output))
+      continue;
+    // A launch stays below 2^31 blocks, the grid's limit (one segment
+    // reaches it only beyond 2^42 elements, more than any GPU holds).
+    int64_t blocks =
+        (segment.count + kElementsPerBlock - 1) / kElementsPerBlock;
+    if (table.segments == int32_t(kSegmentsPerLaunch) ||
+        table.firstBlock[table.segments] + blocks > INT32_MAX)
+      if (cudaError_t error = flush())
+        return error;
+    int32_t at = table.segments++;
+    table.input[at] = segment.input;
+    table.output[at] = segment.output;
+    table.count[at] = segment.count;
+    table.firstBlock[at + 1] = table.firstBlock[at] + int32_t(blocks);
+  }
+  return flush();
+}
 
 cudaError_t commrt::cuda::convert(const void *input, commrt_dtype from,
                                   void *output, commrt_dtype to, int64_t count,

@@ -26,6 +26,29 @@ cudaError_t convert(const void *input, commrt_dtype from, void *output,
                     commrt_dtype to, int64_t count, double scale,
                     cudaStream_t stream);
 
+/// One buffer of a batched conversion: `count` elements at `input`
+/// converted into `output` (device memory, as for convert()).
+struct ConvertSegment {
+  const void *input;
+  void *output;
+  int64_t count;
+};
+
+/// Enqueues on `stream` convert(segments[i].input, from, segments[i].output,
+/// to, segments[i].count, scale) for every segment, with the same results bit
+/// for bit, in one launch per `kSegmentsPerLaunch` segments instead of one
+/// per segment: a plan's buffers are packed into the fusion buffer and back
+/// in a few launches, however many small gradients it has. Segments whose
+/// output is their input and that need no conversion are skipped. Returns the
+/// first launch error, if any.
+cudaError_t convertSegments(const ConvertSegment *segments, size_t count,
+                            commrt_dtype from, commrt_dtype to, double scale,
+                            cudaStream_t stream);
+
+/// The segments one launch of convertSegments() converts: its table travels
+/// as a kernel parameter, which stays within the 4 KiB every GPU allows.
+constexpr size_t kSegmentsPerLaunch = 64;
+
 } // namespace commrt::cuda
 
 #endif // COMMRT_CUDA_WIREKERNELS_H

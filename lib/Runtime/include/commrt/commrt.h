@@ -34,6 +34,11 @@
 |*    commrt_test queries and commrt_wait synchronises. Ranks must also       *|
 |*    start the collectives of different channels in the same order: the      *|
 |*    kernels of NCCL communicators sharing a GPU can wait for each other.    *|
+|*    Every call's GPU work first waits for the work issued before the call   *|
+|*    on the legacy default stream (kernels launched without a stream, and    *|
+|*    PyTorch's default stream, which also waits for the blocking streams),   *|
+|*    so a gradient that is still being computed is read once it is; work on  *|
+|*    the caller's non-blocking streams the caller synchronises itself.       *|
 |*                                                                            *|
 |* How the MPI backend reduces: a ring allreduce of its own for large         *|
 |* buffers, MPI_Allreduce otherwise. The ring treats the buffers of a plan as *|
@@ -492,9 +497,14 @@ int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
  * buffers belong to the runtime until then. The consistency checks also
  * compare the channel. Over MPI the channel's thread runs the whole sparse
  * allreduce (selection, exchange and residual) while the caller goes on.
- * Under NCCL the start runs it to completion on the main stream (its
- * selection synchronises with the host between steps) and returns a handle
- * that is already complete. */
+ * Under NCCL its steps wait for the host between launches (counts and
+ * thresholds decide the next one), so the channel gets a thread of its own
+ * that issues them on the channel's stream and communicator while the caller
+ * goes on; from then on the channel's other starts are issued by that thread
+ * too, in the order they were started. Where MPI was initialised with less
+ * than MPI_THREAD_MULTIPLE, the start runs the sparse allreduce to completion
+ * on the main stream instead and returns a handle that is already
+ * complete. */
 int32_t commrt_sparse_allreduce_start(float *grad, float *residual,
                                       int64_t count, double density,
                                       int32_t select, int32_t exchange,
