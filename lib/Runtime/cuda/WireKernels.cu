@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <type_traits>
 
 namespace {
@@ -67,14 +68,61 @@ template <commrt_dtype From, commrt_dtype To>
 using Compute =
     std::conditional_t<From == COMMRT_F64 || To == COMMRT_F64, double, float>;
 
+/// Four elements of `T`, loaded or stored with one access.
+template <typename T> struct alignas(4 * sizeof(T)) Quad { T value[4]; };
+
+/// One element converted, or its bits copied where `Copy` (the same type,
+/// unscaled: as the cudaMemcpyAsync of convert()).
+template <commrt_dtype From, commrt_dtype To, bool Copy>
+__device__ typename Device<To>::Storage
+convertValue(typename Device<From>::Storage value, Compute<From, To> scale) {
+  if constexpr (Copy)
+    return value;
+  else
+    return Device<To>::narrow(
+        static_cast<Compute<From, To>>(Device<From>::widen(value)) * scale);
+}
+
+/// Converts elements [begin, end) of `input` into `output`, this thread
+/// being `lane` of `lanes`. Where both arrays are aligned for it, four
+/// elements at a time, with one load and one store each (one element per
+/// access leaves 16-bit casts at three quarters of the memory rate); the
+/// rest one at a time.
+template <commrt_dtype From, commrt_dtype To, bool Copy>
+__device__ void convertRange(const typename Device<From>::Storage *input,
+                             typename Device<To>::Storage *output,
+                             int64_t begin, int64_t end, int64_t lane,
+                             int64_t lanes, Compute<From, To> scale) {
+  using In = typename Device<From>::Storage;
+  using Out = typename Device<To>::Storage;
+  int64_t rest = begin;
+  if (reinterpret_cast<uintptr_t>(input + begin) % sizeof(Quad<In>) == 0 &&
+      reinterpret_cast<uintptr_t>(output + begin) % sizeof(Quad<Out>) == 0) {
+    const int64_t quads = (end - begin) / 4;
+    const auto *in = reinterpret_cast<const Quad<In> *>(input + begin);
+    auto *out = reinterpret_cast<Quad<Out> *>(output + begin);
+    for (int64_t q = lane; q < quads; q += lanes) {
+      const Quad<In> loaded = in[q];
+      Quad<Out> converted;
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        converted.value[k] =
+            convertValue<From, To, Copy>(loaded.value[k], scale);
+      out[q] = converted;
+    }
+    rest = begin + quads * 4;
+  }
+  for (int64_t i = rest + lane; i < end; i += lanes)
+    output[i] = convertValue<From, To, Copy>(input[i], scale);
+}
+
 template <commrt_dtype From, commrt_dtype To>
 __global__ void convertKernel(const typename Device<From>::Storage *input,
                               typename Device<To>::Storage *output,
                               int64_t count, Compute<From, To> scale) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x)
-    output[i] = Device<To>::narrow(
-        static_cast<Compute<From, To>>(Device<From>::widen(input[i])) * scale);
+  convertRange<From, To, false>(input, output, 0, count,
+                                blockIdx.x * int64_t(blockDim.x) + threadIdx.x,
+                                int64_t(gridDim.x) * blockDim.x, scale);
 }
 
 constexpr int kThreads = 256;
@@ -93,19 +141,6 @@ struct SegmentTable {
 };
 static_assert(sizeof(SegmentTable) + sizeof(double) <= 4096,
               "the table must fit the kernel parameter space");
-
-/// Converts element `i` as convertKernel does, or copies its bits where
-/// `Copy` (the same type, unscaled: as the cudaMemcpyAsync of convert()).
-template <commrt_dtype From, commrt_dtype To, bool Copy>
-__device__ void convertElement(const typename Device<From>::Storage *input,
-                               typename Device<To>::Storage *output, int64_t i,
-                               Compute<From, To> scale) {
-  if constexpr (Copy)
-    output[i] = input[i];
-  else
-    output[i] = Device<To>::narrow(
-        static_cast<Compute<From, To>>(Device<From>::widen(input[i])) * scale);
-}
 
 /// Each block converts `kElementsPerBlock` elements of one segment: it finds
 /// the segment by a binary search of `firstBlock`.
@@ -127,11 +162,12 @@ __global__ void convertSegmentsKernel(SegmentTable table,
   const int64_t begin =
       int64_t(block - table.firstBlock[low]) * kElementsPerBlock;
   const int64_t end = min(begin + kElementsPerBlock, table.count[low]);
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads)
-    convertElement<From, To, Copy>(input, output, i, scale);
+  convertRange<From, To, Copy>(input, output, begin, end, threadIdx.x, kThreads,
+                               scale);
 }
 
-/// Blocks for a grid-stride loop over `count` elements.
+/// Blocks for a grid-stride loop over `count` items (groups of four
+/// elements for convertKernel).
 unsigned blocksFor(int64_t count) {
   return unsigned(std::min<int64_t>((count + kThreads - 1) / kThreads, 4096));
 }
@@ -139,7 +175,7 @@ unsigned blocksFor(int64_t count) {
 template <commrt_dtype From, commrt_dtype To>
 cudaError_t launch(const void *input, void *output, int64_t count, double scale,
                    cudaStream_t stream) {
-  convertKernel<From, To><<<blocksFor(count), kThreads, 0, stream>>>(
+  convertKernel<From, To><<<blocksFor((count + 3) / 4), kThreads, 0, stream>>>(
       static_cast<const typename Device<From>::Storage *>(input),
       static_cast<typename Device<To>::Storage *>(output), count,
       static_cast<Compute<From, To>>(scale));

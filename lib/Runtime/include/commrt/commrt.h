@@ -501,7 +501,13 @@ int32_t commrt_group_fused_allreduce_start(int32_t group, void *const *buffers,
  * thresholds decide the next one), so the channel gets a thread of its own
  * that issues them on the channel's stream and communicator while the caller
  * goes on; from then on the channel's other starts are issued by that thread
- * too, in the order they were started. Where MPI was initialised with less
+ * too, in the order they were started. Its NCCL calls then run beside the
+ * caller's calls on other communicators of the same GPU, in an order the
+ * caller no longer fixes, which NCCL's documentation does not promise to be
+ * safe ("Using multiple NCCL communicators concurrently"): like the channels'
+ * dense collectives, it relies on the GPU running the kernels of several
+ * communicators at once. Plans made with comm-optimize sparse-overlap=false
+ * keep sparse allreduces blocking. Where MPI was initialised with less
  * than MPI_THREAD_MULTIPLE, the start runs the sparse allreduce to completion
  * on the main stream instead and returns a handle that is already
  * complete. */
