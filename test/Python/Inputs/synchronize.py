@@ -97,16 +97,23 @@ def clipping(rank, size):
 
 def idle_ranks(rank, size):
     model = make_model()
+    # This rank's own gradients, as backward computes them: the plan's
+    # collectives start during backward and reduce the gradients in place,
+    # so reading them after backward, before synchronize(), would race with
+    # the runtime.
+    own = {}
+    for name, param in model.named_parameters():
+        param.register_hook(
+            lambda grad, name=name: own.__setitem__(name, grad.clone()))
     optimizer = commopt.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=0.1), model.named_parameters())
     for step in range(4):
         x, y = shard(batch(step), rank, size)
         optimizer.zero_grad()
         idle = step % 2 == 1 and rank % 2 == 1
-        own = {}
+        own.clear()
         if not idle:
             loss_fn(model, x, y).backward()
-            own = {n: p.grad.clone() for n, p in model.named_parameters()}
         elif step == 3:
             # synchronize() before step() on an idle rank too.
             optimizer.synchronize()
