@@ -172,6 +172,41 @@ unsigned blocksFor(int64_t count) {
   return unsigned(std::min<int64_t>((count + kThreads - 1) / kThreads, 4096));
 }
 
+/// A commrt_dtype as a type, for dispatch.
+template <commrt_dtype D>
+using DtypeConstant = std::integral_constant<commrt_dtype, D>;
+
+/// Calls `body(DtypeConstant<From>{}, DtypeConstant<To>{})` for the run-time
+/// types `from` and `to`; cudaErrorInvalidValue for a type that is not a
+/// commrt_dtype.
+template <typename Body>
+cudaError_t dispatchTypes(commrt_dtype from, commrt_dtype to, Body body) {
+  auto withTo = [&](auto fromConstant) -> cudaError_t {
+    switch (to) {
+    case COMMRT_F32:
+      return body(fromConstant, DtypeConstant<COMMRT_F32>{});
+    case COMMRT_F64:
+      return body(fromConstant, DtypeConstant<COMMRT_F64>{});
+    case COMMRT_F16:
+      return body(fromConstant, DtypeConstant<COMMRT_F16>{});
+    case COMMRT_BF16:
+      return body(fromConstant, DtypeConstant<COMMRT_BF16>{});
+    }
+    return cudaErrorInvalidValue;
+  };
+  switch (from) {
+  case COMMRT_F32:
+    return withTo(DtypeConstant<COMMRT_F32>{});
+  case COMMRT_F64:
+    return withTo(DtypeConstant<COMMRT_F64>{});
+  case COMMRT_F16:
+    return withTo(DtypeConstant<COMMRT_F16>{});
+  case COMMRT_BF16:
+    return withTo(DtypeConstant<COMMRT_BF16>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
 template <commrt_dtype From, commrt_dtype To>
 cudaError_t launch(const void *input, void *output, int64_t count, double scale,
                    cudaStream_t stream) {
@@ -180,22 +215,6 @@ cudaError_t launch(const void *input, void *output, int64_t count, double scale,
       static_cast<typename Device<To>::Storage *>(output), count,
       static_cast<Compute<From, To>>(scale));
   return cudaGetLastError();
-}
-
-template <commrt_dtype From>
-cudaError_t launchFrom(const void *input, void *output, commrt_dtype to,
-                       int64_t count, double scale, cudaStream_t stream) {
-  switch (to) {
-  case COMMRT_F32:
-    return launch<From, COMMRT_F32>(input, output, count, scale, stream);
-  case COMMRT_F64:
-    return launch<From, COMMRT_F64>(input, output, count, scale, stream);
-  case COMMRT_F16:
-    return launch<From, COMMRT_F16>(input, output, count, scale, stream);
-  case COMMRT_BF16:
-    return launch<From, COMMRT_BF16>(input, output, count, scale, stream);
-  }
-  return cudaErrorInvalidValue;
 }
 
 template <commrt_dtype From, commrt_dtype To>
@@ -211,38 +230,6 @@ cudaError_t launchSegments(const SegmentTable &table, double scale,
   return cudaGetLastError();
 }
 
-template <commrt_dtype From>
-cudaError_t launchSegmentsFrom(const SegmentTable &table, commrt_dtype to,
-                               double scale, cudaStream_t stream) {
-  switch (to) {
-  case COMMRT_F32:
-    return launchSegments<From, COMMRT_F32>(table, scale, stream);
-  case COMMRT_F64:
-    return launchSegments<From, COMMRT_F64>(table, scale, stream);
-  case COMMRT_F16:
-    return launchSegments<From, COMMRT_F16>(table, scale, stream);
-  case COMMRT_BF16:
-    return launchSegments<From, COMMRT_BF16>(table, scale, stream);
-  }
-  return cudaErrorInvalidValue;
-}
-
-/// Launches the conversion of the segments in `table`.
-cudaError_t launchTable(const SegmentTable &table, commrt_dtype from,
-                        commrt_dtype to, double scale, cudaStream_t stream) {
-  switch (from) {
-  case COMMRT_F32:
-    return launchSegmentsFrom<COMMRT_F32>(table, to, scale, stream);
-  case COMMRT_F64:
-    return launchSegmentsFrom<COMMRT_F64>(table, to, scale, stream);
-  case COMMRT_F16:
-    return launchSegmentsFrom<COMMRT_F16>(table, to, scale, stream);
-  case COMMRT_BF16:
-    return launchSegmentsFrom<COMMRT_BF16>(table, to, scale, stream);
-  }
-  return cudaErrorInvalidValue;
-}
-
 } // namespace
 
 cudaError_t commrt::cuda::convertSegments(const ConvertSegment *segments,
@@ -256,7 +243,11 @@ cudaError_t commrt::cuda::convertSegments(const ConvertSegment *segments,
   auto flush = [&]() -> cudaError_t {
     if (table.segments == 0)
       return cudaSuccess;
-    cudaError_t error = launchTable(table, from, to, scale, stream);
+    cudaError_t error =
+        dispatchTypes(from, to, [&](auto fromType, auto toType) {
+          return launchSegments<decltype(fromType)::value,
+                                decltype(toType)::value>(table, scale, stream);
+        });
     table.segments = 0;
     return error;
   };
@@ -292,15 +283,8 @@ cudaError_t commrt::cuda::convert(const void *input, commrt_dtype from,
     return cudaMemcpyAsync(output, input, count * elementSize(from),
                            cudaMemcpyDeviceToDevice, stream);
   }
-  switch (from) {
-  case COMMRT_F32:
-    return launchFrom<COMMRT_F32>(input, output, to, count, scale, stream);
-  case COMMRT_F64:
-    return launchFrom<COMMRT_F64>(input, output, to, count, scale, stream);
-  case COMMRT_F16:
-    return launchFrom<COMMRT_F16>(input, output, to, count, scale, stream);
-  case COMMRT_BF16:
-    return launchFrom<COMMRT_BF16>(input, output, to, count, scale, stream);
-  }
-  return cudaErrorInvalidValue;
+  return dispatchTypes(from, to, [&](auto fromType, auto toType) {
+    return launch<decltype(fromType)::value, decltype(toType)::value>(
+        input, output, count, scale, stream);
+  });
 }
