@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuTestUtils.h"
 #include "commrt/commrt.h"
 
 #include <cuda_runtime.h>
@@ -27,17 +28,16 @@
 #include <thread>
 #include <vector>
 
+using commrt::testing::bitsOf;
+using commrt::testing::DeviceArray;
+using commrt::testing::gpuVisible;
+
 namespace {
 
 constexpr int64_t kCount = 1 << 20;
 /// Not an f16 value: the wire rounds it to 1.0.
 constexpr float kWritten = 1.0f + 0x1p-20f;
 constexpr float kStale = 3.0f;
-
-bool gpuVisible() {
-  int devices = 0;
-  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-}
 
 void CUDART_CB sleepOnStream(void *) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -122,27 +122,22 @@ TEST_F(NcclOrderTest, StartedFusedAllreduceReadsTheWrittenGradient) {
 }
 
 TEST_F(NcclOrderTest, SparseAllreduceReadsTheWrittenGradient) {
-  float *residual = nullptr;
-  ASSERT_EQ(cudaMalloc(&residual, kCount * sizeof(float)), cudaSuccess);
-  fill(residual, 0.5f);
+  DeviceArray<float> residual(std::vector<float>(kCount, 0.5f));
   writeLate();
   // Density 1: every entry of grad + residual is sent, none is kept.
-  EXPECT_EQ(commrt_sparse_allreduce(grad, residual, kCount, 1.0,
+  EXPECT_EQ(commrt_sparse_allreduce(grad, residual.get(), kCount, 1.0,
                                     COMMRT_SELECT_TOPK,
                                     COMMRT_EXCHANGE_ALLGATHER, COMMRT_SUM, 0),
             COMMRT_SUCCESS)
       << commrt_last_error();
   expectGrad(kWritten + 0.5f);
-  cudaFree(residual);
 }
 
 TEST_F(NcclOrderTest, StartedSparseAllreduceRunsBehindTheCaller) {
-  float *residual = nullptr;
-  ASSERT_EQ(cudaMalloc(&residual, kCount * sizeof(float)), cudaSuccess);
-  fill(residual, 0.5f);
+  DeviceArray<float> residual(std::vector<float>(kCount, 0.5f));
   writeLate();
   int64_t handle = 0;
-  ASSERT_EQ(commrt_sparse_allreduce_start(grad, residual, kCount, 1.0,
+  ASSERT_EQ(commrt_sparse_allreduce_start(grad, residual.get(), kCount, 1.0,
                                           COMMRT_SELECT_TOPK,
                                           COMMRT_EXCHANGE_ALLGATHER, COMMRT_SUM,
                                           0, /*channel=*/0, &handle),
@@ -156,34 +151,7 @@ TEST_F(NcclOrderTest, StartedSparseAllreduceRunsBehindTheCaller) {
   EXPECT_EQ(done, 0);
   ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
   expectGrad(kWritten + 0.5f);
-  cudaFree(residual);
 }
-
-/// Device copies of host values, freed with the object.
-class DeviceCopy {
-public:
-  explicit DeviceCopy(const std::vector<float> &values) : count(values.size()) {
-    EXPECT_EQ(cudaMalloc(&data, count * sizeof(float)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(data, values.data(), count * sizeof(float),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-  ~DeviceCopy() { cudaFree(data); }
-  DeviceCopy(const DeviceCopy &) = delete;
-  DeviceCopy &operator=(const DeviceCopy &) = delete;
-
-  /// The values now on the device, as bit patterns.
-  std::vector<uint32_t> bits() const {
-    std::vector<uint32_t> values(count);
-    EXPECT_EQ(cudaMemcpy(values.data(), data, count * sizeof(float),
-                         cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return values;
-  }
-
-  float *data = nullptr;
-  size_t count;
-};
 
 /// The buffers of one round of the channel test: a dense f32 buffer, a
 /// sparse gradient with its residual, and a buffer reduced over f16.
@@ -191,7 +159,7 @@ struct Round {
   explicit Round(const std::vector<float> (&values)[4])
       : dense(values[0]), grad(values[1]), residual(values[2]),
         wire(values[3]) {}
-  DeviceCopy dense, grad, residual, wire;
+  DeviceArray<float> dense, grad, residual, wire;
 };
 
 TEST(NcclChannelThread, StartsOnOneChannelMatchTheBlockingCalls) {
@@ -212,15 +180,16 @@ TEST(NcclChannelThread, StartsOnOneChannelMatchTheBlockingCalls) {
 
   // Each call blocking, one after the other.
   ASSERT_EQ(
-      commrt_allreduce(blocking.dense.data, count, COMMRT_F32, COMMRT_AVG),
+      commrt_allreduce(blocking.dense.get(), count, COMMRT_F32, COMMRT_AVG),
       COMMRT_SUCCESS)
       << commrt_last_error();
-  ASSERT_EQ(commrt_sparse_allreduce(blocking.grad.data, blocking.residual.data,
-                                    count, 0.01, COMMRT_SELECT_THRESHOLD,
+  ASSERT_EQ(commrt_sparse_allreduce(blocking.grad.get(),
+                                    blocking.residual.get(), count, 0.01,
+                                    COMMRT_SELECT_THRESHOLD,
                                     COMMRT_EXCHANGE_ALLGATHER, COMMRT_AVG, 0),
             COMMRT_SUCCESS)
       << commrt_last_error();
-  ASSERT_EQ(commrt_allreduce_wire(blocking.wire.data, count, COMMRT_F16,
+  ASSERT_EQ(commrt_allreduce_wire(blocking.wire.get(), count, COMMRT_F16,
                                   COMMRT_SUM, 0.5f),
             COMMRT_SUCCESS)
       << commrt_last_error();
@@ -229,17 +198,17 @@ TEST(NcclChannelThread, StartsOnOneChannelMatchTheBlockingCalls) {
   // channel its thread), then dense again through the thread; waited for in
   // reverse order.
   int64_t handles[3] = {};
-  ASSERT_EQ(commrt_allreduce_start(started.dense.data, count, COMMRT_F32,
+  ASSERT_EQ(commrt_allreduce_start(started.dense.get(), count, COMMRT_F32,
                                    COMMRT_AVG, /*channel=*/0, &handles[0]),
             COMMRT_SUCCESS)
       << commrt_last_error();
   ASSERT_EQ(commrt_sparse_allreduce_start(
-                started.grad.data, started.residual.data, count, 0.01,
+                started.grad.get(), started.residual.get(), count, 0.01,
                 COMMRT_SELECT_THRESHOLD, COMMRT_EXCHANGE_ALLGATHER, COMMRT_AVG,
                 0, /*channel=*/0, &handles[1]),
             COMMRT_SUCCESS)
       << commrt_last_error();
-  void *wireBuffers[] = {started.wire.data};
+  void *wireBuffers[] = {started.wire.get()};
   int64_t wireCounts[] = {count};
   ASSERT_EQ(commrt_fused_allreduce_start(wireBuffers, wireCounts, 1, COMMRT_F32,
                                          COMMRT_SUM, COMMRT_F16, 0.5f,
@@ -249,12 +218,14 @@ TEST(NcclChannelThread, StartsOnOneChannelMatchTheBlockingCalls) {
   for (int i = 2; i >= 0; --i)
     ASSERT_EQ(commrt_wait(handles[i]), COMMRT_SUCCESS) << commrt_last_error();
 
-  EXPECT_EQ(started.dense.bits(), blocking.dense.bits());
-  EXPECT_EQ(started.grad.bits(), blocking.grad.bits());
-  EXPECT_EQ(started.residual.bits(), blocking.residual.bits());
-  EXPECT_EQ(started.wire.bits(), blocking.wire.bits());
+  EXPECT_EQ(bitsOf(started.dense.download()),
+            bitsOf(blocking.dense.download()));
+  EXPECT_EQ(bitsOf(started.grad.download()), bitsOf(blocking.grad.download()));
+  EXPECT_EQ(bitsOf(started.residual.download()),
+            bitsOf(blocking.residual.download()));
+  EXPECT_EQ(bitsOf(started.wire.download()), bitsOf(blocking.wire.download()));
   // The sparse allreduce sent about 1% of the entries and kept the rest.
-  std::vector<uint32_t> residual = started.residual.bits();
+  std::vector<uint32_t> residual = bitsOf(started.residual.download());
   int64_t kept = std::count_if(residual.begin(), residual.end(),
                                [](uint32_t bits) { return bits != 0; });
   EXPECT_GT(kept, count * 98 / 100);

@@ -9,34 +9,23 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuTestUtils.h"
 #include "RuntimeTestUtils.h"
 
 #include <cuda_runtime.h>
 
-#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+using commrt::testing::bitsOf;
+using commrt::testing::gpuVisible;
 using commrt::testing::SparseScheme;
 using commrt::testing::sparseSchemeName;
 using commrt::testing::validSparseSchemes;
 
 namespace {
-
-/// Whether a CUDA device is visible to this process.
-bool gpuVisible() {
-  int devices = 0;
-  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-}
-
-/// The bit patterns of `values`, so that comparisons tell -0 from 0.
-std::vector<uint32_t> bitsOf(const std::vector<float> &values) {
-  std::vector<uint32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
-  return bits;
-}
 
 /// The inputs of two steps: two gradients and a first residual.
 struct Inputs {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/SparseKernels.h"
+#include "GpuTestUtils.h"
 #include "Selection.h"
 #include "Sparse.h"
 
@@ -17,64 +18,16 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 using namespace commrt;
+using commrt::testing::bitsOf;
+using commrt::testing::DeviceArray;
+using commrt::testing::gpuVisible;
 
 namespace {
-
-/// Device memory of `count` elements of `T`, freed on destruction.
-template <typename T> class DeviceArray {
-public:
-  explicit DeviceArray(size_t count) : count(count) {
-    EXPECT_EQ(cudaMalloc(&data, std::max<size_t>(count, 1) * sizeof(T)),
-              cudaSuccess);
-  }
-  explicit DeviceArray(const std::vector<T> &host) : DeviceArray(host.size()) {
-    upload(host);
-  }
-  ~DeviceArray() { cudaFree(data); }
-  DeviceArray(const DeviceArray &) = delete;
-  DeviceArray &operator=(const DeviceArray &) = delete;
-
-  /// The device pointer.
-  T *get() const { return data; }
-
-  /// Copies `host` (at most `count` elements) to the device.
-  void upload(const std::vector<T> &host) {
-    ASSERT_LE(host.size(), count);
-    ASSERT_EQ(cudaMemcpy(data, host.data(), host.size() * sizeof(T),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-
-  /// The first `n` elements, copied to the host once the device is idle.
-  std::vector<T> download(size_t n) const {
-    std::vector<T> host(n);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(
-        cudaMemcpy(host.data(), data, n * sizeof(T), cudaMemcpyDeviceToHost),
-        cudaSuccess);
-    return host;
-  }
-
-  /// Every element, copied to the host.
-  std::vector<T> download() const { return download(count); }
-
-private:
-  T *data = nullptr;
-  size_t count;
-};
-
-/// The bit patterns of `values`, so that comparisons tell -0 from 0.
-std::vector<uint32_t> bitsOf(const std::vector<float> &values) {
-  std::vector<uint32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
-  return bits;
-}
 
 /// A named data set of gradient-like values.
 struct DataSet {
@@ -119,8 +72,7 @@ std::vector<int64_t> sizesFor(int64_t count) {
 class SparseKernelsTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+    if (!gpuVisible())
       GTEST_SKIP() << "no CUDA device visible to run the kernels";
     ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   }

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/WireKernels.h"
+#include "GpuTestUtils.h"
 #include "WireFormat.h"
 
 #include <cuda_runtime.h>
@@ -25,34 +26,11 @@
 
 using commrt::elementSize;
 using commrt::cuda::ConvertSegment;
+using commrt::testing::bitsOf;
+using commrt::testing::DeviceArray;
+using commrt::testing::gpuVisible;
 
 namespace {
-
-bool gpuVisible() {
-  int devices = 0;
-  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-}
-
-/// Device memory of `bytes` bytes, freed with the object.
-class DeviceBytes {
-public:
-  explicit DeviceBytes(size_t bytes) : size(bytes) {
-    EXPECT_EQ(cudaMalloc(&data, bytes), cudaSuccess);
-  }
-  ~DeviceBytes() { cudaFree(data); }
-  DeviceBytes(const DeviceBytes &) = delete;
-  DeviceBytes &operator=(const DeviceBytes &) = delete;
-
-  std::vector<unsigned char> read() const {
-    std::vector<unsigned char> bytes(size);
-    EXPECT_EQ(cudaMemcpy(bytes.data(), data, size, cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return bytes;
-  }
-
-  char *data = nullptr;
-  size_t size;
-};
 
 /// `count` elements of `dtype`: gaussian values of several magnitudes and
 /// the special values, as that type stores them.
@@ -133,25 +111,22 @@ TEST(WireKernels, ConvertSegmentsMatchesOneConvertPerBuffer) {
         SCOPED_TRACE(std::string(dtypeName(from)) + " -> " + dtypeName(to) +
                      " scale " + std::to_string(scale));
         std::vector<unsigned char> values = makeValues(from, total, 9);
-        DeviceBytes input(values.size());
-        ASSERT_EQ(cudaMemcpy(input.data, values.data(), values.size(),
-                             cudaMemcpyHostToDevice),
-                  cudaSuccess);
-        DeviceBytes each(total * elementSize(to)),
+        DeviceArray<unsigned char> input(values);
+        DeviceArray<unsigned char> each(total * elementSize(to)),
             batched(total * elementSize(to));
         // Poisoned, so that an element left unwritten shows.
-        ASSERT_EQ(cudaMemset(each.data, 0x7b, each.size), cudaSuccess);
-        ASSERT_EQ(cudaMemset(batched.data, 0x7b, batched.size), cudaSuccess);
+        ASSERT_EQ(cudaMemset(each.get(), 0x7b, each.size()), cudaSuccess);
+        ASSERT_EQ(cudaMemset(batched.get(), 0x7b, batched.size()), cudaSuccess);
         std::vector<ConvertSegment> segments;
         int64_t offset = 0;
         for (int64_t n : sizes) {
-          const char *from0 = input.data + offset * elementSize(from);
+          const unsigned char *from0 = input.get() + offset * elementSize(from);
           ASSERT_EQ(commrt::cuda::convert(from0, from,
-                                          each.data + offset * elementSize(to),
+                                          each.get() + offset * elementSize(to),
                                           to, n, scale, nullptr),
                     cudaSuccess);
           segments.push_back(
-              {from0, batched.data + offset * elementSize(to), n});
+              {from0, batched.get() + offset * elementSize(to), n});
           offset += n;
         }
         ASSERT_EQ(commrt::cuda::convertSegments(segments.data(),
@@ -159,7 +134,7 @@ TEST(WireKernels, ConvertSegmentsMatchesOneConvertPerBuffer) {
                                                 scale, nullptr),
                   cudaSuccess);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        EXPECT_EQ(batched.read(), each.read());
+        EXPECT_EQ(batched.download(), each.download());
       }
 }
 
@@ -172,27 +147,21 @@ TEST(WireKernels, ConvertSegmentsSkipsWhatNeedsNoWork) {
   std::vector<float> values(count);
   for (int64_t i = 0; i < count; ++i)
     values[i] = static_cast<float>(i) - 2500.5f;
-  DeviceBytes buffer(count * sizeof(float));
-  ASSERT_EQ(cudaMemcpy(buffer.data, values.data(), buffer.size,
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
-  ConvertSegment inPlace[] = {{buffer.data, buffer.data, count},
+  DeviceArray<float> buffer(values);
+  ConvertSegment inPlace[] = {{buffer.get(), buffer.get(), count},
                               {nullptr, nullptr, 0}};
   ASSERT_EQ(commrt::cuda::convertSegments(inPlace, 2, COMMRT_F32, COMMRT_F32,
                                           1.0, nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<unsigned char> expected(buffer.size);
-  std::memcpy(expected.data(), values.data(), buffer.size);
-  EXPECT_EQ(buffer.read(), expected);
+  EXPECT_EQ(bitsOf(buffer.download()), bitsOf(values));
   ASSERT_EQ(commrt::cuda::convertSegments(inPlace, 1, COMMRT_F32, COMMRT_F32,
                                           2.0, nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   for (float &value : values)
     value *= 2.0f;
-  std::memcpy(expected.data(), values.data(), buffer.size);
-  EXPECT_EQ(buffer.read(), expected);
+  EXPECT_EQ(bitsOf(buffer.download()), bitsOf(values));
 }
 
 } // namespace
