@@ -41,6 +41,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <mpi.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -378,6 +379,14 @@ CheckResult checkPlan(Plan plan, const Gradients &g, int rank, int size) {
   return result;
 }
 
+/// CPU seconds, user and system, of every thread of this process so far.
+double processCpuSeconds() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval &t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   size_t n = values.size();
@@ -431,6 +440,8 @@ int main(int argc, char **argv) {
   struct Row {
     Plan plan;
     double median, min, max;
+    /// CPU seconds (all threads) per timed run, the mean over the ranks.
+    double cpu;
     CheckResult check;
   };
   std::vector<Row> rows;
@@ -438,29 +449,40 @@ int main(int argc, char **argv) {
   for (Plan plan : plans) {
     std::vector<double> times;
     CheckResult checked;
+    double cpu = 0;
     for (unsigned run = 0; run < warmup + repetitions; ++run) {
       g.fill(rank);
       MPI_Barrier(MPI_COMM_WORLD);
-      double start = MPI_Wtime();
+      double start = MPI_Wtime(), cpuStart = processCpuSeconds();
       runPlan(plan, g, size);
       double elapsed = MPI_Wtime() - start, slowest = 0;
+      double cpuUsed = processCpuSeconds() - cpuStart;
       MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (run == 0)
         checked = checkPlan(plan, g, rank, size);
-      if (run >= warmup)
+      if (run >= warmup) {
         times.push_back(slowest);
+        cpu += cpuUsed;
+      }
     }
-    Row row{plan, median(times), *std::min_element(times.begin(), times.end()),
-            *std::max_element(times.begin(), times.end()), checked};
+    double cpuSum = 0;
+    MPI_Allreduce(&cpu, &cpuSum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    Row row{plan,
+            median(times),
+            *std::min_element(times.begin(), times.end()),
+            *std::max_element(times.begin(), times.end()),
+            cpuSum / size / repetitions,
+            checked};
     allOk &= checked.ok;
     if (rank == 0) {
       std::printf("RESULT label=%s plan=%s median_s=%.6f min_s=%.6f "
-                  "max_s=%.6f reps=%u tensors=%zu elements=%lld ranks=%d "
-                  "check=%s max_error=%g sent_density=%.6f\n",
+                  "max_s=%.6f cpu_s=%.6f reps=%u tensors=%zu elements=%lld "
+                  "ranks=%d check=%s max_error=%g sent_density=%.6f\n",
                   label.c_str(), planName(plan).str().c_str(), row.median,
-                  row.min, row.max, unsigned(repetitions), counts.size(),
-                  (long long)total, size, checked.ok ? "ok" : "FAILED",
-                  checked.maxError, checked.sentDensity);
+                  row.min, row.max, row.cpu, unsigned(repetitions),
+                  counts.size(), (long long)total, size,
+                  checked.ok ? "ok" : "FAILED", checked.maxError,
+                  checked.sentDensity);
       std::fflush(stdout);
     }
     rows.push_back(row);

@@ -3,6 +3,7 @@
 #include "Hierarchy.h"
 
 #include "Backend.h"
+#include "MpiWait.h"
 
 using namespace commrt;
 
@@ -30,6 +31,7 @@ commrt_status commrt::makeHierarchy(MPI_Comm comm, int baseRank,
     return failMpi("MPI_Comm_split_type", error);
   }
   MPI_Comm_set_errhandler(made->node, MPI_ERRORS_RETURN);
+  COMMRT_TRY(recordTransport(made->node));
   MPI_Comm_rank(made->node, &made->nodeRank);
   MPI_Comm_size(made->node, &made->nodeSize);
   // Whether every node has as many ranks: the maximum of q and of -q.
@@ -44,6 +46,7 @@ commrt_status commrt::makeHierarchy(MPI_Comm comm, int baseRank,
   if (int error = MPI_Comm_split(comm, made->nodeRank, rank, &made->peers))
     return failMpi("MPI_Comm_split (peers)", error);
   MPI_Comm_set_errhandler(made->peers, MPI_ERRORS_RETURN);
+  COMMRT_TRY(recordTransport(made->peers));
   out = std::move(made);
   return COMMRT_SUCCESS;
 }

@@ -4,13 +4,14 @@
 // their process group: the runtime's for group 0 (all ranks), a split of it
 // for the others. Asynchronous ones run on channels: each channel of each
 // group has a duplicate of the group's communicator and, from its first
-// collective on, a thread that runs the channel's collectives in order with
-// blocking MPI calls. A
-// blocking MPI_Allreduce progresses by itself, so the collective advances
-// while the caller computes; OpenMPI 4.1 would progress an MPI_Iallreduce
-// only while the caller is inside MPI. The threads need MPI_THREAD_MULTIPLE.
-// Broadcasts are blocking MPI_Bcast calls (broadcastOverMpi, which the NCCL
-// backend shares for host buffers).
+// collective on, a thread that runs the channel's collectives in order, so
+// that they advance while the caller computes (OpenMPI 4.1 progresses a
+// nonblocking operation only while some thread is inside MPI). Every MPI
+// operation is started nonblocking and completed by MpiWait's loop of tests
+// and sleeps, which leaves the core to the ranks that compute while a rank
+// waits for its peers or a slow link. The threads need MPI_THREAD_MULTIPLE.
+// Broadcasts are MPI_Ibcast calls (broadcastOverMpi, which the NCCL backend
+// shares for host buffers).
 //
 // Large reductions run a ring allreduce of their own on the plan's
 // communicator (COMMRT_ALLREDUCE, COMMRT_RING_MIN_BYTES): OpenMPI's default
@@ -41,6 +42,7 @@
 #include "Backend.h"
 #include "ChannelThread.h"
 #include "Hierarchy.h"
+#include "MpiWait.h"
 #include "RingAllreduce.h"
 #include "WireFormat.h"
 
@@ -391,10 +393,12 @@ private:
     auto *bytes = static_cast<char *>(buffer);
     for (int64_t done = 0; done < count;) {
       int chunk = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+      MPI_Request request;
       if (int error =
-              MPI_Allreduce(MPI_IN_PLACE, bytes + done * elementSize(dtype),
-                            chunk, type, op, comm))
-        return failMpi("MPI_Allreduce", error);
+              MPI_Iallreduce(MPI_IN_PLACE, bytes + done * elementSize(dtype),
+                             chunk, type, op, comm, &request))
+        return failMpi("MPI_Iallreduce", error);
+      COMMRT_TRY(waitFor(comm, request, "MPI_Iallreduce"));
       done += chunk;
     }
     return COMMRT_SUCCESS;
@@ -447,21 +451,19 @@ private:
         return failMpi("MPI_Ireduce_scatter (hierarchical allreduce)", error);
       return COMMRT_SUCCESS;
     };
-    auto wait = [](MPI_Request &request) -> commrt_status {
-      if (int error = MPI_Wait(&request, MPI_STATUS_IGNORE))
-        return failMpi("MPI_Wait (hierarchical allreduce)", error);
-      return COMMRT_SUCCESS;
+    auto wait = [](MPI_Comm comm, MPI_Request &request) -> commrt_status {
+      return waitFor(comm, request, "MPI_Wait (hierarchical allreduce)");
     };
     // The ring's receive slots.
     std::vector<unsigned char> ringScratch;
     COMMRT_TRY(scatter(0));
     for (size_t j = 0; j < parts.size(); ++j) {
       Part &part = parts[j];
-      COMMRT_TRY(wait(part.scatter));
+      COMMRT_TRY(wait(levels.node, part.scatter));
       if (j + 1 < parts.size()) {
         // Slot (j + 1) % 2 is free once part j - 1 is gathered from it.
         if (j > 0)
-          COMMRT_TRY(wait(parts[j - 1].gather));
+          COMMRT_TRY(wait(levels.node, parts[j - 1].gather));
         COMMRT_TRY(scatter(j + 1));
       }
       // Across nodes, large pieces take the ring: OpenMPI's allreduce over
@@ -472,9 +474,12 @@ private:
           config.ringMinBytes) {
         COMMRT_TRY(ringAllreduce({{slot(j), piece}}, type, width, op,
                                  levels.peers, ringScratch));
-      } else if (int error = MPI_Allreduce(MPI_IN_PLACE, slot(j), piece, type,
-                                           op, levels.peers)) {
-        return failMpi("MPI_Allreduce (hierarchical allreduce)", error);
+      } else {
+        MPI_Request request;
+        if (int error = MPI_Iallreduce(MPI_IN_PLACE, slot(j), piece, type, op,
+                                       levels.peers, &request))
+          return failMpi("MPI_Iallreduce (hierarchical allreduce)", error);
+        COMMRT_TRY(wait(levels.peers, request));
       }
       if (int error = MPI_Iallgatherv(
               slot(j), piece, type, part.at, part.counts.data(),
@@ -482,7 +487,7 @@ private:
         return failMpi("MPI_Iallgatherv (hierarchical allreduce)", error);
     }
     for (Part &part : parts)
-      COMMRT_TRY(wait(part.gather));
+      COMMRT_TRY(wait(levels.node, part.gather));
     return COMMRT_SUCCESS;
   }
 
@@ -753,9 +758,11 @@ commrt_status commrt::broadcastOverMpi(void *buffer, int64_t count,
   auto *bytes = static_cast<char *>(buffer);
   for (int64_t done = 0; done < count;) {
     int chunk = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
-    if (int error = MPI_Bcast(bytes + done * elementSize(dtype), chunk, type,
-                              root, comm))
-      return failMpi("MPI_Bcast", error);
+    MPI_Request request;
+    if (int error = MPI_Ibcast(bytes + done * elementSize(dtype), chunk, type,
+                               root, comm, &request))
+      return failMpi("MPI_Ibcast", error);
+    COMMRT_TRY(waitFor(comm, request, "MPI_Ibcast"));
     done += chunk;
   }
   return COMMRT_SUCCESS;
@@ -764,6 +771,9 @@ commrt_status commrt::broadcastOverMpi(void *buffer, int64_t count,
 commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,
                                        const AllreduceConfig &config,
                                        std::unique_ptr<Backend> &out) {
+  // A bad COMMRT_WAIT fails here, before the first collective.
+  const WaitPolicy *policy;
+  COMMRT_TRY(waitPolicy(policy));
   int threadLevel;
   MPI_Query_thread(&threadLevel);
   std::vector<MPI_Comm> channelComms;

@@ -10,6 +10,7 @@
 
 #include "RingAllreduce.h"
 #include "Backend.h"
+#include "MpiWait.h"
 
 #include <algorithm>
 
@@ -176,8 +177,7 @@ commrt_status Ring::run() {
     // Slot (g + kWindow - 1) % kWindow was freed by message g - 1.
     for (; receivesPosted < std::min(messages, g + kWindow); ++receivesPosted)
       COMMRT_TRY(postReceive(receivesPosted));
-    if (int error = MPI_Wait(&receives[g], MPI_STATUS_IGNORE))
-      return failMpi("MPI_Wait (ring allreduce)", error);
+    COMMRT_TRY(waitFor(comm, receives[g], "MPI_Irecv (ring allreduce)"));
     const int64_t s = g / pieces, piece = g % pieces;
     if (reduces(s))
       COMMRT_TRY(reduceInto(scratchFor(g),
@@ -265,8 +265,7 @@ commrt_status Ring::postReceive(int64_t g) {
     // The allgather overwrites the segment that reduce-scatter step
     // s - (p - 1) sent from: that send must be done first.
     const int64_t sentFrom = (s - (size - 1)) * pieces + piece;
-    if (int error = MPI_Wait(&sends[sentFrom], MPI_STATUS_IGNORE))
-      return failMpi("MPI_Wait (ring allreduce)", error);
+    COMMRT_TRY(waitFor(comm, sends[sentFrom], "MPI_Isend (ring allreduce)"));
     COMMRT_TRY(
         message(segmentBegin(segment) + piece * pieceCount, count, into));
   }
@@ -280,10 +279,8 @@ commrt_status Ring::postReceive(int64_t g) {
 }
 
 commrt_status Ring::complete() {
-  if (int error = MPI_Waitall(static_cast<int>(messages), sends.data(),
-                              MPI_STATUSES_IGNORE))
-    return failMpi("MPI_Waitall (ring allreduce)", error);
-  return COMMRT_SUCCESS;
+  return waitAll(comm, static_cast<int>(messages), sends.data(),
+                 "MPI_Isend (ring allreduce)");
 }
 
 /// The reduction of an MPI op over elements of one MPI datatype.

@@ -9,6 +9,7 @@
 
 #include "Backend.h"
 #include "ComputeEmulation.h"
+#include "MpiWait.h"
 #include "Sparse.h"
 #include "Validation.h"
 #include "Watchdog.h"
@@ -255,6 +256,8 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
     if (int error = MPI_Comm_dup(MPI_COMM_WORLD, &rt.comm))
       return failMpi("MPI_Comm_dup", error);
     MPI_Comm_set_errhandler(rt.comm, MPI_ERRORS_RETURN);
+    // Its dups (the channels') inherit how waits on it wait.
+    COMMRT_TRY(recordTransport(rt.comm));
   }
   if (rt.channels == 0) {
     // Ranks that disagree would create different numbers of communicators.
@@ -717,6 +720,7 @@ int32_t commrt_group_split(int64_t id, int32_t color, int32_t key,
     if (int error = MPI_Comm_split(rt.comm, color, key, &made.comm))
       return failMpi("MPI_Comm_split", error);
     MPI_Comm_set_errhandler(made.comm, MPI_ERRORS_RETURN);
+    COMMRT_TRY(recordTransport(made.comm));
     MPI_Comm_rank(made.comm, &made.rank);
     MPI_Comm_size(made.comm, &made.size);
     int32_t handle = rt.nextGroup;
@@ -916,18 +920,21 @@ double commrt_time_us(void) {
 
 int32_t commrt_barrier(void) {
   return inCollective("commrt_barrier", [&](int64_t) {
-    if (int error = MPI_Barrier(runtime().comm))
-      return failMpi("MPI_Barrier", error);
-    return COMMRT_SUCCESS;
+    MPI_Request request;
+    if (int error = MPI_Ibarrier(runtime().comm, &request))
+      return failMpi("MPI_Ibarrier", error);
+    return waitFor(runtime().comm, request, "MPI_Ibarrier");
   });
 }
 
 int32_t commrt_report_step_us(int64_t step, double microseconds) {
   return inCollective("commrt_report_step_us", [&](int64_t) {
     double slowest = 0.0;
-    if (int error = MPI_Allreduce(&microseconds, &slowest, 1, MPI_DOUBLE,
-                                  MPI_MAX, runtime().comm))
-      return failMpi("MPI_Allreduce", error);
+    MPI_Request request;
+    if (int error = MPI_Iallreduce(&microseconds, &slowest, 1, MPI_DOUBLE,
+                                   MPI_MAX, runtime().comm, &request))
+      return failMpi("MPI_Iallreduce", error);
+    COMMRT_TRY(waitFor(runtime().comm, request, "MPI_Iallreduce"));
     int rank = 0;
     MPI_Comm_rank(runtime().comm, &rank);
     if (rank == 0) {

@@ -8,6 +8,7 @@
 
 #include "Sparse.h"
 #include "Backend.h"
+#include "MpiWait.h"
 #include "Selection.h"
 
 #include <algorithm>
@@ -58,9 +59,11 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   // Counts in 64 bits, so that every rank sees the same total, in range or
   // not, and fails or goes on alike.
   std::vector<int64_t> wide(size);
-  if (int error = MPI_Allgather(&mine, 1, MPI_INT64_T, wide.data(), 1,
-                                MPI_INT64_T, comm))
-    return failMpi("MPI_Allgather", error);
+  MPI_Request request;
+  if (int error = MPI_Iallgather(&mine, 1, MPI_INT64_T, wide.data(), 1,
+                                 MPI_INT64_T, comm, &request))
+    return failMpi("MPI_Iallgather", error);
+  COMMRT_TRY(waitFor(comm, request, "MPI_Iallgather"));
   int64_t total = 0;
   for (int64_t n : wide)
     total += n;
@@ -69,15 +72,21 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   displacements(counts, displs);
   all.indices.resize(total);
   all.values.resize(total);
-  if (int error = MPI_Allgatherv(local.indices.data(), static_cast<int>(mine),
-                                 MPI_INT64_T, all.indices.data(), counts.data(),
-                                 displs.data(), MPI_INT64_T, comm))
-    return failMpi("MPI_Allgatherv", error);
-  if (int error = MPI_Allgatherv(local.values.data(), static_cast<int>(mine),
-                                 MPI_FLOAT, all.values.data(), counts.data(),
-                                 displs.data(), MPI_FLOAT, comm))
-    return failMpi("MPI_Allgatherv", error);
-  return COMMRT_SUCCESS;
+  // Indices and values travel at once.
+  MPI_Request requests[2];
+  if (int error =
+          MPI_Iallgatherv(local.indices.data(), static_cast<int>(mine),
+                          MPI_INT64_T, all.indices.data(), counts.data(),
+                          displs.data(), MPI_INT64_T, comm, &requests[0]))
+    return failMpi("MPI_Iallgatherv", error);
+  if (int error =
+          MPI_Iallgatherv(local.values.data(), static_cast<int>(mine),
+                          MPI_FLOAT, all.values.data(), counts.data(),
+                          displs.data(), MPI_FLOAT, comm, &requests[1])) {
+    waitAll(comm, 1, requests, "MPI_Iallgatherv");
+    return failMpi("MPI_Iallgatherv", error);
+  }
+  return waitAll(comm, 2, requests, "MPI_Iallgatherv");
 }
 
 /// Zen's exchange: `local`'s pairs go to their owners, which add them up,
@@ -90,9 +99,11 @@ commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
   // What an owner receives is at most what all ranks send: when that fits
   // the int counts of MPI, so does everything after.
   int64_t total = static_cast<int64_t>(local.indices.size());
-  if (int error =
-          MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, comm))
-    return failMpi("MPI_Allreduce", error);
+  MPI_Request request;
+  if (int error = MPI_Iallreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM,
+                                 comm, &request))
+    return failMpi("MPI_Iallreduce", error);
+  COMMRT_TRY(waitFor(comm, request, "MPI_Iallreduce"));
   COMMRT_TRY(checkIntCount(total, "the pairs of all ranks"));
   Pairs outgoing;
   outgoing.indices.resize(local.indices.size());
@@ -106,24 +117,29 @@ commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
   displacements(sendCounts, sendDispls);
 
   std::vector<int> recvCounts(size);
-  if (int error = MPI_Alltoall(sendCounts.data(), 1, MPI_INT, recvCounts.data(),
-                               1, MPI_INT, comm))
-    return failMpi("MPI_Alltoall", error);
+  if (int error = MPI_Ialltoall(sendCounts.data(), 1, MPI_INT,
+                                recvCounts.data(), 1, MPI_INT, comm, &request))
+    return failMpi("MPI_Ialltoall", error);
+  COMMRT_TRY(waitFor(comm, request, "MPI_Ialltoall"));
   std::vector<int> recvDispls;
   int64_t received = displacements(recvCounts, recvDispls);
   Pairs incoming;
   incoming.indices.resize(received);
   incoming.values.resize(received);
-  if (int error = MPI_Alltoallv(outgoing.indices.data(), sendCounts.data(),
-                                sendDispls.data(), MPI_INT64_T,
-                                incoming.indices.data(), recvCounts.data(),
-                                recvDispls.data(), MPI_INT64_T, comm))
-    return failMpi("MPI_Alltoallv", error);
-  if (int error =
-          MPI_Alltoallv(outgoing.values.data(), sendCounts.data(),
-                        sendDispls.data(), MPI_FLOAT, incoming.values.data(),
-                        recvCounts.data(), recvDispls.data(), MPI_FLOAT, comm))
-    return failMpi("MPI_Alltoallv", error);
+  MPI_Request requests[2];
+  if (int error = MPI_Ialltoallv(
+          outgoing.indices.data(), sendCounts.data(), sendDispls.data(),
+          MPI_INT64_T, incoming.indices.data(), recvCounts.data(),
+          recvDispls.data(), MPI_INT64_T, comm, &requests[0]))
+    return failMpi("MPI_Ialltoallv", error);
+  if (int error = MPI_Ialltoallv(
+          outgoing.values.data(), sendCounts.data(), sendDispls.data(),
+          MPI_FLOAT, incoming.values.data(), recvCounts.data(),
+          recvDispls.data(), MPI_FLOAT, comm, &requests[1])) {
+    waitAll(comm, 1, requests, "MPI_Ialltoallv");
+    return failMpi("MPI_Ialltoallv", error);
+  }
+  COMMRT_TRY(waitAll(comm, 2, requests, "MPI_Ialltoallv"));
 
   // Reduce in rank order, as the allgather exchange does.
   std::vector<float> sums(count, 0.0f);
@@ -182,18 +198,21 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
   int rank;
   MPI_Comm_rank(comm, &rank);
   std::vector<double> sums(rank == 0 ? chunks : 0);
+  MPI_Request request;
   if (int error =
-          MPI_Reduce(norms.data(), sums.data(), static_cast<int>(chunks),
-                     MPI_DOUBLE, MPI_SUM, 0, comm))
-    return failMpi("MPI_Reduce", error);
+          MPI_Ireduce(norms.data(), sums.data(), static_cast<int>(chunks),
+                      MPI_DOUBLE, MPI_SUM, 0, comm, &request))
+    return failMpi("MPI_Ireduce", error);
+  COMMRT_TRY(waitFor(comm, request, "MPI_Ireduce"));
   // Rank 0 decides, so that rounding differences cannot split the ranks.
   const int64_t picked = selectionSize(args.density, chunks);
   std::vector<int64_t> selected(picked);
   if (rank == 0)
     selected = pickChunks(sums, picked);
-  if (int error = MPI_Bcast(selected.data(), static_cast<int>(picked),
-                            MPI_INT64_T, 0, comm))
-    return failMpi("MPI_Bcast", error);
+  if (int error = MPI_Ibcast(selected.data(), static_cast<int>(picked),
+                             MPI_INT64_T, 0, comm, &request))
+    return failMpi("MPI_Ibcast", error);
+  COMMRT_TRY(waitFor(comm, request, "MPI_Ibcast"));
 
   int64_t packed = 0;
   for (int64_t c : selected)
@@ -205,9 +224,10 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
     buffer.insert(buffer.end(), args.residual + c * chunk,
                   args.residual + chunkEnd(c));
   if (int error =
-          MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(packed),
-                        MPI_FLOAT, MPI_SUM, comm))
-    return failMpi("MPI_Allreduce", error);
+          MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(packed),
+                         MPI_FLOAT, MPI_SUM, comm, &request))
+    return failMpi("MPI_Iallreduce", error);
+  COMMRT_TRY(waitFor(comm, request, "MPI_Iallreduce"));
 
   std::fill(args.grad, args.grad + args.count, 0.0f);
   const float *next = buffer.data();

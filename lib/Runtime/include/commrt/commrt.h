@@ -23,10 +23,10 @@
 |* How they progress while the caller computes:                               *|
 |*  - MPI: every channel has a communicator of its own and, from its first    *|
 |*    asynchronous collective on, a thread that runs the channel's            *|
-|*    collectives with blocking MPI calls (MPI_Iallreduce would progress only *|
-|*    inside MPI calls of the caller under OpenMPI 4.1). This needs           *|
-|*    MPI_THREAD_MULTIPLE: commrt_init asks for it when it initialises MPI;   *|
-|*    where the program initialised MPI with less, the starts fail with       *|
+|*    collectives and keeps them progressing (an MPI operation advances only  *|
+|*    inside MPI calls under OpenMPI 4.1). This needs MPI_THREAD_MULTIPLE:    *|
+|*    commrt_init asks for it when it initialises MPI; where the program      *|
+|*    initialised MPI with less, the starts fail with                         *|
 |*    COMMRT_ERROR_UNAVAILABLE and the blocking calls keep working.           *|
 |*  - NCCL: every channel has a CUDA stream and an NCCL communicator of its   *|
 |*    own, the latter created by the channel's first collective (collective   *|
@@ -88,6 +88,18 @@
 |*    more), the ranks of MPI_COMM_WORLD whose rank divided by N is the same  *|
 |*    (N consecutive ranks; also within a group), to emulate several nodes on *|
 |*    one machine.                                                            *|
+|*                                                                            *|
+|* How the MPI backend waits: its MPI operations are nonblocking, and a       *|
+|* thread that waits for them (the caller's in a blocking call, a channel's)  *|
+|* does not hold its core while the data crosses a network: on a              *|
+|* communicator whose ranks do not all share memory it tests for              *|
+|* COMMRT_WAIT_SPIN_US microseconds (default 1000), then tests between sleeps *|
+|* that grow to COMMRT_WAIT_SLEEP_US (default 50). Over shared memory, where  *|
+|* OpenMPI moves data only while both ranks call into MPI, it polls as        *|
+|* MPI_Waitall does. COMMRT_WAIT: "auto" (default) as just said, "poll"       *|
+|* polls everywhere, "sleep" sleeps everywhere (slower over shared memory,    *|
+|* but the cores stay with the ranks that compute). These are read once per  *|
+|* process and may differ between ranks.                                      *|
 |*                                                                            *|
 |* A rank that died, hangs or ended early never leaves the others waiting for *|
 |* ever (lib/Runtime/Watchdog.h):                                             *|

@@ -1,0 +1,183 @@
+//===- MpiWait.cpp - Waiting for MPI requests without holding a core ------===//
+
+#include "MpiWait.h"
+#include "Backend.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
+using namespace commrt;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Reads the environment variable `name`, when set, as a number of
+/// microseconds >= 0 into `us`.
+commrt_status microsecondsFromEnvironment(const char *name, double &us) {
+  const char *text = std::getenv(name);
+  if (!text)
+    return COMMRT_SUCCESS;
+  char *end;
+  double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(value) || value < 0.0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, name, "=", text,
+                " is not a number of microseconds (0 or more)");
+  us = value;
+  return COMMRT_SUCCESS;
+}
+
+/// Reads the policy from the environment.
+commrt_status policyFromEnvironment(WaitPolicy &policy) {
+  if (const char *mode = std::getenv("COMMRT_WAIT")) {
+    if (std::strcmp(mode, "poll") == 0)
+      policy.mode = WaitPolicy::Mode::Poll;
+    else if (std::strcmp(mode, "sleep") == 0)
+      policy.mode = WaitPolicy::Mode::Sleep;
+    else if (std::strcmp(mode, "auto") != 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "COMMRT_WAIT=", mode,
+                  " is not one of auto, sleep, poll");
+  }
+  COMMRT_TRY(microsecondsFromEnvironment("COMMRT_WAIT_SPIN_US", policy.spinUs));
+  return microsecondsFromEnvironment("COMMRT_WAIT_SLEEP_US", policy.maxSleepUs);
+}
+
+/// Sets the calling thread's timer slack to `nanoseconds` for its lifetime
+/// and restores it after: Linux lets a sleep overrun by the slack, 50 us by
+/// default, which would make every short sleep a long one.
+class TimerSlack {
+public:
+  explicit TimerSlack(unsigned long nanoseconds) {
+#if defined(__linux__)
+    int previous = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (previous >= 0 && prctl(PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0) == 0)
+      saved = static_cast<unsigned long>(previous);
+#else
+    (void)nanoseconds;
+#endif
+  }
+  ~TimerSlack() {
+#if defined(__linux__)
+    if (saved)
+      prctl(PR_SET_TIMERSLACK, saved, 0, 0, 0);
+#endif
+  }
+  TimerSlack(const TimerSlack &) = delete;
+  TimerSlack &operator=(const TimerSlack &) = delete;
+
+private:
+  unsigned long saved = 0;
+};
+
+/// The first sleep between tests, in microseconds; each next one doubles,
+/// up to the policy's longest.
+constexpr double kFirstSleepUs = 10;
+
+/// The values recordTransport attaches to a communicator: their addresses.
+const int kSharedMemory = 0, kNetwork = 1;
+
+/// The keyval of the transport attribute, made at the first use; dups copy
+/// the attribute.
+int transportKeyval() {
+  static int keyval = MPI_KEYVAL_INVALID;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &keyval,
+                           nullptr);
+  });
+  return keyval;
+}
+
+/// Whether waits on `comm` sleep between tests: as COMMRT_WAIT says, and
+/// under Auto where `comm` is recorded as crossing the network.
+bool sleepsOn(MPI_Comm comm, const WaitPolicy &policy) {
+  if (policy.mode != WaitPolicy::Mode::Auto)
+    return policy.mode == WaitPolicy::Mode::Sleep;
+  void *value = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(comm, transportKeyval(), &value, &found);
+  return found && value == &kNetwork;
+}
+
+} // namespace
+
+commrt_status commrt::waitPolicy(const WaitPolicy *&policy) {
+  static WaitPolicy read;
+  static commrt_status status = COMMRT_SUCCESS;
+  static std::string message;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    status = policyFromEnvironment(read);
+    if (status != COMMRT_SUCCESS)
+      message = commrt_last_error();
+  });
+  if (status != COMMRT_SUCCESS)
+    return setLastError(status, message);
+  policy = &read;
+  return COMMRT_SUCCESS;
+}
+
+commrt_status commrt::recordTransport(MPI_Comm comm) {
+  int rank, size, nodeSize;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm node;
+  if (int error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank,
+                                      MPI_INFO_NULL, &node))
+    return failMpi("MPI_Comm_split_type (transport)", error);
+  MPI_Comm_size(node, &nodeSize);
+  MPI_Comm_free(&node);
+  const int *transport = nodeSize == size ? &kSharedMemory : &kNetwork;
+  if (int error = MPI_Comm_set_attr(comm, transportKeyval(),
+                                    const_cast<int *>(transport)))
+    return failMpi("MPI_Comm_set_attr (transport)", error);
+  return COMMRT_SUCCESS;
+}
+
+commrt_status commrt::waitAll(MPI_Comm comm, int count, MPI_Request *requests,
+                              const char *call) {
+  const WaitPolicy *policy;
+  COMMRT_TRY(waitPolicy(policy));
+  if (!sleepsOn(comm, *policy)) {
+    if (int error = MPI_Waitall(count, requests, MPI_STATUSES_IGNORE))
+      return failMpi(call, error);
+    return COMMRT_SUCCESS;
+  }
+  auto test = [&](bool &done) -> commrt_status {
+    int flag = 0;
+    if (int error = MPI_Testall(count, requests, &flag, MPI_STATUSES_IGNORE))
+      return failMpi(call, error);
+    done = flag != 0;
+    return COMMRT_SUCCESS;
+  };
+  bool done = false;
+  const Clock::time_point spinEnd =
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double, std::micro>(policy->spinUs));
+  do {
+    COMMRT_TRY(test(done));
+    if (done)
+      return COMMRT_SUCCESS;
+  } while (Clock::now() < spinEnd);
+
+  TimerSlack slack(/*nanoseconds=*/1000);
+  double sleepUs = std::min(kFirstSleepUs, policy->maxSleepUs);
+  while (true) {
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::micro>(sleepUs));
+    COMMRT_TRY(test(done));
+    if (done)
+      return COMMRT_SUCCESS;
+    sleepUs = std::min(2 * sleepUs, policy->maxSleepUs);
+  }
+}
