@@ -244,16 +244,16 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
 
 std::vector<int64_t> commrt::selectTopk(const float *acc, int64_t count,
                                         int64_t k) {
-  std::vector<int64_t> order(count);
-  std::iota(order.begin(), order.end(), 0);
-  auto larger = [acc](int64_t a, int64_t b) {
-    uint32_t ma = magnitudeBits(acc[a]), mb = magnitudeBits(acc[b]);
-    return ma > mb || (ma == mb && a < b);
-  };
-  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), larger);
-  order.resize(k);
-  std::sort(order.begin(), order.end());
-  return order;
+  // The radix passes of the device's top-k, then one pass to collect: a
+  // few streaming passes, where a partial sort of the indices costs tens of
+  // passes' time.
+  const Cut cut = findTopkCut(acc, count, k);
+  std::vector<int64_t> selected;
+  selected.reserve(k);
+  for (int64_t i = 0; i < count; ++i)
+    if (cut.selects(magnitudeBits(acc[i]), i))
+      selected.push_back(i);
+  return selected;
 }
 
 std::vector<int64_t> commrt::selectThreshold(const float *acc, int64_t count,

@@ -4,11 +4,13 @@
 // the guarantee commrt.h states, on data shaped to exercise each way the
 // search ends (early stop after one pass, refinement to the last digit,
 // ties, fewer nonzeros than k). findTopkCut (TopkSearch and TieSearch, the
-// bookkeeping of the device's top-k) against a brute-force top-k.
+// bookkeeping of the device's top-k) and the host's selectTopk, which
+// collects what that cut takes, against a brute-force top-k.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Selection.h"
+#include "Sparse.h"
 
 #include <gtest/gtest.h>
 
@@ -26,6 +28,7 @@ using commrt::findThreshold;
 using commrt::findTopkCut;
 using commrt::magnitudeBits;
 using commrt::RadixSearch;
+using commrt::selectTopk;
 using commrt::TieSearch;
 
 namespace {
@@ -190,14 +193,17 @@ std::vector<int64_t> selectedBy(const std::vector<float> &values, Cut cut) {
   return selected;
 }
 
-/// Checks findTopkCut against the brute-force top-k for every k of `ks`.
+/// Checks findTopkCut and selectTopk against the brute-force top-k for
+/// every k of `ks`.
 void checkTopk(const std::vector<float> &values,
                std::initializer_list<int64_t> ks) {
   const auto count = static_cast<int64_t>(values.size());
   for (int64_t k : ks) {
     SCOPED_TRACE("k = " + std::to_string(k));
     Cut cut = findTopkCut(values.data(), count, k);
-    EXPECT_EQ(selectedBy(values, cut), bruteForceTopk(values, k));
+    std::vector<int64_t> expected = bruteForceTopk(values, k);
+    EXPECT_EQ(selectedBy(values, cut), expected);
+    EXPECT_EQ(selectTopk(values.data(), count, k), expected);
   }
 }
 
