@@ -197,6 +197,14 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Where the estimate's report goes (-: stderr) "
                      "(default: -)"),
       llvm::cl::init(CommEstimateOptions().reportFile)};
+  Option<double> lossyMargin{
+      *this, "lossy-margin",
+      llvm::cl::desc("How much faster, as a fraction of the step, a lossy "
+                     "choice (a wire type narrower than the gradients, "
+                     "sparse gradients) must make the simulated step to be "
+                     "kept by the search, for each of the two it adds; "
+                     "otherwise the plan stays lossless (default: 0.02)"),
+      llvm::cl::init(0.02)};
   Option<bool> search{
       *this, "search",
       llvm::cl::desc("Plan with every subset of the plan-changing options "

@@ -98,6 +98,10 @@ LogicalResult comm::verifyOptimizeOptions(
     return fail("sparse-chunk-elements",
                 "expected a positive element count, got " +
                     Twine(options.sparseChunkElements));
+  if (!(options.lossyMargin >= 0.0 && options.lossyMargin < 1.0))
+    return fail("lossy-margin",
+                "expected a fraction of the step in [0, 1), got " +
+                    llvm::formatv("{0}", options.lossyMargin.getValue()));
   // The report's options would be dropped without a word.
   if (options.estimate == EstimateMode::None)
     for (const llvm::cl::Option *reportOption :

@@ -6,18 +6,20 @@
 // buckets; a sparse exchange can cost more than the dense allreduce it
 // replaces). The search plans the module with every subset of the freedoms
 // the user turned on, simulates each plan with the cost model, and keeps
-// the fastest, so turning an option on never gives a slower plan in the
-// model. Each option set is bucketed once and scheduled on every channel
-// count from the plan's down to one: concurrent collectives share the
-// links, so more channels are not always faster. Every plan with sparse
-// gradients is then refined: each of them is
-// tried dense in turn, and kept dense where the step simulates no slower
-// (comm-sparsify prices a gradient's collective alone, the search the
-// overlapped step), and on a tie the plan with fewer sparse collectives
-// wins. What it compared is recorded on the module (comm.plan_search) for
-// comm-estimate's report. The best plan so far is kept, with the
-// diagnostics its planning gave, and becomes the module's body at the end:
-// the chosen plan is not made twice.
+// the fastest (as the lossy margin below weighs it), so turning an option
+// on never gives a slower plan in the model. Each option set is bucketed once
+// and scheduled on every channel count from the plan's down to one: concurrent
+// collectives share the links, so more channels are not always faster. Every
+// plan with sparse gradients is then refined: each of them is tried dense in
+// turn, and kept dense where the step simulates no slower (comm-sparsify prices
+// a gradient's collective alone, the search the overlapped step), and on a tie
+// the plan with fewer sparse collectives wins. A lossy choice (sparse
+// gradients, a narrower wire type) must make the step faster by more than
+// `lossy-margin` of it, for each of the two kinds a plan makes; otherwise the
+// lossless plan is kept, and the faster one it declined is marked. What it
+// compared is recorded on the module (comm.plan_search) for comm-estimate's
+// report. The best plan so far is kept, with the diagnostics its planning gave,
+// and becomes the module's body at the end: the chosen plan is not made twice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,17 +67,39 @@ struct Candidate {
   /// that have one, in issue order.
   size_t sparseCollectives = 0;
   SmallVector<std::string> sparseNames;
+  /// The dense collectives of its plan that narrow a gradient on the wire.
+  size_t narrowedCollectives = 0;
   /// While it is planned and the best so far: its plan.
   std::optional<Plan> plan;
 
-  /// Whether it beats `other`: faster, or as fast with fewer sparse
-  /// collectives (compression changes the numerics, so it must pay).
-  bool isBetterThan(const Candidate &other) const {
+  /// How many kinds of lossy choice its plan makes: sparse gradients, and
+  /// gradients narrowed on the wire.
+  int lossyKinds() const {
+    return (sparseCollectives > 0 ? 1 : 0) + (narrowedCollectives > 0 ? 1 : 0);
+  }
+
+  /// Its step as the search weighs it: each kind of lossy choice must buy
+  /// `margin` of the step, so the simulated step is taken as that much
+  /// longer for each.
+  double getWeighedUs(double margin) const {
+    return *stepUs * (1.0 + margin * lossyKinds());
+  }
+
+  /// Whether it beats `other` with `margin` for each lossy kind: faster as
+  /// weighed, or as fast with fewer sparse, then narrowed collectives
+  /// (compression changes the numerics, so it must pay). With margin 0:
+  /// faster, then as fast with fewer lossy collectives.
+  bool isBetterThan(const Candidate &other, double margin) const {
     if (!stepUs)
       return false;
-    if (!other.stepUs || *stepUs != *other.stepUs)
-      return !other.stepUs || *stepUs < *other.stepUs;
-    return sparseCollectives < other.sparseCollectives;
+    if (!other.stepUs)
+      return true;
+    double us = getWeighedUs(margin), otherUs = other.getWeighedUs(margin);
+    if (us != otherUs)
+      return us < otherUs;
+    if (sparseCollectives != other.sparseCollectives)
+      return sparseCollectives < other.sparseCollectives;
+    return narrowedCollectives < other.narrowedCollectives;
   }
 };
 
@@ -215,7 +239,7 @@ struct PlanSearchPass
       return;
     }
     candidates.clear();
-    bestIndex = 0;
+    bestIndex = fastestIndex = 0;
     for (Candidate &optionSet : optionSets)
       evaluateOptionSet(module, optionSet, channelCounts);
     // Every plan with sparse gradients, not only the fastest, so that the
@@ -237,7 +261,8 @@ struct PlanSearchPass
     } else {
       adopt(module, chosen);
     }
-    record(module, candidates, chosen);
+    record(module, candidates, chosen, candidates[fastestIndex],
+           options.lossyMargin);
   }
 
 private:
@@ -350,7 +375,10 @@ private:
     size_t index = candidates.size() - 1;
     if (index == 0)
       return;
-    if (candidates[index].isBetterThan(candidates[bestIndex])) {
+    if (candidates[index].isBetterThan(candidates[fastestIndex], 0.0))
+      fastestIndex = index;
+    if (candidates[index].isBetterThan(candidates[bestIndex],
+                                       options.lossyMargin)) {
       candidates[bestIndex].plan.reset();
       bestIndex = index;
     } else {
@@ -440,13 +468,20 @@ private:
   /// simulates it: the sum of its functions' simulated times, or a failure.
   void simulate(Candidate &candidate) {
     ModuleOp plan = *candidate.plan->module;
-    plan.walk([&](SparseCollectiveOpInterface sparse) {
-      ++candidate.sparseCollectives;
-      StringRef name = cast<CollectiveOpInterface>(sparse.getOperation())
-                           .getGradientNames()
-                           .front();
-      if (!name.empty())
-        candidate.sparseNames.push_back(name.str());
+    plan.walk([&](CollectiveOpInterface collective) {
+      if (isa<SparseCollectiveOpInterface>(collective.getOperation())) {
+        ++candidate.sparseCollectives;
+        StringRef name = collective.getGradientNames().front();
+        if (!name.empty())
+          candidate.sparseNames.push_back(name.str());
+        return;
+      }
+      for (unsigned index = 0, e = collective.getGradients().size(); index < e;
+           ++index)
+        if (collective.getGradientWireType(index)) {
+          ++candidate.narrowedCollectives;
+          return;
+        }
     });
     SimulationMode mode = options.estimate == EstimateMode::Steady
                               ? SimulationMode::SteadyState
@@ -493,9 +528,11 @@ private:
     chosen.plan.reset();
   }
 
-  /// Records the candidates on `module` (kPlanSearchAttrName).
+  /// Records the candidates on `module` (kPlanSearchAttrName), and on
+  /// `fastest`, where it is not `best`, why the margin declined it.
   static void record(ModuleOp module, ArrayRef<Candidate> candidates,
-                     const Candidate &best) {
+                     const Candidate &best, const Candidate &fastest,
+                     double margin) {
     Builder builder(module.getContext());
     SmallVector<Attribute> entries;
     for (const Candidate &candidate : candidates) {
@@ -508,8 +545,28 @@ private:
       else
         fields.push_back(builder.getNamedAttr(
             "failure", builder.getStringAttr(candidate.failure)));
+      if (candidate.stepUs) {
+        SmallVector<Attribute, 2> lossy;
+        if (candidate.sparseCollectives > 0)
+          lossy.push_back(builder.getStringAttr("sparse"));
+        if (candidate.narrowedCollectives > 0)
+          lossy.push_back(builder.getStringAttr("wire"));
+        fields.push_back(
+            builder.getNamedAttr("lossy", builder.getArrayAttr(lossy)));
+      }
       if (&candidate == &best)
         fields.push_back(builder.getNamedAttr("chosen", builder.getUnitAttr()));
+      if (&candidate == &fastest && best.stepUs &&
+          *fastest.stepUs < *best.stepUs) {
+        std::string why;
+        llvm::raw_string_ostream(why) << llvm::format(
+            "%.2f%% faster than the chosen plan, under the lossy margin "
+            "(%g%% per lossy kind)",
+            (*best.stepUs - *fastest.stepUs) / *best.stepUs * 100.0,
+            margin * 100.0);
+        fields.push_back(
+            builder.getNamedAttr("declined", builder.getStringAttr(why)));
+      }
       entries.push_back(builder.getDictionaryAttr(fields));
     }
     module->setAttr(kPlanSearchAttrName, builder.getArrayAttr(entries));
@@ -518,9 +575,10 @@ private:
   OptimizeOptions options;
   std::shared_ptr<const ClusterModel> cluster;
   std::optional<DeviceModel> device;
-  /// The plans compared so far, in order, and the index of the best.
+  /// The plans compared so far, in order, the index of the best (with the
+  /// lossy margin) and of the fastest (without it).
   std::vector<Candidate> candidates;
-  size_t bestIndex = 0;
+  size_t bestIndex = 0, fastestIndex = 0;
 };
 
 } // namespace

@@ -317,6 +317,8 @@ private:
         os << "  failed: " << failure.getValue();
       if (entry.get("chosen"))
         os << "  <- chosen";
+      if (auto declined = entry.getAs<StringAttr>("declined"))
+        os << "  <- declined: " << declined.getValue();
       os << "\n";
     }
   }
@@ -427,7 +429,14 @@ private:
                 json.attribute("step_us", stepUs.getValueAsDouble());
               if (auto failure = entry.getAs<StringAttr>("failure"))
                 json.attribute("failure", failure.getValue());
+              if (auto lossy = entry.getAs<ArrayAttr>("lossy"))
+                json.attributeArray("lossy", [&] {
+                  for (auto kind : lossy.getAsValueRange<StringAttr>())
+                    json.value(kind);
+                });
               json.attribute("chosen", static_cast<bool>(entry.get("chosen")));
+              if (auto declined = entry.getAs<StringAttr>("declined"))
+                json.attribute("declined", declined.getValue());
             });
         });
     });

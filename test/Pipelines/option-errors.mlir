@@ -29,6 +29,9 @@
 // DENSITY: comm-optimize: option 'density': expected a fraction in (0, 1], got
 // RUN: not commopt-opt %s --comm-optimize="sparse-chunk-elements=0" 2>&1 | FileCheck %s --check-prefix=CHUNK
 // CHUNK: comm-optimize: option 'sparse-chunk-elements': expected a positive element count, got 0
+// RUN: not commopt-opt %s --comm-optimize="lossy-margin=1" 2>&1 | FileCheck %s --check-prefix=MARGIN
+// RUN: not commopt-opt %s --comm-optimize="lossy-margin=-0.1" 2>&1 | FileCheck %s --check-prefix=MARGIN
+// MARGIN: comm-optimize: option 'lossy-margin': expected a fraction of the step in [0, 1), got
 // RUN: not commopt-opt %s --comm-optimize="channels=two" 2>&1 | FileCheck %s --check-prefix=PARSE
 // PARSE: for the --channels option: 'two' value invalid for integer argument
 // PARSE: error: comm-optimize: cannot parse options 'channels=two'{{$}}

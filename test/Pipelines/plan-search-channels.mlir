@@ -13,7 +13,7 @@
 // REPORT-NEXT: channels=2 7158.000 us{{$}}
 // REPORT-NEXT: channels=1 6144.000 us  <- chosen
 
-// ONE: comm.plan_search = [{options = "channels=2", step_us = 7.158000e+03 : f64}, {chosen, options = "channels=1", step_us = 6.144000e+03 : f64}]
+// ONE: comm.plan_search = [{lossy = [], options = "channels=2", step_us = 7.158000e+03 : f64}, {chosen, lossy = [], options = "channels=1", step_us = 6.144000e+03 : f64}]
 // ONE-NOT: channel =
 
 // With another freedom on (wire=f16), each of its option sets is compared
