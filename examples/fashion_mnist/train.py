@@ -21,6 +21,7 @@ import datetime
 import hashlib
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -183,6 +184,12 @@ class Peer:
         return tensor.tolist()
 
 
+def process_cpu_s():
+    """CPU seconds (user and system) of every thread of this process."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def evaluate(model, sync, test_x, test_y):
     """Test accuracy in percent; each rank scores its share of the set."""
     share = len(test_x) // sync.size + 1
@@ -239,11 +246,12 @@ def main(argv):
     for epoch in range(1, arguments.epochs + 1):
         order = torch.randperm(len(train_x), generator=torch.Generator()
                                .manual_seed(arguments.seed * 1000 + epoch))
-        losses, step_ms = [], []
+        losses, step_ms, cpu_ms = [], [], []
         for step in range(steps):
             begin = step * global_batch + sync.rank * arguments.batch_size
             index = order[begin:begin + arguments.batch_size].to(device)
             started = time.perf_counter()
+            cpu_started = process_cpu_s()
             optimizer.zero_grad(set_to_none=True)
             loss = F.cross_entropy(sync.model(train_x[index]), train_y[index])
             loss.backward()
@@ -251,11 +259,17 @@ def main(argv):
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             step_ms.append((time.perf_counter() - started) * 1e3)
+            cpu_ms.append((process_cpu_s() - cpu_started) * 1e3)
             losses.append(loss.item())
-        loss_sum, count = sync.all_sum([sum(losses), len(losses)])
+        loss_sum, count, cpu_sum = sync.all_sum(
+            [sum(losses), len(losses), statistics.median(cpu_ms)])
         record = {"epoch": epoch, "train_loss": loss_sum / count,
                   "step_ms_median": statistics.median(step_ms),
-                  "step_ms_mean": statistics.fmean(step_ms)}
+                  "step_ms_mean": statistics.fmean(step_ms),
+                  # CPU time per step of all of a rank's threads (MPI's,
+                  # gloo's and the runtime's channels included): the median
+                  # of each rank's steps, averaged over the ranks.
+                  "cpu_ms_median": cpu_sum / sync.size}
         if not arguments.no_eval:
             record["test_accuracy"] = evaluate(model, sync, test_x, test_y)
         history.append(record)

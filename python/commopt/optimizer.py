@@ -302,7 +302,7 @@ class DistributedOptimizer:
             if time.monotonic() > deadline:
                 raise self._timed_out(issued.collective)
             time.sleep(pause)
-            pause = min(pause * 2, 1e-3)
+            pause = min(pause * 2, 2e-4)
         status = runtime.wait(issued.handle)
         issued.handle = None
         runtime.check(status, issued.collective.describe())
