@@ -62,6 +62,8 @@ struct Plan {
   /// `wire` (which may be COMMRT_WIRE_NONE). A mixed plan has buffers of
   /// both kinds.
   std::vector<uint8_t> narrowed;
+  /// What its trace events say of it (set where it is called or started).
+  TraceContext trace;
 
   /// Whether some buffers travel in `wire` and others in `dtype`.
   bool isMixed() const { return !narrowed.empty(); }
@@ -80,6 +82,7 @@ struct Plan {
     made.dtype = dtype;
     made.reduce = reduce;
     made.algorithm = algorithm;
+    made.trace = trace;
     made.wire = narrow ? wire : COMMRT_WIRE_NONE;
     made.prescale = narrow ? prescale : 1.0f;
     for (size_t i = 0; i < buffers.size(); ++i)

@@ -44,6 +44,7 @@
 #include "Hierarchy.h"
 #include "MpiWait.h"
 #include "RingAllreduce.h"
+#include "Trace.h"
 #include "WireFormat.h"
 
 #include <algorithm>
@@ -215,11 +216,14 @@ public:
   commrt_status run(const Plan &plan, const Ranks &ranks,
                     std::vector<unsigned char> &fusion,
                     std::vector<unsigned char> &scratch) const {
+    TracePhase call(plan.trace, COMMRT_PHASE_CALL, ranks.size);
     if (plan.isMixed())
       return runMixed(plan, ranks, fusion, scratch);
-    if (plan.inPlace())
+    if (plan.inPlace()) {
+      TracePhase exchange(plan.trace, COMMRT_PHASE_EXCHANGE, ranks.size);
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
                        plan.algorithm, ranks, scratch);
+    }
     // A ring reads and writes the buffers where they are: packing them into
     // the fusion buffer would only copy.
     if (plan.wire == COMMRT_WIRE_NONE && plan.prescale == 1.0f &&
@@ -229,7 +233,11 @@ public:
       for (size_t i = 0; i < plan.buffers.size(); ++i)
         spans.push_back(
             {static_cast<unsigned char *>(plan.buffers[i]), plan.counts[i]});
-      COMMRT_TRY(ring(spans, plan.dtype, plan.reduce, ranks.comm, scratch));
+      {
+        TracePhase exchange(plan.trace, COMMRT_PHASE_EXCHANGE, ranks.size);
+        COMMRT_TRY(ring(spans, plan.dtype, plan.reduce, ranks.comm, scratch));
+      }
+      TracePhase unpack(plan.trace, COMMRT_PHASE_UNPACK, ranks.size);
       if (plan.reduce == COMMRT_AVG)
         for (size_t i = 0; i < plan.buffers.size(); ++i)
           divideBySize(plan.buffers[i], plan.counts[i], plan.dtype, ranks.size);
@@ -240,14 +248,21 @@ public:
     if (fusion.size() < travelBytes)
       fusion.resize(travelBytes);
     unsigned char *next = fusion.data();
-    for (size_t i = 0; i < plan.buffers.size(); ++i) {
-      convert(plan.buffers[i], plan.dtype, next, travel, plan.counts[i],
-              plan.prescale);
-      next += plan.counts[i] * elementSize(travel);
+    {
+      TracePhase pack(plan.trace, COMMRT_PHASE_PACK, ranks.size);
+      for (size_t i = 0; i < plan.buffers.size(); ++i) {
+        convert(plan.buffers[i], plan.dtype, next, travel, plan.counts[i],
+                plan.prescale);
+        next += plan.counts[i] * elementSize(travel);
+      }
     }
-    COMMRT_TRY(allreduce(fusion.data(), plan.total, travel,
-                         travelReduce(plan.wire, plan.reduce), plan.algorithm,
-                         ranks, scratch));
+    {
+      TracePhase exchange(plan.trace, COMMRT_PHASE_EXCHANGE, ranks.size);
+      COMMRT_TRY(allreduce(fusion.data(), plan.total, travel,
+                           travelReduce(plan.wire, plan.reduce), plan.algorithm,
+                           ranks, scratch));
+    }
+    TracePhase unpack(plan.trace, COMMRT_PHASE_UNPACK, ranks.size);
     double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
                                plan.prescale, ranks.size);
     next = fusion.data();
@@ -283,21 +298,27 @@ private:
       fusion.resize(units * width);
     unsigned char *narrowAt = fusion.data();
     unsigned char *fullAt = fusion.data() + narrowUnits * width;
-    std::fill(narrowAt + narrowCount * wireWidth, fullAt, 0);
-    for (size_t i = 0; i < plan.buffers.size(); ++i) {
-      unsigned char *&at = plan.narrowed[i] ? narrowAt : fullAt;
-      convert(plan.buffers[i], plan.dtype, at,
-              plan.narrowed[i] ? wire : plan.dtype, plan.counts[i],
-              plan.narrowed[i] ? plan.prescale : 1.0);
-      at += plan.counts[i] * (plan.narrowed[i] ? wireWidth : width);
+    {
+      TracePhase pack(plan.trace, COMMRT_PHASE_PACK, ranks.size);
+      std::fill(narrowAt + narrowCount * wireWidth, fullAt, 0);
+      for (size_t i = 0; i < plan.buffers.size(); ++i) {
+        unsigned char *&at = plan.narrowed[i] ? narrowAt : fullAt;
+        convert(plan.buffers[i], plan.dtype, at,
+                plan.narrowed[i] ? wire : plan.dtype, plan.counts[i],
+                plan.narrowed[i] ? plan.prescale : 1.0);
+        at += plan.counts[i] * (plan.narrowed[i] ? wireWidth : width);
+      }
     }
-    if (ranks.size > 1)
+    if (ranks.size > 1) {
+      TracePhase exchange(plan.trace, COMMRT_PHASE_EXCHANGE, ranks.size);
       COMMRT_TRY(ringAllreduce(
           {{fusion.data(), units}}, mpiType(plan.dtype), width,
           MixedReduction(narrowUnits, width, type16,
                          mpiOp(wire, travelReduce(plan.wire, plan.reduce)),
                          mpiType(plan.dtype), mpiOp(plan.dtype, plan.reduce)),
           ranks.comm, scratch));
+    }
+    TracePhase unpack(plan.trace, COMMRT_PHASE_UNPACK, ranks.size);
     const double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
                                      plan.prescale, ranks.size);
     narrowAt = fusion.data();
@@ -587,6 +608,12 @@ public:
   /// Queues the collective `shared`.
   commrt_status submit(std::shared_ptr<Shared> shared) {
     return thread.submit([this, shared] {
+      const TraceContext &trace =
+          shared->sparse ? shared->sparse->trace : shared->plan.trace;
+      // Not when tracing began after the start.
+      if (isTracing() && trace.startedUs > 0)
+        recordTraceEvent(trace, COMMRT_PHASE_QUEUED, trace.startedUs,
+                         commrt_time_us(), ranks.size);
       shared->outcome.finish(
           shared->sparse ? sparseAllreduce(*shared->sparse, ranks.comm)
                          : reducer.run(shared->plan, ranks, fusion, scratch));

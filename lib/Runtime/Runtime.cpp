@@ -11,6 +11,7 @@
 #include "ComputeEmulation.h"
 #include "MpiWait.h"
 #include "Sparse.h"
+#include "Trace.h"
 #include "Validation.h"
 #include "Watchdog.h"
 #include "WireFormat.h"
@@ -302,19 +303,21 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
 
 /// Runs the valid `plan` among the ranks of `group` to completion; a plan
 /// with nothing to reduce is done at once.
-commrt_status runPlan(const Plan &plan, int32_t group) {
+commrt_status runPlan(Plan plan, int32_t group) {
   if (plan.total == 0)
     return COMMRT_SUCCESS;
+  plan.trace = makeTraceContext(plan.total, plan.wire, /*channel=*/-1);
   return runtime().backend->run(plan, group);
 }
 
 /// Starts the valid `plan` among the ranks of `group`, the rank's collective
 /// number `collective` (0 for a group's), on the valid `channel` and stores
 /// its handle at `handle`.
-commrt_status startPlan(const Plan &plan, int32_t group, int32_t channel,
+commrt_status startPlan(Plan plan, int32_t group, int32_t channel,
                         int64_t collective, int64_t *handle) {
   Runtime &rt = runtime();
   std::unique_ptr<Operation> operation;
+  plan.trace = makeTraceContext(plan.total, plan.wire, channel);
   if (plan.total == 0)
     operation = std::make_unique<Finished>();
   else
@@ -493,7 +496,10 @@ commrt_status runSparseAllreduce(const char *function, int32_t group,
                              static_cast<commrt_select>(select),
                              static_cast<commrt_exchange>(exchange),
                              static_cast<commrt_reduce>(reduce),
-                             chunkElements};
+                             chunkElements,
+                             makeTraceContext(count,
+                                              COMMRT_TRACE_SPARSE + select,
+                                              channel.value_or(-1))};
         Runtime &rt = runtime();
         if (!channel)
           return count == 0 ? COMMRT_SUCCESS : rt.backend->sparse(args, group);

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 using namespace commrt;
@@ -158,35 +159,57 @@ commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
   return allgatherPairs(reduced, all, comm);
 }
 
-/// Selects and exchanges pairs; `acc` is in `residual`.
-commrt_status pairAllreduce(const SparseArguments &args, MPI_Comm comm) {
+/// Divides the result by the `size` ranks where the reduction averages.
+void average(const SparseArguments &args, int size) {
+  if (args.reduce != COMMRT_AVG)
+    return;
+  for (int64_t i = 0; i < args.count; ++i)
+    args.grad[i] /= static_cast<float>(size);
+}
+
+/// Selects and exchanges pairs among the `size` ranks of `comm`; `acc` is in
+/// `residual`.
+commrt_status pairAllreduce(const SparseArguments &args, MPI_Comm comm,
+                            int size) {
   const float *acc = args.residual;
   int64_t k = selectionSize(args.density, args.count);
-  std::vector<int64_t> selected = args.select == COMMRT_SELECT_TOPK
-                                      ? selectTopk(acc, args.count, k)
-                                      : selectThreshold(acc, args.count, k);
   Pairs local;
-  local.indices = std::move(selected);
-  for (int64_t index : local.indices)
-    local.values.push_back(acc[index]);
+  {
+    TracePhase select(args.trace, COMMRT_PHASE_SELECT, size);
+    local.indices = args.select == COMMRT_SELECT_TOPK
+                        ? selectTopk(acc, args.count, k)
+                        : selectThreshold(acc, args.count, k);
+    for (int64_t index : local.indices)
+      local.values.push_back(acc[index]);
+    select.selected = static_cast<int64_t>(local.indices.size());
+  }
 
   Pairs all;
-  commrt_status status = args.exchange == COMMRT_EXCHANGE_HASH
-                             ? hashExchange(local, args.count, all, comm)
-                             : allgatherPairs(local, all, comm);
-  if (status != COMMRT_SUCCESS)
-    return status;
+  {
+    TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
+    COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
+                   ? hashExchange(local, args.count, all, comm)
+                   : allgatherPairs(local, all, comm));
+    exchange.selected = static_cast<int64_t>(local.indices.size());
+    exchange.received = static_cast<int64_t>(all.indices.size());
+  }
 
+  TracePhase scatter(args.trace, COMMRT_PHASE_SCATTER, size);
+  scatter.selected = static_cast<int64_t>(local.indices.size());
+  scatter.received = static_cast<int64_t>(all.indices.size());
   std::fill(args.grad, args.grad + args.count, 0.0f);
   for (size_t i = 0; i < all.indices.size(); ++i)
     args.grad[all.indices[i]] += all.values[i];
   for (int64_t index : local.indices)
     args.residual[index] = 0.0f;
+  average(args, size);
   return COMMRT_SUCCESS;
 }
 
-/// GradientFlow's chunked selection and exchange; `acc` is in `residual`.
-commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
+/// GradientFlow's chunked selection and exchange among the `size` ranks of
+/// `comm`; `acc` is in `residual`.
+commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm,
+                             int size) {
   const int64_t chunk = args.chunkElements;
   const int64_t chunks = (args.count - 1) / chunk + 1;
   COMMRT_TRY(checkIntCount(chunks, "the chunks"));
@@ -194,7 +217,15 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
     return std::min(args.count, (c + 1) * chunk);
   };
 
-  std::vector<double> norms = chunkNorms(args.residual, args.count, chunk);
+  std::vector<double> norms;
+  {
+    TracePhase select(args.trace, COMMRT_PHASE_SELECT, size);
+    norms = chunkNorms(args.residual, args.count, chunk);
+  }
+  // From the norms' reduction to the chunks' allreduce, their packing
+  // included.
+  std::optional<TracePhase> exchange;
+  exchange.emplace(args.trace, COMMRT_PHASE_EXCHANGE, size);
   int rank;
   MPI_Comm_rank(comm, &rank);
   std::vector<double> sums(rank == 0 ? chunks : 0);
@@ -228,7 +259,11 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
                          MPI_FLOAT, MPI_SUM, comm, &request))
     return failMpi("MPI_Iallreduce", error);
   COMMRT_TRY(waitFor(comm, request, "MPI_Iallreduce"));
+  exchange->selected = packed;
+  exchange.reset();
 
+  TracePhase scatter(args.trace, COMMRT_PHASE_SCATTER, size);
+  scatter.selected = packed;
   std::fill(args.grad, args.grad + args.count, 0.0f);
   const float *next = buffer.data();
   for (int64_t c : selected) {
@@ -237,6 +272,7 @@ commrt_status chunkAllreduce(const SparseArguments &args, MPI_Comm comm) {
     std::fill(args.residual + begin, args.residual + end, 0.0f);
     next += end - begin;
   }
+  average(args, size);
   return COMMRT_SUCCESS;
 }
 
@@ -322,17 +358,16 @@ std::vector<int64_t> commrt::bucketByOwner(const int64_t *indices,
 
 commrt_status commrt::sparseAllreduce(const SparseArguments &args,
                                       MPI_Comm comm) {
-  // acc = grad + residual, kept in the residual buffer until step 5.
-  for (int64_t i = 0; i < args.count; ++i)
-    args.residual[i] += args.grad[i];
-  commrt_status status = args.select == COMMRT_SELECT_CHUNK
-                             ? chunkAllreduce(args, comm)
-                             : pairAllreduce(args, comm);
-  if (status != COMMRT_SUCCESS || args.reduce != COMMRT_AVG)
-    return status;
   int size;
   MPI_Comm_size(comm, &size);
-  for (int64_t i = 0; i < args.count; ++i)
-    args.grad[i] /= static_cast<float>(size);
-  return COMMRT_SUCCESS;
+  TracePhase call(args.trace, COMMRT_PHASE_CALL, size);
+  {
+    // acc = grad + residual, kept in the residual buffer until the result
+    // is scattered.
+    TracePhase accumulate(args.trace, COMMRT_PHASE_ACCUMULATE, size);
+    for (int64_t i = 0; i < args.count; ++i)
+      args.residual[i] += args.grad[i];
+  }
+  return args.select == COMMRT_SELECT_CHUNK ? chunkAllreduce(args, comm, size)
+                                            : pairAllreduce(args, comm, size);
 }

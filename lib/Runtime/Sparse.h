@@ -10,6 +10,7 @@
 #ifndef COMMRT_SPARSE_H
 #define COMMRT_SPARSE_H
 
+#include "Trace.h"
 #include "commrt/commrt.h"
 
 #include <mpi.h>
@@ -30,6 +31,8 @@ struct SparseArguments {
   commrt_exchange exchange;
   commrt_reduce reduce;
   int64_t chunkElements;
+  /// What its trace events say of it.
+  TraceContext trace = {};
 };
 
 /// The k entries of `acc` (`count` of them, k in 1..count) of largest

@@ -655,6 +655,94 @@ int32_t commrt_barrier(void);
  * every rank must pass the same `step`. */
 int32_t commrt_report_step_us(int64_t step, double microseconds);
 
+/*===-- Tracing ------------------------------------------------------------===
+ *
+ * While tracing is on, the MPI backend records the phases of every
+ * collective it runs, so that a measured step can be set beside the cost
+ * model's (python/commopt's COMMOPT_TIMELINE writes them as a Chrome trace).
+ * Recording costs a clock reading and a short locked append per phase;
+ * while tracing is off, a relaxed atomic load. The NCCL backend records no
+ * phases (its GPU work is asynchronous to the host). */
+
+/* The phases of a collective. */
+typedef enum commrt_trace_phase {
+  /* The whole collective, on the thread that runs it (the caller's for a
+   * blocking call, the channel's for a started one). */
+  COMMRT_PHASE_CALL = 0,
+  /* A started collective from its start to the moment its channel's thread
+   * takes it up (behind the channel's earlier collectives). */
+  COMMRT_PHASE_QUEUED = 1,
+  /* A sparse allreduce's acc = grad + residual. */
+  COMMRT_PHASE_ACCUMULATE = 2,
+  /* A sparse allreduce's selection: the radix passes and the collection of
+   * the pairs (top-k, threshold), or the chunk norms (chunk). */
+  COMMRT_PHASE_SELECT = 3,
+  /* The messages: a dense allreduce's reduction over the ranks, a sparse
+   * allreduce's exchange (its collectives, with the chunks' packing). */
+  COMMRT_PHASE_EXCHANGE = 4,
+  /* A sparse allreduce's result: zeros, the received pairs or chunks added
+   * in, the sent entries cleared from the residual, AVG's division. */
+  COMMRT_PHASE_SCATTER = 5,
+  /* A dense allreduce's packing of its buffers into the wire type (casts
+   * and prescale included). */
+  COMMRT_PHASE_PACK = 6,
+  /* A dense allreduce's unpacking into its buffers, and AVG's division. */
+  COMMRT_PHASE_UNPACK = 7,
+} commrt_trace_phase;
+
+/* One recorded phase of one collective, on one rank. */
+typedef struct commrt_trace_event {
+  /* commrt_time_us() at the phase's begin and end. */
+  double begin_us;
+  double end_us;
+  /* The calling thread's tag (commrt_trace_tag) when the collective was
+   * called or started. */
+  int64_t tag;
+  /* The collective's elements (the sum of its buffers'). */
+  int64_t elements;
+  /* A sparse allreduce's pairs this rank sent (top-k, threshold), or the
+   * elements of the chunks sent (chunk); 0 otherwise. */
+  int64_t selected;
+  /* A sparse allreduce's pairs this rank received and added in (0 for the
+   * chunk exchange and for dense collectives). */
+  int64_t received;
+  /* A commrt_trace_phase. */
+  int32_t phase;
+  /* A sparse allreduce's commrt_select, with COMMRT_TRACE_SPARSE added; a
+   * dense one's wire type (a commrt_dtype) or COMMRT_WIRE_NONE. */
+  int32_t kind;
+  /* The channel of a started collective, -1 for a blocking one. */
+  int32_t channel;
+  /* The ranks the collective ran among. */
+  int32_t ranks;
+} commrt_trace_event;
+
+/* Added to a sparse allreduce's commrt_select in commrt_trace_event.kind. */
+#define COMMRT_TRACE_SPARSE 100
+
+/* Starts recording, keeping at most `capacity` (> 0) events until they are
+ * read; events beyond that are counted (commrt_trace_dropped) and lost.
+ * Starting again keeps what is recorded and sets the capacity. Local. */
+int32_t commrt_trace_start(int64_t capacity);
+
+/* Stops recording; what was recorded stays to be read. Local. */
+int32_t commrt_trace_stop(void);
+
+/* Sets the tag of the collectives this thread calls or starts from now on
+ * (0 until set), e.g. the index of the plan's collective, so that the
+ * caller can tell its collectives' events apart. Local. */
+int32_t commrt_trace_tag(int64_t tag);
+
+/* Moves up to `capacity` of the recorded events, oldest first, into
+ * `events` and sets `*count` to how many it moved; those left stay for the
+ * next read. Local. */
+int32_t commrt_trace_read(commrt_trace_event *events, int64_t capacity,
+                          int64_t *count);
+
+/* How many events this process lost because `capacity` were waiting to be
+ * read. Local. */
+int64_t commrt_trace_dropped(void);
+
 /* Does nothing when `status` is COMMRT_SUCCESS. Otherwise prints
  * "commrt: rank R: <status name>: <last error>" to stderr and aborts every
  * rank with MPI_Abort (the process exits if MPI is not running), so that a
