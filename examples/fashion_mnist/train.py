@@ -51,7 +51,8 @@ def parse_arguments(argv):
                         "--export-plan (default: commopt's default plan)")
     parser.add_argument("--momentum-correction", action="store_true",
                         help="Deep Gradient Compression's momentum "
-                        "correction for the plan's sparse parameters")
+                        "correction for the plan's sparse parameters (default: "
+                        "as the plan says)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=16,
                         help="samples per rank and step (default 16)")
@@ -110,12 +111,12 @@ class Commopt:
         plan = commopt.load_plan(arguments.plan) if arguments.plan else None
         self.optimizer = commopt.DistributedOptimizer(
             optimizer, model.named_parameters(), plan=plan,
-            momentum_correction=arguments.momentum_correction)
+            momentum_correction=arguments.momentum_correction or None)
         self.model = model
         self.description = "commopt " + \
             (arguments.plan or "default plan") + ": " + \
             self.optimizer.plan.kinds + \
-            (", momentum correction" if arguments.momentum_correction else "")
+            (", momentum correction" if self.optimizer.velocities else "")
 
     def all_sum(self, values):
         tensor = torch.tensor(values, dtype=torch.float64)

@@ -688,12 +688,23 @@ def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {
     that reports say nobody chose it. The description is read once here, so
     that a preset name or file that cannot be read fails before planning.
 
+    With `momentum-correction`, it also records that the plan trains with
+    Deep Gradient Compression's momentum correction of its sparse gradients
+    (`comm.momentum_correction`): the training bridge corrects each sparse
+    gradient in its hook and masks its velocity after the wait, on the
+    compute thread, which the step model prices with the device's bridge
+    costs, and `--export-plan` tells the bridge to do it.
+
     ```mlir
     module attributes {comm.cluster = "ethernet10-16"} { ... }
     ```
   }];
   let options = [
-    CommClusterOption
+    CommClusterOption,
+    Option<"momentumCorrection", "momentum-correction", "bool",
+           /*default=*/"false",
+           "Record that the plan trains with momentum correction of its "
+           "sparse gradients (default: false)">
   ];
 }
 

@@ -175,6 +175,14 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Comma-separated parameters whose gradients stay dense "
                      "(comm-sparsify's exclude) (default: '')"),
       llvm::cl::init("")};
+  Option<bool> momentumCorrection{
+      *this, "momentum-correction",
+      llvm::cl::desc("The plan trains with Deep Gradient Compression's "
+                     "momentum correction of its sparse gradients, run by "
+                     "the training bridge on the compute thread "
+                     "(comm-record-cluster's momentum-correction) (default: "
+                     "false)"),
+      llvm::cl::init(false)};
   Option<bool> sparseOverlap{
       *this, "sparse-overlap",
       llvm::cl::desc("Start sparse allreduces on a channel "

@@ -205,29 +205,33 @@ CollectiveCost comm::broadcastCost(const ClusterModel &cluster, double bytes) {
   return withOverhead(cluster, broadcastLinkCost(cluster, bytes));
 }
 
-double comm::sparseLocalBytes(SparseSelectScheme select,
-                              SparseExchangeScheme scheme,
-                              const SparseGradient &gradient, int64_t ranks,
-                              bool average) {
+SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
+                                      SparseExchangeScheme scheme,
+                                      const SparseGradient &gradient,
+                                      int64_t ranks, bool average) {
+  SparseLocalWork work;
   if (ranks <= 1)
-    return 0;
+    return work;
   double n = static_cast<double>(gradient.denseElements);
   double v = static_cast<double>(gradient.valueBytes);
   double pairBytes = v + static_cast<double>(gradient.indexBytes);
   double k = gradient.density * n;
-  // acc = grad + residual: two reads and a write; the result starts as
-  // zeros (one write); AVG divides it (a read and a write).
-  double bytes = 3 * n * v + n * v + (average ? 2 * n * v : 0);
+  work.elements = n;
+  // acc = grad + residual: two reads and a write.
+  work.accumulateBytes = 3 * n * v;
+  // The result starts as zeros (one write); AVG divides it (a read and a
+  // write).
+  work.scatterBytes = n * v + (average ? 2 * n * v : 0);
   switch (select) {
   case SparseSelectScheme::Threshold:
     // At most three radix passes (digits of 11, 10 and 10 bits) to find the
     // threshold, one to collect the entries above it.
-    bytes += 4 * n * v;
+    work.selectBytes = 4 * n * v;
     break;
   case SparseSelectScheme::Topk:
     // The threshold's passes, one more to break ties by index, one to
     // collect.
-    bytes += 5 * n * v;
+    work.selectBytes = 5 * n * v;
     break;
   case SparseSelectScheme::Chunk: {
     // One pass for the chunk norms; the chosen chunks are packed, unpacked
@@ -238,17 +242,23 @@ double comm::sparseLocalBytes(SparseSelectScheme select,
         std::ceil(gradient.density * static_cast<double>(chunks) - 1e-9) *
             static_cast<double>(gradient.chunkElements),
         n);
-    return bytes + n * v + 5 * chosen * v;
+    work.selectBytes = n * v;
+    work.scatterBytes += 5 * chosen * v;
+    work.entries = chosen;
+    return work;
   }
   }
-  // The sent entries are read as pairs and cleared from the residual; the
-  // received pairs are added into the result (a read and a write each).
+  // The sent entries are read as pairs (collected) and cleared from the
+  // residual; the received pairs are added into the result (a read and a
+  // write each).
   double received = static_cast<double>(ranks) * k;
   if (scheme == SparseExchangeScheme::Hash)
     received = std::min(n * gradient.reducedDensity.value_or(
                                 unionDensity(gradient.density, ranks)),
                         n);
-  return bytes + k * (pairBytes + v) + received * (pairBytes + 2 * v);
+  work.scatterBytes += k * (pairBytes + v) + received * (pairBytes + 2 * v);
+  work.entries = received;
+  return work;
 }
 
 double comm::unionDensity(double density, int64_t ranks) {

@@ -36,6 +36,45 @@ double DeviceModel::rooflineUs(double flops, double bytes,
   return launchOverheadUs + std::max(computeUs, memoryUs);
 }
 
+bool LocalWorkRates::operator==(const LocalWorkRates &other) const {
+  return accumulateNs == other.accumulateNs &&
+         thresholdSelectNs == other.thresholdSelectNs &&
+         topkSelectNs == other.topkSelectNs &&
+         chunkSelectNs == other.chunkSelectNs && scatterNs == other.scatterNs &&
+         scatterNsPerEntry == other.scatterNsPerEntry &&
+         denseNs == other.denseNs;
+}
+
+bool BridgeCosts::operator==(const BridgeCosts &other) const {
+  return hookUs == other.hookUs && momentumNs == other.momentumNs &&
+         maskNs == other.maskNs;
+}
+
+/// Reports the first negative or non-finite rate of `rates` below `path`
+/// (its `local_work` field).
+static bool verifyLocalWork(const LocalWorkRates &rates, Path path) {
+  Path select = path.field("select_ns_per_element");
+  return detail::checkNonNegative(rates.accumulateNs, path,
+                                  "accumulate_ns_per_element") &&
+         detail::checkNonNegative(rates.thresholdSelectNs, select,
+                                  "threshold") &&
+         detail::checkNonNegative(rates.topkSelectNs, select, "topk") &&
+         detail::checkNonNegative(rates.chunkSelectNs, select, "chunk") &&
+         detail::checkNonNegative(rates.scatterNs, path,
+                                  "scatter_ns_per_element") &&
+         detail::checkNonNegative(rates.scatterNsPerEntry, path,
+                                  "scatter_ns_per_entry") &&
+         detail::checkNonNegative(rates.denseNs, path, "dense_ns_per_element");
+}
+
+/// Likewise for the bridge's costs (its `bridge` field).
+static bool verifyBridge(const BridgeCosts &bridge, Path path) {
+  return detail::checkNonNegative(bridge.hookUs, path, "hook_us") &&
+         detail::checkNonNegative(bridge.momentumNs, path,
+                                  "momentum_ns_per_element") &&
+         detail::checkNonNegative(bridge.maskNs, path, "mask_ns_per_element");
+}
+
 /// Reports the first broken invariant of `device` below `path`.
 static bool verifyDevice(const DeviceModel &device, Path path) {
   return detail::checkPositive(device.peakTflops, path, "peak_tflops") &&
@@ -47,8 +86,43 @@ static bool verifyDevice(const DeviceModel &device, Path path) {
          detail::checkField(std::isfinite(device.channelSlowdown) &&
                                 device.channelSlowdown >= 1,
                             path, "channel_slowdown",
-                            "expected a number of at least 1");
+                            "expected a number of at least 1") &&
+         verifyLocalWork(device.localWork, path.field("local_work")) &&
+         verifyBridge(device.bridge, path.field("bridge"));
 }
+
+namespace mlir::comm {
+/// Reads a device description's `local_work` object.
+static bool fromJSON(const llvm::json::Value &value, LocalWorkRates &rates,
+                     Path path) {
+  llvm::json::ObjectMapper mapper(value, path);
+  if (!mapper ||
+      !mapper.mapOptional("accumulate_ns_per_element", rates.accumulateNs))
+    return false;
+  if (const llvm::json::Value *select =
+          value.getAsObject()->get("select_ns_per_element")) {
+    llvm::json::ObjectMapper selectMapper(*select,
+                                          path.field("select_ns_per_element"));
+    if (!selectMapper ||
+        !selectMapper.mapOptional("threshold", rates.thresholdSelectNs) ||
+        !selectMapper.mapOptional("topk", rates.topkSelectNs) ||
+        !selectMapper.mapOptional("chunk", rates.chunkSelectNs))
+      return false;
+  }
+  return mapper.mapOptional("scatter_ns_per_element", rates.scatterNs) &&
+         mapper.mapOptional("scatter_ns_per_entry", rates.scatterNsPerEntry) &&
+         mapper.mapOptional("dense_ns_per_element", rates.denseNs);
+}
+
+/// Reads a device description's `bridge` object.
+static bool fromJSON(const llvm::json::Value &value, BridgeCosts &bridge,
+                     Path path) {
+  llvm::json::ObjectMapper mapper(value, path);
+  return mapper && mapper.mapOptional("hook_us", bridge.hookUs) &&
+         mapper.mapOptional("momentum_ns_per_element", bridge.momentumNs) &&
+         mapper.mapOptional("mask_ns_per_element", bridge.maskNs);
+}
+} // namespace mlir::comm
 
 llvm::Error DeviceModel::verify() const {
   Path::Root root("device");
@@ -71,6 +145,8 @@ bool comm::fromJSON(const llvm::json::Value &value, DeviceModel &device,
       !mapper.map("memory_gbps", result.memoryGBps) ||
       !mapper.mapOptional("launch_overhead_us", result.launchOverheadUs) ||
       !mapper.mapOptional("channel_slowdown", result.channelSlowdown) ||
+      !mapper.mapOptional("local_work", result.localWork) ||
+      !mapper.mapOptional("bridge", result.bridge) ||
       !verifyDevice(result, path))
     return false;
   device = std::move(result);
@@ -96,6 +172,20 @@ llvm::json::Value DeviceModel::toJSON() const {
       {"memory_gbps", memoryGBps},
       {"launch_overhead_us", launchOverheadUs},
       {"channel_slowdown", channelSlowdown},
+      {"local_work",
+       llvm::json::Object{
+           {"accumulate_ns_per_element", localWork.accumulateNs},
+           {"select_ns_per_element",
+            llvm::json::Object{{"threshold", localWork.thresholdSelectNs},
+                               {"topk", localWork.topkSelectNs},
+                               {"chunk", localWork.chunkSelectNs}}},
+           {"scatter_ns_per_element", localWork.scatterNs},
+           {"scatter_ns_per_entry", localWork.scatterNsPerEntry},
+           {"dense_ns_per_element", localWork.denseNs}}},
+      {"bridge",
+       llvm::json::Object{{"hook_us", bridge.hookUs},
+                          {"momentum_ns_per_element", bridge.momentumNs},
+                          {"mask_ns_per_element", bridge.maskNs}}},
   };
 }
 
@@ -105,7 +195,8 @@ bool DeviceModel::operator==(const DeviceModel &other) const {
          peakTensorTflops == other.peakTensorTflops &&
          memoryGBps == other.memoryGBps &&
          launchOverheadUs == other.launchOverheadUs &&
-         channelSlowdown == other.channelSlowdown;
+         channelSlowdown == other.channelSlowdown &&
+         localWork == other.localWork && bridge == other.bridge;
 }
 
 namespace {

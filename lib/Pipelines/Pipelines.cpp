@@ -188,6 +188,7 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
                                  const OptimizeOptions &options) {
   CommRecordClusterOptions record;
   record.cluster = options.cluster;
+  record.momentumCorrection = options.momentumCorrection;
   pm.addPass(createCommRecordCluster(record));
   pm.addPass(createPlanSearchPass(options));
   if (options.estimate != EstimateMode::None) {

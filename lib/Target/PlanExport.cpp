@@ -15,6 +15,7 @@
 
 #include "CommDialect/CommDialect.h"
 #include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/StepModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -354,6 +355,10 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
     json.attribute("model", modelName);
     json.attribute("function", func.getSymName());
     json.attribute("world_size", ranks.getInt());
+    // Only where the plan was made for it: the bridge then corrects the
+    // momentum of the sparse gradients by default.
+    if (isMomentumCorrected(module))
+      json.attribute("momentum_correction", true);
     json.attributeObject("cluster", [&] {
       json.attribute("name", clusterName.getValue());
       json.attribute("ranks", ranks.getInt());

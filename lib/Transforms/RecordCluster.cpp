@@ -8,6 +8,7 @@
 
 #include "CommDialect/Passes.h"
 #include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Analysis/StepModel.h"
 #include "CommOpt/Support/OptionChecks.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -39,6 +40,9 @@ struct CommRecordClusterPass
       return signalPassFailure();
     }
     recordPlanningCluster(module, target);
+    if (momentumCorrection)
+      module->setAttr(kMomentumCorrectionAttrName,
+                      UnitAttr::get(module.getContext()));
   }
 };
 

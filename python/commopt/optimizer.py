@@ -17,6 +17,7 @@ import torch
 from . import runtime
 from .errors import CommoptError
 from .plan import default_plan, dtype_name
+from .timeline import Timeline
 
 _ELEMENT_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 
@@ -55,7 +56,9 @@ class DistributedOptimizer:
     gradients to None) between steps, as with any optimizer.
 
     `momentum_correction=True` is Deep Gradient Compression's momentum
-    correction for the sparse parameters of an SGD optimizer with momentum:
+    correction for the sparse parameters of an SGD optimizer with momentum
+    (None, the default: as the plan says, which comm-optimize
+    momentum-correction=true priced it with):
     each rank accumulates the momentum of its own gradient (`velocities`),
     sends the largest entries of its accumulated velocity, and clears the
     velocity where it sent (momentum factor masking); the optimizer then
@@ -64,7 +67,7 @@ class DistributedOptimizer:
     """
 
     def __init__(self, optimizer, named_parameters, plan=None,
-                 momentum_correction=False):
+                 momentum_correction=None):
         runtime.init()
         self.optimizer = optimizer
         all_named = list(named_parameters)
@@ -99,9 +102,13 @@ class DistributedOptimizer:
                 self.residuals[name] = torch.zeros_like(
                     self._params[name], memory_format=torch.contiguous_format)
         self.velocities = {}
+        if momentum_correction is None:
+            momentum_correction = self.plan.momentum_correction
         if momentum_correction:
             self._correct_momentum()
         self._timeout_s = _wait_timeout_s()
+        # The measured timeline (COMMOPT_TIMELINE), or None.
+        self.timeline = Timeline.from_environment(self.plan)
         # A log of issue order per step, for tests: lists of indices.
         self.issue_log = None
         self._hooks = []
@@ -157,6 +164,8 @@ class DistributedOptimizer:
         self._issued = []
 
     def _gradient_ready(self, name):
+        timeline = self.timeline
+        began = timeline.now() if timeline else 0.0
         self._synchronized = False
         if name in self._ready:
             raise CommoptError(
@@ -166,6 +175,10 @@ class DistributedOptimizer:
         for collective in self._carriers[name]:
             self._pending[collective.index] -= 1
         self._issue_ready()
+        if timeline:
+            timeline.instant(f"ready {name}", "ready", began, name=name)
+            timeline.span(f"hook {name}", "hook", began, timeline.now(),
+                          name=name)
 
     def _issue_ready(self):
         collectives = self.plan.collectives
@@ -193,6 +206,18 @@ class DistributedOptimizer:
     def _issue(self, collective):
         if self.issue_log is not None:
             self.issue_log.append(collective.index)
+        timeline = self.timeline
+        if not timeline:
+            self._issue_collective(collective)
+            return
+        runtime.trace_tag(collective.index)
+        began = timeline.now()
+        self._issue_collective(collective)
+        timeline.span(f"issue #{collective.index}", "issue", began,
+                      timeline.now(), collective=collective.index,
+                      kind=collective.kind)
+
+    def _issue_collective(self, collective):
         if collective.kind == "sparse":
             self._sparse(collective)
             return
@@ -230,12 +255,18 @@ class DistributedOptimizer:
         grad = self._gradient(g.name, "f32")
         residual = self.residuals[g.name]
         velocity = self.velocities.get(g.name)
+        timeline = self.timeline
         if velocity is not None:
             # Send from the accumulated velocity: u = m u + grad.
+            began = timeline.now() if timeline else 0.0
             momentum, u = velocity
             with torch.no_grad():
                 u.mul_(momentum).add_(grad)
                 grad.copy_(u)
+            if timeline:
+                timeline.span(f"momentum {g.name}", "momentum", began,
+                              timeline.now(), name=g.name,
+                              elements=g.count)
         sparse = collective.sparse
         arguments = (grad.data_ptr(), residual.data_ptr(), g.count,
                      sparse["density"], runtime.SELECTS[sparse["select"]],
@@ -247,8 +278,13 @@ class DistributedOptimizer:
             # Momentum factor masking: what was sent leaves the velocity
             # too (the residual is zero exactly where this rank sent).
             if velocity is not None:
+                began = timeline.now() if timeline else 0.0
                 with torch.no_grad():
                     velocity[1].masked_fill_(residual == 0, 0.0)
+                if timeline:
+                    timeline.span(f"mask {g.name}", "mask", began,
+                                  timeline.now(), name=g.name,
+                                  elements=g.count)
 
         if collective.channel is None:
             self._bounded(collective,
@@ -277,8 +313,12 @@ class DistributedOptimizer:
         time; the thread is a daemon, which a hung collective does not keep
         the process alive with."""
         outcome = []
+        tag = collective.index
 
         def run():
+            # The runtime's trace tags are the calling thread's.
+            if self.timeline:
+                runtime.trace_tag(tag)
             status = call()
             # The runtime's last error is the calling thread's.
             outcome.append((status, runtime.last_error() if status else ""))
@@ -306,8 +346,6 @@ class DistributedOptimizer:
         status = runtime.wait(issued.handle)
         issued.handle = None
         runtime.check(status, issued.collective.describe())
-        if issued.then is not None:
-            issued.then()
 
     def synchronize(self):
         """Issues what backward left (parameters that got no gradient are
@@ -326,8 +364,16 @@ class DistributedOptimizer:
                             param, memory_format=torch.contiguous_format)
                     self._gradient_ready(name)
         try:
+            timeline = self.timeline
             for issued in self._issued:
+                began = timeline.now() if timeline else 0.0
                 self._wait(issued)
+                if timeline:
+                    index = issued.collective.index
+                    timeline.span(f"wait #{index}", "wait", began,
+                                  timeline.now(), collective=index)
+                if issued.then is not None:
+                    issued.then()
             self._synchronized = True
         finally:
             self._reset_step()
@@ -341,7 +387,14 @@ class DistributedOptimizer:
         # The next step reduces again, with or without a backward (a rank
         # without data still takes part with zeros).
         self._synchronized = False
-        return self.optimizer.step(closure)
+        timeline = self.timeline
+        if not timeline:
+            return self.optimizer.step(closure)
+        began = timeline.now()
+        result = self.optimizer.step(closure)
+        timeline.span("optimizer", "optimizer", began, timeline.now())
+        timeline.end_step()
+        return result
 
     def zero_grad(self, set_to_none=True):
         self.optimizer.zero_grad(set_to_none=set_to_none)

@@ -84,9 +84,12 @@ class Plan:
     """A plan: its collectives in issue order, and what it was made for."""
 
     def __init__(self, collectives, world_size=None, model="", cluster=None,
-                 estimate=None, source="plan"):
+                 estimate=None, source="plan", momentum_correction=False):
         self.collectives = collectives
         self.world_size = world_size
+        # Whether the plan was priced with momentum correction of its sparse
+        # gradients (comm-optimize momentum-correction=true).
+        self.momentum_correction = momentum_correction
         self.model = model
         self.cluster = cluster or {}
         self.estimate = estimate or {}
@@ -279,8 +282,11 @@ def parse_plan(document, source="plan"):
             entry.get("priority"), sparse, entry.get("start_us"),
             entry.get("end_us")))
     _check_coverage(collectives, source)
+    momentum_correction = _field(document, "momentum_correction", bool,
+                                 source, False)
     return Plan(collectives, world_size, document.get("model", ""),
-                document.get("cluster"), document.get("estimate"), source)
+                document.get("cluster"), document.get("estimate"), source,
+                momentum_correction)
 
 
 def _check_coverage(collectives, source):

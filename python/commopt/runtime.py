@@ -18,12 +18,28 @@ REDUCES = {"sum": 0, "avg": 1, "max": 2, "min": 3}
 SELECTS = {"topk": 0, "threshold": 1, "chunk": 2}
 EXCHANGES = {"allgather": 0, "hash": 1, "chunk": 2}
 ERROR_BACKEND = 3
+# commrt_trace_phase, in order, and commrt_trace_event.kind's offset of a
+# sparse allreduce's selection.
+TRACE_PHASES = ("call", "queued", "accumulate", "select", "exchange",
+                "scatter", "pack", "unpack")
+TRACE_SPARSE = 100
 
 _c_int32 = ctypes.c_int32
 _c_int64 = ctypes.c_int64
 _c_void_p = ctypes.c_void_p
 _c_double = ctypes.c_double
 _c_float = ctypes.c_float
+
+
+
+class TraceEvent(ctypes.Structure):
+    """commrt_trace_event."""
+    _fields_ = [("begin_us", ctypes.c_double), ("end_us", ctypes.c_double),
+                ("tag", ctypes.c_int64), ("elements", ctypes.c_int64),
+                ("selected", ctypes.c_int64), ("received", ctypes.c_int64),
+                ("phase", ctypes.c_int32), ("kind", ctypes.c_int32),
+                ("channel", ctypes.c_int32), ("ranks", ctypes.c_int32)]
+
 
 # (name, result type, argument types)
 _SIGNATURES = [
@@ -62,6 +78,12 @@ _SIGNATURES = [
     ("commrt_status_string", ctypes.c_char_p, [_c_int32]),
     ("commrt_abort_on_error", None, [_c_int32]),
     ("commrt_time_us", _c_double, []),
+    ("commrt_trace_start", _c_int32, [_c_int64]),
+    ("commrt_trace_stop", _c_int32, []),
+    ("commrt_trace_tag", _c_int32, [_c_int64]),
+    ("commrt_trace_read", _c_int32,
+     [ctypes.POINTER(TraceEvent), _c_int64, ctypes.POINTER(_c_int64)]),
+    ("commrt_trace_dropped", _c_int64, []),
 ]
 
 
@@ -255,3 +277,35 @@ def sparse_allreduce_start(grad, residual, count, density, select, exchange,
 
 def broadcast(pointer, count, dtype, root):
     return library().commrt_broadcast(pointer, count, dtype, root)
+
+
+def trace_start(capacity):
+    """Starts recording the runtime's phases (commrt_trace_start)."""
+    check(library().commrt_trace_start(capacity), "commrt_trace_start")
+
+
+def trace_stop():
+    check(library().commrt_trace_stop(), "commrt_trace_stop")
+
+
+def trace_tag(tag):
+    """Tags the collectives this thread calls or starts from now on."""
+    check(library().commrt_trace_tag(tag), "commrt_trace_tag")
+
+
+def trace_read(batch=4096):
+    """The recorded events, oldest first, as TraceEvents (all of them)."""
+    events = []
+    buffer = (TraceEvent * batch)()
+    count = _c_int64(0)
+    while True:
+        check(library().commrt_trace_read(buffer, batch, ctypes.byref(count)),
+              "commrt_trace_read")
+        events.extend(TraceEvent.from_buffer_copy(buffer[i])
+                      for i in range(count.value))
+        if count.value < batch:
+            return events
+
+
+def trace_dropped():
+    return library().commrt_trace_dropped()

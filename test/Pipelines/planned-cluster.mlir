@@ -21,6 +21,16 @@
 // OVERRIDE: warning: comm-estimate: the module was planned for cluster 'ethernet10-16'; using 'ib56-16' as the cluster option says
 // OVERRIDE: cluster ib56-16 (16 ranks, {{[^;]*}}){{$}}
 
+// A plan made for momentum correction says so on the module, and its
+// exported plan tells the training bridge; one made without does not.
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 momentum-correction=true estimate=step" | FileCheck %s --check-prefix=MOMENTUM
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 momentum-correction=true estimate=step" | commopt-translate --export-plan | FileCheck %s --check-prefix=MOMENTUM-PLAN
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 estimate=step" | commopt-translate --export-plan | FileCheck %s --check-prefix=NO-MOMENTUM-PLAN
+// MOMENTUM: module attributes {comm.cluster = "ethernet10-16", comm.momentum_correction}
+// MOMENTUM-PLAN: "world_size": 16,
+// MOMENTUM-PLAN-NEXT: "momentum_correction": true,
+// NO-MOMENTUM-PLAN-NOT: momentum_correction
+
 // Re-planning for another cluster records the new one.
 // RUN: commopt-opt %t.planned.mlir --comm-optimize="cluster=ib56-16" 2>&1 | FileCheck %s --check-prefix=REPLAN
 // REPLAN: warning: comm-record-cluster: the module was planned for cluster 'ethernet10-16'; using 'ib56-16' as the cluster option says

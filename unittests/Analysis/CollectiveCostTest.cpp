@@ -387,6 +387,33 @@ TEST(CollectiveCost, SparseLocalBytesChunk) {
                    2e7 + 2e5);
 }
 
+// The same work by the runtime's trace phases, with what measured rates
+// count: the gradient's elements and the entries its result takes in.
+TEST(CollectiveCost, SparseLocalWorkPhases) {
+  SparseGradient gradient = testGradient();
+  SparseLocalWork pairs =
+      sparseLocalWork(SparseSelectScheme::Threshold,
+                      SparseExchangeScheme::Allgather, gradient, 16,
+                      /*average=*/true);
+  EXPECT_DOUBLE_EQ(pairs.accumulateBytes, 3 * 4e6);
+  EXPECT_DOUBLE_EQ(pairs.selectBytes, 4 * 4e6);
+  // Zeros and AVG (3 passes), the sent pairs, the received ones.
+  EXPECT_DOUBLE_EQ(pairs.scatterBytes, 3 * 4e6 + 1.2e5 + 2.56e6);
+  EXPECT_DOUBLE_EQ(pairs.totalBytes(),
+                   sparseLocalBytes(SparseSelectScheme::Threshold,
+                                    SparseExchangeScheme::Allgather, gradient,
+                                    16, /*average=*/true));
+  EXPECT_DOUBLE_EQ(pairs.elements, 1e6);
+  EXPECT_DOUBLE_EQ(pairs.entries, 1.6e5);
+  gradient.chunkElements = 1000;
+  SparseLocalWork chunks =
+      sparseLocalWork(SparseSelectScheme::Chunk, SparseExchangeScheme::Chunk,
+                      gradient, 16, /*average=*/false);
+  EXPECT_DOUBLE_EQ(chunks.selectBytes, 4e6);
+  EXPECT_DOUBLE_EQ(chunks.scatterBytes, 4e6 + 2e5);
+  EXPECT_DOUBLE_EQ(chunks.entries, 1e4);
+}
+
 TEST(CollectiveCost, SparseLocalBytesFreeOnOneRank) {
   EXPECT_EQ(sparseLocalBytes(SparseSelectScheme::Topk,
                              SparseExchangeScheme::Allgather, testGradient(), 1,

@@ -90,6 +90,40 @@ TEST(DeviceModel, ChannelSlowdown) {
   EXPECT_EQ(*reloaded, *device);
 }
 
+TEST(DeviceModel, LocalWorkAndBridgeRoundTrip) {
+  llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(R"({
+      "peak_tflops": 1, "memory_gbps": 1,
+      "local_work": {"accumulate_ns_per_element": 0.5,
+                     "select_ns_per_element": {"threshold": 1.5, "topk": 2,
+                                               "chunk": 0.75},
+                     "scatter_ns_per_element": 0.25,
+                     "scatter_ns_per_entry": 30,
+                     "dense_ns_per_element": 0.125},
+      "bridge": {"hook_us": 12, "momentum_ns_per_element": 1.25,
+                 "mask_ns_per_element": 2.5}})");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  const LocalWorkRates &rates = device->localWork;
+  EXPECT_EQ(rates.accumulateNs, 0.5);
+  EXPECT_EQ(rates.thresholdSelectNs, 1.5);
+  EXPECT_EQ(rates.topkSelectNs, 2.0);
+  EXPECT_EQ(rates.chunkSelectNs, 0.75);
+  EXPECT_EQ(rates.scatterNs, 0.25);
+  EXPECT_EQ(rates.scatterNsPerEntry, 30.0);
+  EXPECT_EQ(rates.denseNs, 0.125);
+  EXPECT_EQ(device->bridge.hookUs, 12.0);
+  EXPECT_EQ(device->bridge.momentumNs, 1.25);
+  EXPECT_EQ(device->bridge.maskNs, 2.5);
+  std::string text;
+  llvm::raw_string_ostream(text) << device->toJSON();
+  llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
+  EXPECT_EQ(*reloaded, *device);
+  // The presets measure nothing: their local work is memory traffic.
+  DeviceModel v100 = llvm::cantFail(DeviceModel::preset("v100"));
+  EXPECT_EQ(v100.localWork, LocalWorkRates());
+  EXPECT_EQ(v100.bridge, BridgeCosts());
+}
+
 TEST(DeviceModel, BadFieldsAreNamed) {
   struct Case {
     const char *json;
@@ -108,6 +142,22 @@ TEST(DeviceModel, BadFieldsAreNamed) {
       {R"({"peak_tflops": 1, "memory_gbps": 1, "channel_slowdown": 0.5})",
        "expected a number of at least 1 at device.channel_slowdown"},
       {R"([1, 2])", "expected object"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "local_work": {"accumulate_ns_per_element": -1}})",
+       "expected a non-negative number at "
+       "device.local_work.accumulate_ns_per_element"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "local_work": {"select_ns_per_element": {"topk": -2}}})",
+       "expected a non-negative number at "
+       "device.local_work.select_ns_per_element.topk"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "local_work": {"select_ns_per_element": 3}})",
+       "expected object at device.local_work.select_ns_per_element"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1, "bridge": []})",
+       "expected object at device.bridge"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "bridge": {"mask_ns_per_element": "slow"}})",
+       "expected number at device.bridge.mask_ns_per_element"},
   };
   for (const Case &c : cases) {
     std::string error =

@@ -127,17 +127,48 @@ enum class SparseSelectScheme {
   Chunk,
 };
 
+/// The local work of one rank in a sparse allreduce, by the phases of the
+/// runtime's trace (commrt.h): the bytes each reads from and writes to
+/// memory, and what measured rates count.
+struct SparseLocalWork {
+  /// acc = grad + residual.
+  double accumulateBytes = 0;
+  /// The selection's passes over acc and the collection of what it sends
+  /// (the chunk norms for chunk selection).
+  double selectBytes = 0;
+  /// The dense result written, what was received added in (chunks packed
+  /// and unpacked), what was sent cleared from the residual, AVG's division.
+  double scatterBytes = 0;
+  /// The gradient's elements.
+  double elements = 0;
+  /// The entries the result takes in: pairs received, or elements of the
+  /// chosen chunks.
+  double entries = 0;
+
+  double totalBytes() const {
+    return accumulateBytes + selectBytes + scatterBytes;
+  }
+};
+
+/// The local work of a sparse allreduce of `gradient` among `ranks` ranks
+/// with `select` and `scheme`, dividing the result when `average`. Counted
+/// from the runtime's steps (docs/CostModel.md, section 2.5). None on one
+/// rank, whose sparse allreduce the model takes as free, as it does the
+/// exchange.
+SparseLocalWork sparseLocalWork(SparseSelectScheme select,
+                                SparseExchangeScheme scheme,
+                                const SparseGradient &gradient, int64_t ranks,
+                                bool average);
+
 /// The bytes one rank reads from and writes to memory in the local steps of
-/// a sparse allreduce of `gradient` among `ranks` ranks: forming
-/// acc = grad + residual, the selection's passes over acc, gathering what it
-/// sends, writing the dense result and adding in what it received, clearing
-/// what it sent from the residual, and, when `average`, dividing the result.
-/// Counted from the runtime's steps (docs/CostModel.md, section 2.5); a
-/// device's memory bandwidth turns it into time. Zero on one rank, whose
-/// sparse allreduce the model takes as free, as it does the exchange.
-double sparseLocalBytes(SparseSelectScheme select, SparseExchangeScheme scheme,
-                        const SparseGradient &gradient, int64_t ranks,
-                        bool average);
+/// a sparse allreduce (sparseLocalWork's total): a device's memory bandwidth
+/// turns it into time where the device has no measured rates.
+inline double sparseLocalBytes(SparseSelectScheme select,
+                               SparseExchangeScheme scheme,
+                               const SparseGradient &gradient, int64_t ranks,
+                               bool average) {
+  return sparseLocalWork(select, scheme, gradient, ranks, average).totalBytes();
+}
 
 } // namespace mlir::comm
 

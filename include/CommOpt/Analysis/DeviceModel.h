@@ -19,6 +19,50 @@
 
 namespace mlir::comm {
 
+/// Measured times of the local work a collective does on a device (the
+/// passes of the runtime's sparse allreduce and dense unpacking), per
+/// element of the collective unless said otherwise, in nanoseconds; each
+/// phase matches a commrt trace phase (commrt.h). 0: not measured, and the
+/// phase is priced as the memory traffic docs/CostModel.md counts for it, at
+/// the device's memory bandwidth.
+struct LocalWorkRates {
+  /// acc = grad + residual (COMMRT_PHASE_ACCUMULATE).
+  double accumulateNs = 0;
+  /// The selection of each scheme (COMMRT_PHASE_SELECT): threshold's and
+  /// top-k's radix passes and collection, chunk's norms.
+  double thresholdSelectNs = 0;
+  double topkSelectNs = 0;
+  double chunkSelectNs = 0;
+  /// The result (COMMRT_PHASE_SCATTER): per element (zeros, AVG's
+  /// division), plus per entry received (a pair added in, or an element of
+  /// a chosen chunk copied and cleared).
+  double scatterNs = 0;
+  double scatterNsPerEntry = 0;
+  /// A dense collective's passes on the ranks beside the reduction
+  /// (COMMRT_PHASE_PACK and COMMRT_PHASE_UNPACK: AVG's division, packing)
+  /// where no wire type narrows it; a narrowed one's are the cluster's
+  /// wire_s_per_byte.
+  double denseNs = 0;
+
+  bool operator==(const LocalWorkRates &other) const;
+};
+
+/// What the Python training bridge (python/commopt) itself costs on the
+/// host that drives a device, on the compute thread; 0 for lowered code,
+/// which has no bridge.
+struct BridgeCosts {
+  /// Each gradient's hook, in microseconds.
+  double hookUs = 0;
+  /// Momentum correction of a sparse gradient in its hook (u = m u + g),
+  /// per element, in nanoseconds.
+  double momentumNs = 0;
+  /// Momentum factor masking after the sparse allreduce's wait, per
+  /// element, in nanoseconds.
+  double maskNs = 0;
+
+  bool operator==(const BridgeCosts &other) const;
+};
+
 /// A compute device in the roofline model.
 struct DeviceModel {
   /// Preset or file name, for reports.
@@ -40,6 +84,10 @@ struct DeviceModel {
   /// beside compute as when the calling thread (stream) runs it, blocking;
   /// at least 1.
   double channelSlowdown = 1;
+  /// Measured local work of collectives (JSON `local_work`).
+  LocalWorkRates localWork;
+  /// The training bridge's costs (JSON `bridge`).
+  BridgeCosts bridge;
 
   /// Time of an op that performs `flops` floating-point operations and moves
   /// `bytes` bytes to or from memory: launchOverheadUs + max(flops / peak,

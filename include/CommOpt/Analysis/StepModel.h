@@ -44,6 +44,10 @@ struct StepModel {
   /// The parameter names of each collective's gradients, in operand order
   /// (empty where the op names none).
   SmallVector<SmallVector<std::string, 1>> collectiveMembers;
+  /// The part of each collective's time that is its local work on the ranks
+  /// (a sparse allreduce's passes, a dense one's unpacking and wire
+  /// conversions), in microseconds.
+  SmallVector<double> collectiveLocalUs;
   /// Whether the step has per-layer forward tasks, which steady-state
   /// simulation needs to let a layer's forward wait on its gradients only.
   bool hasLayeredForward = false;
@@ -105,19 +109,37 @@ private:
 CollectiveCost getDenseAllreduceCost(CollectiveOpInterface op,
                                      const ClusterModel &cluster, double bytes);
 
+/// The bytes of the gradients of `op` that a wire type narrows, in their own
+/// type.
+double getNarrowedBytes(CollectiveOpInterface op);
+
 /// The cost model's exchange scheme for `exchange`.
 SparseExchangeScheme getSparseExchangeScheme(ExchangeKind exchange);
 
 /// The cost model's selection scheme for `select`.
 SparseSelectScheme getSparseSelectScheme(SelectKind select);
 
+/// The time of a sparse allreduce's local `work` (sparseLocalWork) with
+/// `select` on `device`: each phase at the device's measured rate
+/// (DeviceModel::localWork) where it has one, else its memory traffic at the
+/// device's memory bandwidth (all of them as one roofline op where it has
+/// none).
+double getSparseLocalUs(const DeviceModel &device, SelectKind select,
+                        const SparseLocalWork &work);
+
+/// The time of the local passes of the dense allreduce `op` on `cluster`
+/// (the ranks it runs on) beside its reduction: the device's measured
+/// dense_ns_per_element for each element that no wire type narrows (a
+/// narrowed one's are priced by getWireCostUs); 0 without that rate.
+double getDenseLocalUs(CollectiveOpInterface op, const ClusterModel &cluster,
+                       const DeviceModel &device);
+
 /// The time of a sparse allreduce of `gradient` on `cluster` (the ranks it
 /// runs among): its exchange's messages, and, as a latency term that no
-/// concurrent collective shares, its local steps (sparseLocalBytes) at
-/// `device`'s memory bandwidth, `device.channelSlowdown` times as long
-/// `onChannel` (started: a channel runs it beside compute). comm-sparsify
-/// and the step model price sparse allreduces, blocking or started, with
-/// this one function.
+/// concurrent collective shares, its local steps (getSparseLocalUs),
+/// `device.channelSlowdown` times as long `onChannel` (started: a channel
+/// runs it beside compute). comm-sparsify and the step model price sparse
+/// allreduces, blocking or started, with this one function.
 CollectiveCost getSparseAllreduceCost(const ClusterModel &cluster,
                                       const DeviceModel &device,
                                       SelectKind select, ExchangeKind exchange,
@@ -135,6 +157,17 @@ SparseGradient describeSparseGradient(ShapedType type, double density,
 /// attribute (set by the profile imports), else its symbol name, else "".
 std::string getModelName(ModuleOp module);
 
+/// The module attribute that says the plan trains with Deep Gradient
+/// Compression's momentum correction of its sparse gradients (set by
+/// comm-record-cluster's `momentum-correction`), which the training bridge
+/// runs on the compute thread (DeviceModel::bridge).
+inline constexpr llvm::StringLiteral kMomentumCorrectionAttrName =
+    "comm.momentum_correction";
+
+/// Whether the module of `op` (or `op`, a module) records momentum
+/// correction.
+bool isMomentumCorrected(Operation *op);
+
 /// Builds the step of `func`'s body: ops in program order; compute of ops
 /// with regions is the sum of their nested ops' costs. Every comm.compute is
 /// a task, even at zero cost (a forward step stays a point its layer's
@@ -146,7 +179,11 @@ std::string getModelName(ModuleOp module);
 /// Collective costs come from `cluster` (a process group's from the group's
 /// cluster), dense ones by their `algorithm` when they have one. Fails, with a
 /// diagnostic on the op, on a comm.start whose comm.wait lies in another block,
-/// or whose channel the cluster does not have.
+/// or whose channel the cluster does not have. Where `device` has bridge
+/// costs, the task that produces a gradient runs its hook (and, with
+/// momentum correction, the correction of a sparse one), and the task after
+/// a sparse allreduce's wait its momentum masking (a task of its own where
+/// the wait ends the step).
 FailureOr<StepModel> buildStepModel(func::FuncOp func,
                                     const ClusterModel &cluster,
                                     const DeviceModel &device);

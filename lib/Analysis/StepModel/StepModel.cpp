@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
@@ -119,13 +120,17 @@ CollectiveCost mlir::comm::getDenseAllreduceCost(CollectiveOpInterface op,
                                      : cluster.algorithm);
   // Packing into the wire type, the 16-bit reduction and unpacking, on the
   // ranks: per byte of the narrowed gradients in their own type.
+  cost.latencyUs += getWireCostUs(cluster, getNarrowedBytes(op));
+  return cost;
+}
+
+double mlir::comm::getNarrowedBytes(CollectiveOpInterface op) {
   double narrowedBytes = 0;
   for (auto [index, type] : llvm::enumerate(op.getGradients().getTypes()))
     if (op.getGradientWireType(static_cast<unsigned>(index)))
       narrowedBytes +=
           static_cast<double>(getGradientBytes(type, Type()).value_or(0));
-  cost.latencyUs += getWireCostUs(cluster, narrowedBytes);
-  return cost;
+  return narrowedBytes;
 }
 
 SparseExchangeScheme
@@ -153,19 +158,60 @@ SparseSelectScheme mlir::comm::getSparseSelectScheme(SelectKind select) {
   llvm_unreachable("unknown select kind");
 }
 
+double mlir::comm::getSparseLocalUs(const DeviceModel &device,
+                                    SelectKind select,
+                                    const SparseLocalWork &work) {
+  if (work.totalBytes() <= 0)
+    return 0;
+  const LocalWorkRates &rates = device.localWork;
+  double selectNs = select == SelectKind::topk        ? rates.topkSelectNs
+                    : select == SelectKind::threshold ? rates.thresholdSelectNs
+                                                      : rates.chunkSelectNs;
+  bool scatterMeasured = rates.scatterNs > 0 || rates.scatterNsPerEntry > 0;
+  if (rates.accumulateNs <= 0 && selectNs <= 0 && !scatterMeasured)
+    return device.rooflineUs(/*flops=*/0, work.totalBytes());
+  // Each phase at its measured rate, else as memory traffic.
+  auto traffic = [&](double bytes) {
+    return bytes / (device.memoryGBps * 1e3);
+  };
+  double us = device.launchOverheadUs;
+  us += rates.accumulateNs > 0 ? work.elements * rates.accumulateNs * 1e-3
+                               : traffic(work.accumulateBytes);
+  us += selectNs > 0 ? work.elements * selectNs * 1e-3
+                     : traffic(work.selectBytes);
+  us += scatterMeasured ? (work.elements * rates.scatterNs +
+                           work.entries * rates.scatterNsPerEntry) *
+                              1e-3
+                        : traffic(work.scatterBytes);
+  return us;
+}
+
 CollectiveCost mlir::comm::getSparseAllreduceCost(
     const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
     ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient,
     bool onChannel) {
   SparseExchangeScheme scheme = getSparseExchangeScheme(exchange);
   CollectiveCost cost = sparseAllreduceCost(cluster, scheme, gradient);
-  double localBytes =
-      sparseLocalBytes(getSparseSelectScheme(select), scheme, gradient,
-                       cluster.ranks, reduce == ReduceKind::avg);
-  if (localBytes > 0)
-    cost.latencyUs += device.rooflineUs(/*flops=*/0, localBytes) *
-                      (onChannel ? device.channelSlowdown : 1.0);
+  SparseLocalWork work =
+      sparseLocalWork(getSparseSelectScheme(select), scheme, gradient,
+                      cluster.ranks, reduce == ReduceKind::avg);
+  cost.latencyUs += getSparseLocalUs(device, select, work) *
+                    (onChannel ? device.channelSlowdown : 1.0);
   return cost;
+}
+
+double mlir::comm::getDenseLocalUs(CollectiveOpInterface op,
+                                   const ClusterModel &cluster,
+                                   const DeviceModel &device) {
+  if (cluster.ranks <= 1 || device.localWork.denseNs <= 0)
+    return 0;
+  double elements = 0;
+  for (auto [index, type] : llvm::enumerate(op.getGradients().getTypes()))
+    if (auto shaped = dyn_cast<ShapedType>(type);
+        shaped && shaped.hasStaticShape() &&
+        !op.getGradientWireType(static_cast<unsigned>(index)))
+      elements += static_cast<double>(shaped.getNumElements());
+  return elements * device.localWork.denseNs * 1e-3;
 }
 
 SparseGradient mlir::comm::describeSparseGradient(ShapedType type,
@@ -316,6 +362,12 @@ std::string mlir::comm::getModelName(ModuleOp module) {
   return module.getSymName().value_or("").str();
 }
 
+bool mlir::comm::isMomentumCorrected(Operation *op) {
+  auto module =
+      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  return module && module->hasAttr(kMomentumCorrectionAttrName);
+}
+
 FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                                                 const ClusterModel &cluster,
                                                 const DeviceModel &device) {
@@ -327,7 +379,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     return step.computeTasks.size() - 1;
   };
   auto addCollective = [&](Operation *op, ValueRange inputs,
-                           CollectiveCost cost, double bytes,
+                           CollectiveCost cost, double bytes, double localUs,
                            std::string label) -> CollectiveTask & {
     CollectiveTask task;
     task.label = std::move(label);
@@ -338,6 +390,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     model.collectiveOps.push_back(op);
     model.collectiveBytes.push_back(bytes);
     model.collectiveMembers.push_back(getMemberNames(op));
+    model.collectiveLocalUs.push_back(localUs);
     return step.collectives.back();
   };
   // The cluster a collective runs on: all of `cluster`'s ranks, or the
@@ -353,9 +406,13 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           getGradientBytes(type,
                            op.getGradientWireType(static_cast<unsigned>(index)))
               .value_or(0));
-    return addCollective(op, op.getGradients(),
-                         getDenseAllreduceCost(op, clusters.get(op), bytes),
-                         bytes, std::move(label));
+    const ClusterModel &ranks = clusters.get(op);
+    CollectiveCost cost = getDenseAllreduceCost(op, ranks, bytes);
+    double localUs = getDenseLocalUs(op, ranks, device);
+    cost.latencyUs += localUs;
+    return addCollective(op, op.getGradients(), cost, bytes,
+                         localUs + getWireCostUs(ranks, getNarrowedBytes(op)),
+                         std::move(label));
   };
 
   // The step is the function's top-level block: a collective inside a
@@ -407,6 +464,19 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     inFlight[start] = step.collectives.size() - 1;
     return success();
   };
+  // The training bridge's work on the compute thread (DeviceModel::bridge):
+  // a gradient's hook and, with momentum correction, the correction run by
+  // the task that produces the gradient (by its op); the masking of a
+  // sparse allreduce's velocity by the task that follows its wait (by the
+  // collective's index).
+  bool momentumCorrection = isMomentumCorrected(func);
+  llvm::DenseMap<Operation *, double> bridgeUsOf;
+  llvm::DenseSet<Value> hooked;
+  SmallVector<std::pair<size_t, double>> maskUs;
+  auto addBridgeUs = [&](Value gradient, double us) {
+    if (Operation *producer = gradient.getDefiningOp(); producer && us > 0)
+      bridgeUsOf[producer] += us;
+  };
   // A sparse allreduce: its exchange and its local steps. Started, the
   // runtime's channel runs both while compute goes on, so both occupy the
   // channel, the local steps at the device's channel slowdown.
@@ -419,16 +489,35 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     SparseGradient gradient = describeSparseGradient(
         type, sparse.getDensityValue(), sparse.getChunkElementCount());
     auto collective = cast<CollectiveOpInterface>(sparse.getOperation());
-    CollectiveCost cost = getSparseAllreduceCost(
-        clusters.get(collective), device, sparse.getSelect(),
-        sparse.getExchange(), collective.getReduceKind(), gradient,
-        /*onChannel=*/isa<SparseStartOp>(sparse.getOperation()));
+    const ClusterModel &ranks = clusters.get(collective);
+    SparseExchangeScheme scheme = getSparseExchangeScheme(sparse.getExchange());
+    CollectiveCost cost = sparseAllreduceCost(ranks, scheme, gradient);
+    double localUs =
+        getSparseLocalUs(
+            device, sparse.getSelect(),
+            sparseLocalWork(getSparseSelectScheme(sparse.getSelect()), scheme,
+                            gradient, ranks.ranks,
+                            collective.getReduceKind() == ReduceKind::avg)) *
+        (isa<SparseStartOp>(sparse.getOperation()) ? device.channelSlowdown
+                                                   : 1.0);
+    cost.latencyUs += localUs;
+    if (momentumCorrection) {
+      // The bridge corrects the gradient in its hook and masks the velocity
+      // once the collective is waited for.
+      double elements = static_cast<double>(type.getNumElements());
+      addBridgeUs(sparse.getGrad(), elements * device.bridge.momentumNs * 1e-3);
+      maskUs.push_back(
+          {step.collectives.size(), elements * device.bridge.maskNs * 1e-3});
+    }
     return &addCollective(sparse, sparse.getGrad(), cost,
-                          getCollectiveBytes(type, Type()),
+                          getCollectiveBytes(type, Type()), localUs,
                           getLabel(collective));
   };
   for (Operation &op : func.getBody().front()) {
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      for (Value gradient : collective.getGradients())
+        if (hooked.insert(gradient).second)
+          addBridgeUs(gradient, device.bridge.hookUs);
       CollectiveTask *task;
       if (auto sparse = dyn_cast<SparseCollectiveOpInterface>(op)) {
         FailureOr<CollectiveTask *> added = addSparse(sparse);
@@ -477,6 +566,36 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         task.phase == TaskPhase::Forward && task.layer >= 0;
     step.computeTasks.push_back(std::move(task));
     model.computeOps.push_back(&op);
+  }
+
+  // The bridge's work, on the tasks that run it; masking after a wait at
+  // the end of the step, on a task of its own there.
+  for (auto [task, op] : llvm::enumerate(model.computeOps))
+    step.computeTasks[task].durationUs += bridgeUsOf.lookup(op);
+  double trailingMaskUs = 0;
+  for (auto [index, us] : maskUs) {
+    const CollectiveTask &collective = step.collectives[index];
+    std::optional<size_t> after =
+        collective.blocking
+            ? std::optional<size_t>(
+                  collective.issuedAfter ? *collective.issuedAfter + 1 : 0)
+            : collective.waitBefore;
+    if (after && *after < step.computeTasks.size())
+      step.computeTasks[*after].durationUs += us;
+    else
+      trailingMaskUs += us;
+  }
+  if (trailingMaskUs > 0) {
+    ComputeTask task;
+    task.durationUs = trailingMaskUs;
+    task.label = "momentum masking";
+    step.computeTasks.push_back(std::move(task));
+    model.computeOps.push_back(model.collectiveOps[maskUs.back().first]);
+    // Its collectives are waited for before it.
+    for (auto [index, us] : maskUs)
+      if (!step.collectives[index].blocking &&
+          !step.collectives[index].waitBefore)
+        step.collectives[index].waitBefore = step.computeTasks.size() - 1;
   }
 
   // Without per-layer forward tasks, no forward task waits for a layer's
