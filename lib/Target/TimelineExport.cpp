@@ -152,7 +152,12 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
           json.attribute(
               "op",
               model.collectiveOps[event.collective]->getName().getStringRef());
+          // Its place in issue order, as the plan and its measured timeline
+          // number it.
+          json.attribute("collective", static_cast<int64_t>(event.collective));
           json.attribute("bytes", model.collectiveBytes[event.collective]);
+          json.attribute("local_us",
+                         model.collectiveLocalUs[event.collective]);
           json.attributeArray("members", [&] {
             for (const std::string &member :
                  model.collectiveMembers[event.collective])

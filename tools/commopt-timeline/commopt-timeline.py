@@ -1,0 +1,580 @@
+#!/usr/bin/python3
+"""commopt-timeline: measured training steps beside the cost model's.
+
+The training bridge writes each rank's measured timeline with
+COMMOPT_TIMELINE=PATH (python/commopt/timeline.py): every step's gradient
+hooks, collectives, the runtime's phases of each (accumulate, select,
+exchange, scatter, pack, unpack), the waits and the optimizer's step.
+
+    commopt-timeline compare PREDICTED.json TRACE...
+        Sets the traces beside the plan's predicted timeline
+        (commopt-translate --export-timeline of the planned module) and
+        prints where the step's time goes, the rows whose prediction is
+        furthest off first: the step, its compute, and each collective's
+        issue, end, local work and exchange.
+
+    commopt-timeline fit TRACE... -o DEVICE.json [--base DEVICE.json]
+                         [--profile PROFILE.json --profile-output OUT.json]
+        Calibrates the cost model from the traces: the local-work rates of
+        the device description (docs/Cluster.md, section 4: `local_work`)
+        and the bridge's costs (`bridge`), written over --base (a preset or
+        file; default: a description of the host with nothing else
+        measured); with --profile, that gradient profile with each layer's
+        forward and backward time and the update's as the traces measured
+        them.
+
+    commopt-timeline merge TRACE... -o MERGED.json
+        One Chrome trace of every rank's (a process per rank).
+
+Medians are taken over every rank's steps after the first --skip-steps
+(default 2: the first steps warm up the allocator and the runtime).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+# The runtime's phases that are a collective's local work, and its exchange.
+LOCAL_PHASES = ("accumulate", "select", "scatter", "pack", "unpack")
+MEASURED_FORMAT = "commopt-measured-timeline"
+# A selection's commrt_select, in the runtime's trace (kind - 100).
+SELECTS = {0: "topk", 1: "threshold", 2: "chunk"}
+# The least spread, max / min, of a sparse result's entries per element
+# over the events for the fit to tell its per-entry cost from its
+# per-element cost.
+ENTRY_SPREAD = 1.5
+
+
+class ToolError(Exception):
+    pass
+
+
+# -- reading measured traces --------------------------------------------------
+
+
+def load_trace(path):
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except OSError as error:
+        raise ToolError(f"cannot read {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ToolError(f"{path} is not JSON: {error}") from None
+    info = document.get("otherData", {}) if isinstance(document, dict) \
+        else {}
+    if info.get("format") != MEASURED_FORMAT:
+        raise ToolError(f"{path} is not a measured timeline (otherData.format "
+                        f"is {info.get('format')!r}, expected "
+                        f"'{MEASURED_FORMAT}'; write one with "
+                        "COMMOPT_TIMELINE)")
+    events = [e for e in document.get("traceEvents", [])
+              if e.get("ph") in ("X", "i")]
+    return info, events
+
+
+class Step:
+    """What one rank did in one step, in microseconds from its start."""
+
+    def __init__(self, rank, index, events):
+        self.rank, self.index = rank, index
+        step = [e for e in events if e["name"] == "step"]
+        if len(step) != 1:
+            raise ToolError(f"rank {rank}, step {index}: {len(step)} step "
+                            "events")
+        origin = step[0]["ts"]
+        self.duration = step[0]["dur"]
+
+        def at(event):
+            return event["ts"] - origin
+
+        self.ready = {e["args"]["name"]: at(e) for e in events
+                      if e["cat"] == "ready"}
+        self.hooks = [(at(e), e["dur"], e["args"]["name"]) for e in events
+                      if e["cat"] == "hook"]
+        self.issues = {e["args"]["collective"]: (at(e), e["dur"])
+                       for e in events if e["cat"] == "issue"}
+        self.waits = [e["dur"] for e in events if e["cat"] == "wait"]
+        self.momentum = [(at(e), e["dur"], e["args"]["elements"])
+                         for e in events if e["cat"] == "momentum"]
+        self.masks = [(e["dur"], e["args"]["elements"]) for e in events
+                      if e["cat"] == "mask"]
+        optimizer = [e for e in events if e["cat"] == "optimizer"]
+        self.optimizer = optimizer[0]["dur"] if optimizer else 0.0
+        # {collective: {phase: (begin, duration, args)}}
+        self.phases = {}
+        for e in events:
+            if e["cat"] == "commrt":
+                self.phases.setdefault(e["args"]["collective"], {})[
+                    e["name"]] = (at(e), e["dur"], e["args"])
+
+    def compute(self):
+        """The step thread's time not spent waiting for collectives."""
+        return self.duration - sum(self.waits)
+
+
+def load_steps(paths, skip):
+    """Every rank's steps after the first `skip`, and the traces' common
+    description (collectives, world size)."""
+    steps, info = [], None
+    for path in paths:
+        trace_info, events = load_trace(path)
+        info = info or trace_info
+        by_step = {}
+        for e in events:
+            by_step.setdefault(e["args"]["step"], []).append(e)
+        for index in sorted(by_step):
+            if index >= skip:
+                steps.append(Step(trace_info["rank"], index, by_step[index]))
+    if not steps:
+        raise ToolError(f"no step after the first {skip} in "
+                        f"{', '.join(paths)} (--skip-steps)")
+    return info, steps
+
+
+def median(values):
+    values = list(values)
+    return statistics.median(values) if values else None
+
+
+# -- compare ------------------------------------------------------------------
+
+
+def load_predicted(path, function):
+    """The predicted step of `function` (or the only one) in an
+    --export-timeline trace: (step, compute, {collective: args and times})."""
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ToolError(f"cannot read {path}: {error}") from None
+    events = document.get("traceEvents", []) if isinstance(document, dict) \
+        else []
+    names = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    if not names:
+        raise ToolError(f"{path} is no --export-timeline trace (no "
+                        "process names)")
+    pids = [pid for pid, name in names.items()
+            if function is None or name.endswith("@" + function)]
+    if len(pids) != 1:
+        raise ToolError(f"{path} holds the functions "
+                        f"{', '.join(sorted(names.values()))}; name one with "
+                        "--function" if function is None else
+                        f"{path} has no function @{function}")
+    mine = [e for e in events if e.get("pid") == pids[0] and
+            e.get("ph") == "X"]
+    if any("iteration" in e.get("args", {}) for e in mine):
+        raise ToolError(f"{path} simulates the steady state; export the "
+                        "timeline of one step (--timeline-mode=step)")
+    step = max(e["ts"] + e["dur"] for e in mine)
+    compute = sum(e["dur"] for e in mine if e["cat"] == "compute")
+    collectives = {}
+    for e in mine:
+        if e["cat"] == "communication":
+            args = e["args"]
+            collectives[args["collective"]] = {
+                "members": args["members"], "issue": args["issue_us"],
+                "start": e["ts"], "end": e["ts"] + e["dur"],
+                "local": args.get("local_us", 0.0),
+                "exchange": e["dur"] - args.get("local_us", 0.0)}
+    return step, compute, collectives
+
+
+def measured_collective(steps, index):
+    """Medians of collective `index` over the steps that ran it."""
+    issues, starts, ends, locals_, exchanges = [], [], [], [], []
+    for step in steps:
+        phases = step.phases.get(index)
+        if not phases or "call" not in phases:
+            continue
+        begin, duration, _ = phases["call"]
+        issue = step.issues.get(index)
+        issues.append(issue[0] if issue else begin)
+        starts.append(begin)
+        ends.append(begin + duration)
+        locals_.append(sum(phases[p][1] for p in LOCAL_PHASES if p in phases))
+        exchanges.append(phases["exchange"][1] if "exchange" in phases
+                         else 0.0)
+    if not ends:
+        return None
+    return {"issue": median(issues), "start": median(starts),
+            "end": median(ends), "local": median(locals_),
+            "exchange": median(exchanges)}
+
+
+def compare(args):
+    step_us, compute_us, predicted = load_predicted(args.predicted,
+                                                    args.function)
+    info, steps = load_steps(args.traces, args.skip_steps)
+    ranks = sorted({s.rank for s in steps})
+    rows = [("step", step_us, median(s.duration for s in steps)),
+            ("compute (the step thread, not waiting)", compute_us,
+             median(s.compute() for s in steps))]
+    planned = {c["index"]: c["names"] for c in info.get("collectives", [])}
+    for index in sorted(predicted):
+        mine = predicted[index]
+        measured = measured_collective(steps, index)
+        names = mine["members"]
+        what = f"#{index} " + (names[0] if len(names) == 1 else
+                               f"bucket of {len(names)}: {names[0]} ..")
+        if names and index in planned and planned[index] != names:
+            raise ToolError(f"collective #{index} carries {', '.join(names)} "
+                            "in the prediction but "
+                            f"{', '.join(planned[index])} in the traces: are "
+                            "they of this plan?")
+        if measured is None:
+            raise ToolError(f"collective #{index} ({what}) of the prediction "
+                            "never ran in the traces: are they of this plan?")
+        for key, label in (("issue", "issued at"), ("end", "ends at"),
+                           ("local", "local work"),
+                           ("exchange", "exchange")):
+            rows.append((f"{what}: {label}", mine[key], measured[key]))
+    print(f"commopt-timeline compare: {args.predicted} against "
+          f"{len(ranks)} rank(s) x {len(steps) // len(ranks)} step(s) (after "
+          f"the first {args.skip_steps}) of {info.get('plan', 'the traces')}")
+    print(f"step: predicted {step_us / 1e3:.2f} ms, measured "
+          f"{rows[0][2] / 1e3:.2f} ms (median), "
+          f"{(step_us - rows[0][2]) / rows[0][2] * 100:+.1f}%")
+    print("furthest off first (times from the step's start, medians over "
+          "ranks and steps):")
+    width = max(len(row[0]) for row in rows)
+    print(f"  {'what':<{width}}  {'predicted':>10}  {'measured':>10}  "
+          f"{'error':>10}")
+    rows.sort(key=lambda row: -abs(row[1] - row[2]))
+    for what, predicted_us, measured_us in rows[:args.top]:
+        print(f"  {what:<{width}}  {predicted_us / 1e3:>7.2f} ms  "
+              f"{measured_us / 1e3:>7.2f} ms  "
+              f"{(predicted_us - measured_us) / 1e3:>+7.2f} ms")
+
+
+# -- fit ----------------------------------------------------------------------
+
+
+def rate(samples):
+    """The median of time / amount over (time, amount) samples."""
+    return median(t / n for t, n in samples if n > 0)
+
+
+def fit_two(samples):
+    """(a, b) of t = a n + b m over (t, n, m) samples, with neither
+    negative: least squares, then again without the samples more than 25%
+    off the first fit (a phase the scheduler preempted); None where the
+    samples cannot tell the two apart."""
+    ratios = [m / n for _, n, m in samples if n > 0]
+    if len(samples) < 3 or not ratios or min(ratios) <= 0 or \
+            max(ratios) / min(ratios) < ENTRY_SPREAD:
+        return None
+    first = least_squares_two(samples)
+    if first is None:
+        return None
+    a, b = first
+    kept = [(t, n, m) for t, n, m in samples
+            if abs(t - (a * n + b * m)) <= 0.25 * (a * n + b * m)]
+    if len(kept) < 3:
+        return first
+    return least_squares_two(kept) or first
+
+
+def least_squares_two(samples):
+    """The least-squares (a, b) of t = a n + b m, neither negative."""
+    snn = sum(n * n for _, n, _ in samples)
+    smm = sum(m * m for _, _, m in samples)
+    snm = sum(n * m for _, n, m in samples)
+    stn = sum(t * n for t, n, _ in samples)
+    stm = sum(t * m for t, _, m in samples)
+    determinant = snn * smm - snm * snm
+    if determinant <= 0:
+        return None
+    a = (stn * smm - stm * snm) / determinant
+    b = (stm * snn - stn * snm) / determinant
+    if a < 0:
+        return 0.0, stm / smm
+    if b < 0:
+        return stn / snn, 0.0
+    return a, b
+
+
+def fit_local_work(steps):
+    """{device field: rate in ns} from the runtime's phases, and how many
+    events each came from; phases run on a channel and blocking ones
+    apart: ({"channel": ..., "blocking": ...})."""
+    samples = {}
+
+    def add(key, channel, sample):
+        samples.setdefault(key, {}).setdefault(
+            "channel" if channel else "blocking", []).append(sample)
+
+    for step in steps:
+        for phases in step.phases.values():
+            call = phases.get("call")
+            if call is None:
+                continue
+            args = call[2]
+            on_channel = args["channel"] >= 0
+            n = args["elements"]
+            if args["sparse"]:
+                if "accumulate" in phases:
+                    add("accumulate", on_channel,
+                        (phases["accumulate"][1] * 1e3, n))
+                if "select" in phases:
+                    add("select." + SELECTS.get(args["kind"], "?"),
+                        on_channel, (phases["select"][1] * 1e3, n))
+                if "scatter" in phases:
+                    scatter = phases["scatter"]
+                    entries = scatter[2]["received"] or \
+                        scatter[2]["selected"]
+                    add("scatter", on_channel,
+                        (scatter[1] * 1e3, n, entries))
+            elif args["kind"] < 0:
+                # No wire type: the passes beside the reduction.
+                local = sum(phases[p][1] for p in ("pack", "unpack")
+                            if p in phases)
+                add("dense", on_channel, (local * 1e3, n))
+    return samples
+
+
+def fit_device(args, steps):
+    base = load_device(args.base)
+    slowdown = base.get("channel_slowdown", 1.0)
+    samples = fit_local_work(steps)
+    local = base.setdefault("local_work", {})
+    select = local.setdefault("select_ns_per_element", {})
+    notes = []
+    fitted_slowdowns = []
+
+    def single(key):
+        """A per-element rate of `key`, as run blocking."""
+        kinds = samples.get(key, {})
+        blocking = rate(kinds.get("blocking", []))
+        channel = rate(kinds.get("channel", []))
+        if blocking is not None and channel is not None and blocking > 0:
+            fitted_slowdowns.append(channel / blocking)
+        count = sum(len(v) for v in kinds.values())
+        if blocking is not None:
+            notes.append(f"{key} {blocking:.3g} ns ({count} events)")
+            return blocking
+        if channel is not None:
+            notes.append(f"{key} {channel / slowdown:.3g} ns ({count} events "
+                         f"on channels, / slowdown {slowdown:g})")
+            return channel / slowdown
+        return None
+
+    value = single("accumulate")
+    if value is not None:
+        local["accumulate_ns_per_element"] = value
+    for kind in ("threshold", "topk", "chunk"):
+        value = single("select." + kind)
+        if value is not None:
+            select[kind] = value
+    value = single("dense")
+    if value is not None:
+        local["dense_ns_per_element"] = value
+    scatter = [s for kinds in samples.get("scatter", {}).items()
+               for s in (kinds[1] if kinds[0] == "blocking" else
+                         [(t / slowdown, n, m) for t, n, m in kinds[1]])]
+    if scatter:
+        both = fit_two(scatter)
+        if both is not None:
+            local["scatter_ns_per_element"], local["scatter_ns_per_entry"] = \
+                both
+            notes.append(f"scatter {both[0]:.3g} ns/element + {both[1]:.3g} "
+                         f"ns/entry ({len(scatter)} events)")
+        else:
+            # One kind of result: its entries cannot be told from its
+            # elements, so they are priced together, per element.
+            local["scatter_ns_per_element"] = rate(
+                [(t, n) for t, n, _ in scatter])
+            local["scatter_ns_per_entry"] = 0.0
+            notes.append(f"scatter {local['scatter_ns_per_element']:.3g} "
+                         f"ns/element ({len(scatter)} events, entries not "
+                         "told apart)")
+    if fitted_slowdowns:
+        base["channel_slowdown"] = max(1.0, median(fitted_slowdowns))
+
+    bridge = base.setdefault("bridge", {})
+    hooks = []
+    for step in steps:
+        # A hook's own work: its span without the collectives it issued and
+        # the momentum correction it ran.
+        nested = sorted([(t, d) for t, d in step.issues.values()] +
+                        [(t, d) for t, d, _ in step.momentum])
+        for begin, duration, _ in step.hooks:
+            inner = sum(d for t, d in nested
+                        if begin <= t and t + d <= begin + duration + 1e-6)
+            hooks.append(max(0.0, duration - inner))
+    if hooks:
+        bridge["hook_us"] = median(hooks)
+        notes.append(f"hook {bridge['hook_us']:.3g} us ({len(hooks)})")
+    momentum = rate([(d * 1e3, n) for s in steps for _, d, n in s.momentum])
+    if momentum is not None:
+        bridge["momentum_ns_per_element"] = momentum
+        notes.append(f"momentum {momentum:.3g} ns")
+    mask = rate([(d * 1e3, n) for s in steps for d, n in s.masks])
+    if mask is not None:
+        bridge["mask_ns_per_element"] = mask
+        notes.append(f"mask {mask:.3g} ns")
+    ranks = sorted({s.rank for s in steps})
+    source = (f"commopt-timeline fit of {len(ranks)} rank(s) x "
+              f"{len(steps) // len(ranks)} step(s) of "
+              f"{', '.join(os.path.basename(p) for p in args.traces)}: "
+              f"{'; '.join(notes)}")
+    base["source"] = (base.get("source", "") + "; " if base.get("source")
+                      else "") + source
+    return base, notes
+
+
+def load_device(spec):
+    """The base description: a file, or the host with nothing measured."""
+    if spec is None:
+        return {"format": "commopt-device", "version": 1, "name": "host",
+                "peak_tflops": 0.05, "memory_gbps": 10}
+    try:
+        with open(spec) as handle:
+            device = json.load(handle)
+    except OSError as error:
+        raise ToolError(f"--base {spec}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ToolError(f"--base {spec} is not JSON: {error}") from None
+    if not isinstance(device, dict) or \
+            device.get("format", "commopt-device") != "commopt-device":
+        raise ToolError(f"--base {spec} is not a commopt-device description")
+    return device
+
+
+def fit_profile(path, steps):
+    """The gradient profile at `path` with the compute the traces measured:
+    each layer's backward from the gaps between its gradients' hooks, the
+    forward (and the first layer's backward) from the step's start to the
+    first hook, split as the profile splits them, the update from the
+    optimizer's step."""
+    try:
+        with open(path) as handle:
+            profile = json.load(handle)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ToolError(f"--profile {path}: {error}") from None
+    layers = profile.get("layers", [])
+    if not layers:
+        raise ToolError(f"--profile {path} has no layers")
+    backward = {i: [] for i in range(len(layers))}
+    heads = []
+    for step in steps:
+        hook_end = {}
+        for begin, duration, name in step.hooks:
+            hook_end[name] = begin + duration
+        previous_end = None
+        for i, layer in enumerate(layers):
+            names = [p["name"] for p in layer["params"]]
+            times = [step.ready[n] for n in names if n in step.ready]
+            if not times:
+                continue
+            ready = min(times)
+            if previous_end is None:
+                heads.append(ready)
+            else:
+                backward[i].append(max(0.0, ready - previous_end))
+            previous_end = max(hook_end.get(n, ready) for n in names)
+    if not heads:
+        raise ToolError("the traces have no gradient of the profile's layers "
+                        f"({layers[0]['params'][0]['name']}, ...): are they "
+                        "of this model?")
+    first = layers[0]
+    head = median(heads)
+    forward = profile.get("forward_us") or \
+        sum(layer.get("forward_us", 0) for layer in layers)
+    share = forward / (forward + first.get("backward_us", 0)) \
+        if forward + first.get("backward_us", 0) > 0 else 1.0
+    fitted_forward = head * share
+    scale = fitted_forward / forward if forward > 0 else 1.0
+    profile["forward_us"] = fitted_forward
+    for layer in layers:
+        if "forward_us" in layer:
+            layer["forward_us"] *= scale
+    first["backward_us"] = head - fitted_forward
+    for i, times in backward.items():
+        if times:
+            layers[i]["backward_us"] = median(times)
+    profile["update_us"] = median(s.optimizer for s in steps)
+    return profile
+
+
+def fit(args):
+    _, steps = load_steps(args.traces, args.skip_steps)
+    device, notes = fit_device(args, steps)
+    write_json(args.output, device)
+    print(f"commopt-timeline fit: {args.output}: " + "; ".join(notes))
+    if args.profile:
+        if not args.profile_output:
+            raise ToolError("--profile needs --profile-output")
+        write_json(args.profile_output, fit_profile(args.profile, steps))
+        print(f"commopt-timeline fit: {args.profile_output}: the compute of "
+              f"{args.profile} as measured")
+
+
+def write_json(path, value):
+    try:
+        with open(path, "w") as handle:
+            json.dump(value, handle, indent=1)
+            handle.write("\n")
+    except OSError as error:
+        raise ToolError(f"cannot write {path}: {error.strerror}") from None
+
+
+# -- merge ----------------------------------------------------------------------
+
+
+def merge(args):
+    events, ranks = [], []
+    for path in args.traces:
+        info, _ = load_trace(path)
+        with open(path) as handle:
+            events += json.load(handle)["traceEvents"]
+        ranks.append(info["rank"])
+    write_json(args.output, {"displayTimeUnit": "ms",
+                             "otherData": {"format": "commopt-merged-timeline",
+                                           "ranks": ranks},
+                             "traceEvents": events})
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="commopt-timeline", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1])
+    commands = parser.add_subparsers(dest="command", required=True)
+    compare_parser = commands.add_parser(
+        "compare", help="set measured traces beside the predicted timeline")
+    compare_parser.add_argument("predicted")
+    compare_parser.add_argument("traces", nargs="+")
+    compare_parser.add_argument("--function", help="the predicted function "
+                                "(default: the only one)")
+    compare_parser.add_argument("--top", type=int, default=20,
+                                help="rows to print (default 20)")
+    fit_parser = commands.add_parser(
+        "fit", help="calibrate the device description from traces")
+    fit_parser.add_argument("traces", nargs="+")
+    fit_parser.add_argument("-o", "--output", required=True)
+    fit_parser.add_argument("--base", help="the device description to "
+                            "write the measured figures over")
+    fit_parser.add_argument("--profile")
+    fit_parser.add_argument("--profile-output")
+    merge_parser = commands.add_parser("merge", help="merge ranks' traces")
+    merge_parser.add_argument("traces", nargs="+")
+    merge_parser.add_argument("-o", "--output", required=True)
+    for sub in (compare_parser, fit_parser):
+        sub.add_argument("--skip-steps", type=int, default=2,
+                         help="steps of each rank left out first (default 2)")
+    args = parser.parse_args(argv)
+    if getattr(args, "skip_steps", 0) < 0:
+        parser.error("--skip-steps must not be negative")
+    try:
+        {"compare": compare, "fit": fit, "merge": merge}[args.command](args)
+    except ToolError as error:
+        print(f"commopt-timeline: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
