@@ -87,6 +87,10 @@ static bool verifyDevice(const DeviceModel &device, Path path) {
                                 device.channelSlowdown >= 1,
                             path, "channel_slowdown",
                             "expected a number of at least 1") &&
+         detail::checkField(device.computeOverlap > 0 &&
+                                device.computeOverlap <= 1,
+                            path, "compute_overlap",
+                            "expected a number in (0, 1]") &&
          verifyLocalWork(device.localWork, path.field("local_work")) &&
          verifyBridge(device.bridge, path.field("bridge"));
 }
@@ -145,6 +149,7 @@ bool comm::fromJSON(const llvm::json::Value &value, DeviceModel &device,
       !mapper.map("memory_gbps", result.memoryGBps) ||
       !mapper.mapOptional("launch_overhead_us", result.launchOverheadUs) ||
       !mapper.mapOptional("channel_slowdown", result.channelSlowdown) ||
+      !mapper.mapOptional("compute_overlap", result.computeOverlap) ||
       !mapper.mapOptional("local_work", result.localWork) ||
       !mapper.mapOptional("bridge", result.bridge) ||
       !verifyDevice(result, path))
@@ -172,6 +177,7 @@ llvm::json::Value DeviceModel::toJSON() const {
       {"memory_gbps", memoryGBps},
       {"launch_overhead_us", launchOverheadUs},
       {"channel_slowdown", channelSlowdown},
+      {"compute_overlap", computeOverlap},
       {"local_work",
        llvm::json::Object{
            {"accumulate_ns_per_element", localWork.accumulateNs},
@@ -196,6 +202,7 @@ bool DeviceModel::operator==(const DeviceModel &other) const {
          memoryGBps == other.memoryGBps &&
          launchOverheadUs == other.launchOverheadUs &&
          channelSlowdown == other.channelSlowdown &&
+         computeOverlap == other.computeOverlap &&
          localWork == other.localWork && bridge == other.bridge;
 }
 

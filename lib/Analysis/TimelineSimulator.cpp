@@ -53,6 +53,10 @@ llvm::Error verifyStep(const StepDescription &step,
                        const SimulationOptions &options, bool steady) {
   if (options.channels < 1)
     return fieldError("options.channels", "expected at least one channel");
+  if (!(options.progressWhileComputing > 0 &&
+        options.progressWhileComputing <= 1))
+    return fieldError("options.progressWhileComputing",
+                      "expected a rate in (0, 1]");
   size_t numTasks = step.computeTasks.size();
   llvm::DenseSet<int64_t> forwardLayers;
   for (auto [i, task] : llvm::enumerate(step.computeTasks)) {
@@ -194,6 +198,9 @@ private:
     uint64_t sequence;
     EventKind kind;
     size_t id;
+    /// A latency end's version: one that is no longer the collective's
+    /// (latencyVersion) was moved by a change of rate.
+    uint32_t version = 0;
     bool operator>(const TimedEvent &other) const {
       return std::tie(time, sequence) > std::tie(other.time, other.sequence);
     }
@@ -236,6 +243,13 @@ private:
   void finishComputeTask(size_t taskInstance);
   void enterBandwidthPhase(size_t instance);
   void complete(size_t instance);
+  /// The rate at which collectives progress now.
+  double progressRate() const {
+    return computeBusy ? options.progressWhileComputing : 1.0;
+  }
+  /// Moves the latency ends in flight after the compute channel became
+  /// busy (or idle) at `now`, changing the rate from `before`.
+  void rescheduleLatencies(double before);
 
   const StepDescription &step;
   SimulationOptions options;
@@ -271,6 +285,10 @@ private:
   size_t pendingGates = 0;
 
   std::vector<bool> collectiveDone;
+  /// The collectives in their latency phase and when it ends at the current
+  /// rate, and each collective instance's latency version.
+  std::vector<std::pair<size_t, double>> inLatency;
+  std::vector<uint32_t> latencyVersion;
   TimelineResult result;
 };
 
@@ -341,7 +359,8 @@ Simulation::Simulation(const StepDescription &step,
       issued(numTasks + 1, issueEntries(step)), readyQueues(options.channels),
       channelBusy(options.channels, false),
       channelDirty(options.channels, false),
-      collectiveDone(numCollectives * iterations, false) {
+      collectiveDone(numCollectives * iterations, false),
+      latencyVersion(numCollectives * iterations, 0) {
   std::vector<std::pair<size_t, Gate>> gates = taskGates(step, steady);
   gatesOfTask = Csr<Gate>(numTasks, gates);
   gatesOfCollective = Csr<Gate>(numCollectives, invertGates(gates));
@@ -396,12 +415,14 @@ void Simulation::dispatch() {
       gatesCounted = true;
     }
     if (pendingGates == 0) {
+      double before = progressRate();
       computeBusy = true;
       ComputeEvent &event = result.computeEvents[nextTask];
       event.startUs = now;
       double duration = step.computeTasks[nextTask % numTasks].durationUs;
       timedEvents.push(
           {now + duration, sequence++, EventKind::ComputeEnd, nextTask});
+      rescheduleLatencies(before);
     }
   }
   for (unsigned channel : dirtyChannels) {
@@ -413,14 +434,30 @@ void Simulation::dispatch() {
     queue.pop();
     channelBusy[channel] = true;
     result.collectiveEvents[instance].startUs = now;
-    timedEvents.push({now + collectiveOf(instance).cost.latencyUs, sequence++,
-                      EventKind::LatencyEnd, instance});
+    double end = now + collectiveOf(instance).cost.latencyUs / progressRate();
+    timedEvents.push({end, sequence++, EventKind::LatencyEnd, instance,
+                      latencyVersion[instance]});
+    if (options.progressWhileComputing < 1)
+      inLatency.push_back({instance, end});
   }
   dirtyChannels.clear();
 }
 
+void Simulation::rescheduleLatencies(double before) {
+  double after = progressRate();
+  if (after == before)
+    return;
+  for (auto &[instance, end] : inLatency) {
+    end = now + (end - now) * before / after;
+    timedEvents.push({end, sequence++, EventKind::LatencyEnd, instance,
+                      ++latencyVersion[instance]});
+  }
+}
+
 void Simulation::finishComputeTask(size_t taskInstance) {
+  double before = progressRate();
   computeBusy = false;
+  rescheduleLatencies(before);
   result.computeEvents[taskInstance].endUs = now;
   unsigned iteration = taskInstance / numTasks;
   size_t index = taskInstance % numTasks;
@@ -461,6 +498,12 @@ void Simulation::handle(const TimedEvent &event) {
     finishComputeTask(event.id);
     return;
   case EventKind::LatencyEnd:
+    if (event.version != latencyVersion[event.id])
+      return;
+    if (options.progressWhileComputing < 1)
+      llvm::erase_if(inLatency, [&](const std::pair<size_t, double> &job) {
+        return job.first == event.id;
+      });
     enterBandwidthPhase(event.id);
     return;
   }
@@ -472,8 +515,10 @@ TimelineResult Simulation::run() {
   while (true) {
     dispatch();
     double nextTimed = timedEvents.empty() ? kInfinity : timedEvents.top().time;
-    // Real time per unit of virtual time while the job set is unchanged.
-    double slowdown = shared ? static_cast<double>(activeBandwidth) : 1.0;
+    // Real time per unit of virtual time while the job set and the rate
+    // are unchanged.
+    double slowdown = (shared ? static_cast<double>(activeBandwidth) : 1.0) /
+                      progressRate();
     double nextFinish =
         bandwidthJobs.empty()
             ? kInfinity

@@ -15,13 +15,16 @@ exchange, scatter, pack, unpack), the waits and the optimizer's step.
 
     commopt-timeline fit TRACE... -o DEVICE.json [--base DEVICE.json]
                          [--profile PROFILE.json --profile-output OUT.json]
+                         [--predicted PREDICTED.json]
         Calibrates the cost model from the traces: the local-work rates of
         the device description (docs/Cluster.md, section 4: `local_work`)
-        and the bridge's costs (`bridge`), written over --base (a preset or
-        file; default: a description of the host with nothing else
-        measured); with --profile, that gradient profile with each layer's
-        forward and backward time and the update's as the traces measured
-        them.
+        and the bridge's costs (`bridge`), written over --base (a file;
+        default: a description of the host with nothing else measured);
+        with --profile, that gradient profile with each layer's forward and
+        backward time and the update's as the traces measured them; with
+        --predicted (the traces' plan's timeline, predicted at full
+        overlap), how fast the exchanges progress while the ranks compute
+        (`compute_overlap`).
 
     commopt-timeline merge TRACE... -o MERGED.json
         One Chrome trace of every rank's (a process per rank).
@@ -96,6 +99,8 @@ class Step:
         self.issues = {e["args"]["collective"]: (at(e), e["dur"])
                        for e in events if e["cat"] == "issue"}
         self.waits = [e["dur"] for e in events if e["cat"] == "wait"]
+        self.wait_spans = [(at(e), at(e) + e["dur"]) for e in events
+                           if e["cat"] == "wait"]
         self.momentum = [(at(e), e["dur"], e["args"]["elements"])
                          for e in events if e["cat"] == "momentum"]
         self.masks = [(e["dur"], e["args"]["elements"]) for e in events
@@ -112,6 +117,13 @@ class Step:
     def compute(self):
         """The step thread's time not spent waiting for collectives."""
         return self.duration - sum(self.waits)
+
+    def computing_within(self, begin, end):
+        """How much of [begin, end) the step thread computed (did not
+        wait)."""
+        waited = sum(max(0.0, min(end, b) - max(begin, a))
+                     for a, b in self.wait_spans)
+        return max(0.0, min(end, self.duration) - max(begin, 0.0) - waited)
 
 
 def load_steps(paths, skip):
@@ -327,8 +339,10 @@ def fit_local_work(steps):
                         scatter[2]["selected"]
                     add("scatter", on_channel,
                         (scatter[1] * 1e3, n, entries))
-            elif args["kind"] < 0:
-                # No wire type: the passes beside the reduction.
+            elif args["kind"] < 0 and ("pack" in phases or
+                                       "unpack" in phases):
+                # No wire type: the passes beside the reduction, where the
+                # runtime did not reduce the buffer in place.
                 local = sum(phases[p][1] for p in ("pack", "unpack")
                             if p in phases)
                 add("dense", on_channel, (local * 1e3, n))
@@ -499,9 +513,39 @@ def fit_profile(path, steps):
     return profile
 
 
+def fit_overlap(predicted, steps):
+    """compute_overlap from exchanges that ran mostly while the step thread
+    computed: the predicted exchange S (at full rate) took D, of which O
+    beside compute, so S = rho O + (D - O); the median rho over them, or
+    None where no exchange ran mostly beside compute."""
+    samples = []
+    for step in steps:
+        for index, phases in step.phases.items():
+            exchange = phases.get("exchange")
+            if exchange is None or index not in predicted:
+                continue
+            begin, duration, _ = exchange
+            overlap = step.computing_within(begin, begin + duration)
+            if duration <= 0 or overlap < 0.5 * duration:
+                continue
+            full = predicted[index]["exchange"]
+            samples.append((full - duration + overlap) / overlap)
+    if not samples:
+        return None, 0
+    return min(1.0, max(0.01, median(samples))), len(samples)
+
+
 def fit(args):
     _, steps = load_steps(args.traces, args.skip_steps)
     device, notes = fit_device(args, steps)
+    if args.predicted:
+        _, _, predicted = load_predicted(args.predicted, args.function)
+        overlap, count = fit_overlap(predicted, steps)
+        if overlap is not None:
+            device["compute_overlap"] = overlap
+            notes.append(f"compute overlap {overlap:.3g} ({count} exchanges "
+                         "beside compute)")
+            device["source"] += f"; compute overlap {overlap:.3g}"
     write_json(args.output, device)
     print(f"commopt-timeline fit: {args.output}: " + "; ".join(notes))
     if args.profile:
@@ -559,6 +603,11 @@ def main(argv):
                             "write the measured figures over")
     fit_parser.add_argument("--profile")
     fit_parser.add_argument("--profile-output")
+    fit_parser.add_argument("--predicted", help="the predicted timeline "
+                            "of the traces' plan at full overlap, to fit "
+                            "compute_overlap")
+    fit_parser.add_argument("--function", help="the predicted function "
+                            "(default: the only one)")
     merge_parser = commands.add_parser("merge", help="merge ranks' traces")
     merge_parser.add_argument("traces", nargs="+")
     merge_parser.add_argument("-o", "--output", required=True)

@@ -129,6 +129,41 @@ void expectSteadyState(const StepDescription &step, double stepUs,
 // exposed}, where communication sums the collectives' durations from their
 // start and exposed is step - compute.
 
+// Collectives slow down while compute runs (progressWhileComputing, a
+// host whose cores its ranks' compute and communication share): a
+// collective of 10 us of latency started with a task of 20 us at half rate
+// does 10 us of work in 20 us; beside a task of 10 us, 5 us of it, then the
+// other 5 at full rate. Bandwidth likewise, and a collective started on an
+// idle host is not slowed.
+TEST(TimelineSimulator, ProgressWhileComputing) {
+  SimulationOptions half{1, ChannelSharing::Shared, 0.5};
+  TimelineResult latency =
+      simulate({{task(20)}, {collective(std::nullopt, 0, 10)}}, half);
+  EXPECT_DOUBLE_EQ(latency.collectiveEvents[0].endUs, 20);
+  TimelineResult shorter =
+      simulate({{task(10)}, {collective(std::nullopt, 0, 10)}}, half);
+  EXPECT_DOUBLE_EQ(shorter.collectiveEvents[0].endUs, 15);
+  TimelineResult bandwidth =
+      simulate({{task(10)}, {collective(std::nullopt, 10)}}, half);
+  EXPECT_DOUBLE_EQ(bandwidth.collectiveEvents[0].endUs, 15);
+  // Issued after the task: the host is idle, no slowdown.
+  TimelineResult after = simulate({{task(10)}, {collective(0, 4, 6)}}, half);
+  EXPECT_DOUBLE_EQ(after.collectiveEvents[0].endUs, 20);
+  // Issued by a task that another one follows at once: all of its latency
+  // runs beside compute, 10 us of work in 20 us.
+  TimelineResult starting = simulate(
+      {{task(2), task(30)}, {collective(0, 0, 10)}}, half);
+  EXPECT_DOUBLE_EQ(starting.collectiveEvents[0].endUs, 22);
+  // At rate 1 nothing changes.
+  TimelineResult full = simulate({{task(20)}, {collective(std::nullopt, 4, 6)}},
+                                 SimulationOptions{1, ChannelSharing::Shared,
+                                                   1.0});
+  EXPECT_DOUBLE_EQ(full.collectiveEvents[0].endUs, 10);
+  EXPECT_NE(simulationError({{task(1)}, {}},
+                            SimulationOptions{1, ChannelSharing::Shared, 0}),
+            "");
+}
+
 TEST(TimelineSimulator, OverlapHidesCommunication) {
   TimelineResult result =
       simulate({{task(100), task(100)}, {collective(0, 50)}});

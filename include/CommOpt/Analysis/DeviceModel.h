@@ -84,6 +84,11 @@ struct DeviceModel {
   /// beside compute as when the calling thread (stream) runs it, blocking;
   /// at least 1.
   double channelSlowdown = 1;
+  /// How fast the runtime's collectives progress while this device computes,
+  /// relative to while it does not, in (0, 1]: 1 where communication has
+  /// engines of its own beside compute (GPUs, NICs); less on a host whose
+  /// cores its ranks' compute and communication threads share.
+  double computeOverlap = 1;
   /// Measured local work of collectives (JSON `local_work`).
   LocalWorkRates localWork;
   /// The training bridge's costs (JSON `bridge`).

@@ -51,6 +51,9 @@ struct StepModel {
   /// Whether the step has per-layer forward tasks, which steady-state
   /// simulation needs to let a layer's forward wait on its gradients only.
   bool hasLayeredForward = false;
+  /// How fast collectives progress while compute runs (the device's
+  /// compute_overlap; SimulationOptions::progressWhileComputing).
+  double progressWhileComputing = 1;
 };
 
 /// The compute cost in microseconds of `op` on `device`: its `cost_us` when

@@ -95,6 +95,12 @@ struct SimulationOptions {
   unsigned channels = 1;
   /// How concurrent collectives share bandwidth.
   ChannelSharing sharing = ChannelSharing::Shared;
+  /// How fast collectives progress while a compute task runs, relative to
+  /// while none does, in (0, 1]: 1 where the network and its engines work
+  /// beside compute (GPUs, NICs); less where the ranks' communication
+  /// threads share the host's cores with compute
+  /// (DeviceModel::computeOverlap).
+  double progressWhileComputing = 1;
 
   /// The cluster's channel count and sharing mode.
   static SimulationOptions fromCluster(const ClusterModel &cluster) {

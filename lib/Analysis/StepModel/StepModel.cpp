@@ -372,6 +372,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                                                 const ClusterModel &cluster,
                                                 const DeviceModel &device) {
   StepModel model;
+  model.progressWhileComputing = device.computeOverlap;
   StepDescription &step = model.step;
   auto lastComputeTask = [&]() -> std::optional<size_t> {
     if (step.computeTasks.empty())
@@ -670,6 +671,7 @@ mlir::comm::simulateStepModel(const StepModel &model,
                               const ClusterModel &cluster, SimulationMode mode,
                               const SteadyStateOptions &steadyState) {
   SimulationOptions options = SimulationOptions::fromCluster(cluster);
+  options.progressWhileComputing = model.progressWhileComputing;
   llvm::Expected<TimelineResult> result =
       mode == SimulationMode::Step
           ? simulateStep(model.step, options)
