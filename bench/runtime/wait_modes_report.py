@@ -55,7 +55,7 @@ def main(argv):
         "emulated cluster\"), each plan's median of its timed runs, once "
         "with the runtime's waits (`COMMRT_WAIT=auto`, the default: where "
         "the ranks talk over the network, tests for 1 ms, then tests "
-        "between sleeps of up to 50 us; over shared memory, polling) and "
+        "between sleeps of up to 100 us; over shared memory, polling) and "
         "once with MPI_Waitall's polling everywhere (`COMMRT_WAIT=poll`), "
         f"in {len(rounds)} alternating rounds. CPU: seconds of all of a "
         "rank's threads per run, the mean over the ranks. Ratios are auto "

@@ -8,25 +8,40 @@
 #
 #  1. profile: for each batch size per rank, commopt-export.py times the
 #     model under 4 ranks' load (mpirun -np 4, rank 0 writes the profile);
-#  2. plans: comm-optimize plans each kind from it for $CLUSTER and
-#     commopt-translate --export-plan writes it, with its estimate;
-#  3. fidelity: every run trains $EPOCHS epochs of $TRAIN_SAMPLES samples on
+#  2. calibration (root, the emulated 4 x $RATE cluster): four plans (dense
+#     f32, threshold with momentum correction, top-k, chunk), made for the
+#     host as bench/cluster/host-2core-4ranks.json describes it, each train
+#     $CALIBRATION_STEPS steps with their measured timeline
+#     (COMMOPT_TIMELINE); commopt-timeline fit turns the traces into the
+#     device description the plans are made for (the host's local-work
+#     rates, the bridge's costs, how fast collectives progress while the
+#     ranks compute) and the profile with the compute as measured;
+#  3. plans: comm-optimize plans each kind from the calibrated profile for
+#     $CLUSTER and the calibrated device, with momentum correction for the
+#     -mc runs, and commopt-translate --export-plan writes it with its
+#     estimate; the same kinds planned as before calibration (the
+#     exporter's profile, the default device) give the "before" estimates;
+#  4. fidelity: every run trains $EPOCHS epochs of $TRAIN_SAMPLES samples on
 #     shared memory, batch 16 per rank, and reports test accuracy per epoch;
-#  4. speed: every run takes $SPEED_STEPS steps on the emulated
+#  5. speed: every run takes $SPEED_STEPS steps on the emulated
 #     4 x 1 Gbit/s cluster (bench/cluster/emulate.sh, root) at each batch
-#     size of $SPEED_BATCHES, and so does a compute-only run (no
-#     communication), the step's lower bound;
-#  5. report.py writes the section "Training on Fashion-MNIST" of
-#     BENCHMARKS.md: accuracy, step times as ratios to DDP/gloo measured in
-#     the same run, and each plan's predicted vs measured step.
+#     size of $SPEED_BATCHES, with its measured timeline, and so does a
+#     compute-only run (no communication), the step's lower bound;
+#     commopt-timeline compare sets each commopt run's trace beside its
+#     plan's predicted timeline;
+#  6. report.py writes the section "Training on Fashion-MNIST" of
+#     BENCHMARKS.md: accuracy, step times and CPU time per step as ratios to
+#     DDP/gloo measured in the same run, and each plan's predicted vs
+#     measured step, before and after calibration.
 #
 # Usage: bench/training/run.sh [fidelity] [speed]   (default: both)
 # Environment: BUILD (default build), OUT (default $BUILD/training), EPOCHS
 # (3), TRAIN_SAMPLES (20000), SPEED_STEPS (40), SPEED_BATCHES ("16 4"),
-# CLUSTER (default
-# bench/cluster/emulated-4x1gbit.json), RATE (1gbit), PYTHON, ONLY (run
-# only the runs with these labels, e.g. "ddp commopt-f16"; the report keeps
-# the others' last results).
+# CALIBRATION_STEPS (20), CLUSTER (default
+# bench/cluster/emulated-4x1gbit.json), HOST_DEVICE (default
+# bench/cluster/host-2core-4ranks.json, what calibration starts from), RATE
+# (1gbit), PYTHON, ONLY (run only the runs with these labels, e.g. "ddp
+# commopt-f16"; the report keeps the others' last results).
 #
 #===----------------------------------------------------------------------===#
 
@@ -39,7 +54,9 @@ EPOCHS=${EPOCHS:-3}
 TRAIN_SAMPLES=${TRAIN_SAMPLES:-20000}
 SPEED_STEPS=${SPEED_STEPS:-40}
 SPEED_BATCHES=${SPEED_BATCHES:-16 4}
+CALIBRATION_STEPS=${CALIBRATION_STEPS:-20}
 CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
+HOST_DEVICE=${HOST_DEVICE:-bench/cluster/host-2core-4ranks.json}
 RATE=${RATE:-1gbit}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 PHASES=${*:-fidelity speed}
@@ -65,22 +82,86 @@ PLANS=(
   "chunk-0.01|sparse=true density=0.01 sparse-exchange=chunk sparse-chunk-elements=4096"
   "chunk-0.001|sparse=true density=0.001 sparse-exchange=chunk sparse-chunk-elements=2048"
 )
+# Deep Gradient Compression's momentum correction on the sparsest plans:
+# planned with it, so that the bridge runs it and the estimate prices it.
+MC_PLANS=()
+for entry in "${PLANS[@]}"; do
+  case ${entry%%|*} in
+  threshold-0.001 | topk-0.001 | chunk-0.001)
+    MC_PLANS+=("${entry%%|*}-mc|${entry#*|} momentum-correction=true")
+    ;;
+  esac
+done
+# What calibration measures: every selection, the dense passes, the
+# bridge's momentum correction, collectives beside compute.
+CALIBRATION_PLANS=(
+  "f32|fusion=cost"
+  "threshold-0.01-mc|sparse=true density=0.01 sparse-select=threshold sparse-exchange=allgather momentum-correction=true"
+  "topk-0.001|sparse=true density=0.001 sparse-select=topk sparse-exchange=allgather"
+  "chunk-0.01|sparse=true density=0.01 sparse-exchange=chunk sparse-chunk-elements=4096"
+)
 
-# Profiles the model at batch $1 per rank and plans every kind for it into
-# $OUT/plans/b$1/.
+# Plans the kind `entry` ("name|options") from profile $2 for $CLUSTER and
+# the device $3 into $1/NAME.json (the plan) and $1/NAME.timeline.json (its
+# predicted timeline).
+plan_kind() {
+  local dir=$1 profile=$2 device=$3 entry=$4
+  local name=${entry%%|*}
+  "$BUILD/bin/commopt-translate" --import-grad-profile "$profile" |
+    "$BUILD/bin/commopt-opt" -o "$dir/$name.mlir" \
+      --comm-optimize="cluster=$CLUSTER device=$device estimate=step report=none ${entry#*|}"
+  "$BUILD/bin/commopt-translate" --export-plan "$dir/$name.mlir" \
+    -o "$dir/$name.json"
+  "$BUILD/bin/commopt-translate" --export-timeline "$dir/$name.mlir" \
+    --timeline-device="$device" -o "$dir/$name.timeline.json"
+}
+
+# Trains with each plan of "name|options" entries $3... (made in folder $2)
+# for $CALIBRATION_STEPS steps at batch $1 on the emulated cluster, each
+# writing its measured timeline to $2/NAME.rank<R>.json.
+calibration_runs() {
+  local batch=$1 dir=$2
+  shift 2
+  for entry in "$@"; do
+    local name=${entry%%|*}
+    echo "== calibration on 4 x $RATE, batch $batch: $name" >&2
+    COMMOPT_TIMELINE=$dir/$name.json bench/cluster/emulate.sh run 4 "$RATE" -- \
+      "$PYTHON" "$ROOT/$TRAIN" --plan "$dir/$name.json" --batch-size "$batch" \
+      --epochs 1 --max-steps "$CALIBRATION_STEPS" --no-eval \
+      --master-addr "$SUBNET.1" >&2
+  done
+}
+
+# Profiles the model at batch $1 per rank, calibrates the cost model on the
+# emulated cluster and plans every kind for it into $OUT/plans/b$1/ (and
+# as before calibration into $OUT/plans/b$1/before/).
 make_plans() {
   local batch=$1 dir=$OUT/plans/b$1
-  mkdir -p "$dir"
+  mkdir -p "$dir/before" "$dir/calibration"
   echo "== profile and plans, batch $batch per rank, for $CLUSTER" >&2
   PYTHONPATH=examples/fashion_mnist mpirun -np 4 "$PYTHON" \
     tools/commopt-export/commopt-export.py fashion_mnist:make_model \
     --input-shape 1,28,28 --batch-size "$batch" --threads 1 --warmup 5 \
     --steps 30 --name fashion-mnist -o "$dir/profile.json"
-  for entry in "${PLANS[@]}"; do
-    "$BUILD/bin/commopt-translate" --import-grad-profile "$dir/profile.json" |
-      "$BUILD/bin/commopt-opt" \
-        --comm-optimize="cluster=$CLUSTER estimate=step report=none ${entry#*|}" |
-      "$BUILD/bin/commopt-translate" --export-plan -o "$dir/${entry%%|*}.json"
+  for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
+    plan_kind "$dir/before" "$dir/profile.json" v100 "$entry"
+  done
+  # Calibration: plans for the uncalibrated host, their measured timelines.
+  for entry in "${CALIBRATION_PLANS[@]}"; do
+    plan_kind "$dir/calibration" "$dir/profile.json" "$HOST_DEVICE" "$entry"
+  done
+  calibration_runs "$batch" "$dir/calibration" "${CALIBRATION_PLANS[@]}"
+  local traces=("$dir"/calibration/*.rank*.json)
+  "$PYTHON" tools/commopt-timeline/commopt-timeline.py fit "${traces[@]}" \
+    --base "$HOST_DEVICE" -o "$dir/device-rates.json" \
+    --profile "$dir/profile.json" --profile-output "$dir/profile-fitted.json"
+  # How fast collectives progress beside compute: from the dense plan's
+  # exchanges, set beside its prediction at full overlap.
+  "$PYTHON" tools/commopt-timeline/commopt-timeline.py fit \
+    "$dir"/calibration/f32.rank*.json --base "$dir/device-rates.json" \
+    --predicted "$dir/calibration/f32.timeline.json" -o "$dir/device.json"
+  for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
+    plan_kind "$dir" "$dir/profile-fitted.json" "$dir/device.json" "$entry"
   done
 }
 
@@ -91,13 +172,9 @@ RUNS=(
   "ddp-fp16|--comm ddp-fp16"
   "ddp-powersgd-2|--comm ddp-powersgd --powersgd-rank 2"
 )
-for entry in "${PLANS[@]}"; do
+for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
   name=${entry%%|*}
   RUNS+=("commopt-$name|--plan @PLANS@/$name.json")
-done
-# Deep Gradient Compression's momentum correction on the sparsest plans.
-for name in threshold-0.001 topk-0.001 chunk-0.001; do
-  RUNS+=("commopt-$name-mc|--plan @PLANS@/$name.json --momentum-correction")
 done
 
 # Whether run $1 is selected by ONLY.
@@ -126,7 +203,8 @@ for phase in $PHASES; do
   speed)
     for BATCH in $SPEED_BATCHES; do
       make_plans "$BATCH"
-      mkdir -p "$OUT/speed/b$BATCH"
+      speed=$OUT/speed/b$BATCH
+      mkdir -p "$speed/traces"
       for run in "${RUNS[@]}" "compute-only|--comm local"; do
         label=${run%%|*}
         selected "$label" || continue
@@ -134,10 +212,16 @@ for phase in $PHASES; do
         arguments=${run#*|}
         arguments=${arguments//@PLANS@/$OUT/plans/b$BATCH}
         # shellcheck disable=SC2086
-        bench/cluster/emulate.sh run 4 "$RATE" -- "$PYTHON" "$ROOT/$TRAIN" \
+        COMMOPT_TIMELINE=$speed/traces/$label.json \
+          bench/cluster/emulate.sh run 4 "$RATE" -- "$PYTHON" "$ROOT/$TRAIN" \
           $arguments --batch-size "$BATCH" --epochs 1 \
           --max-steps "$SPEED_STEPS" --no-eval --master-addr "$SUBNET.1" \
-          --label "$label" --json "$OUT/speed/b$BATCH/$label.json"
+          --label "$label" --json "$speed/$label.json"
+        if [[ $label == commopt-* ]]; then
+          "$PYTHON" tools/commopt-timeline/commopt-timeline.py compare \
+            "$OUT/plans/b$BATCH/${label#commopt-}.timeline.json" \
+            "$speed/traces/$label".rank*.json >"$speed/$label.compare.txt"
+        fi
       done
     done
     ;;

@@ -3,6 +3,7 @@
 #include "MpiWait.h"
 #include "Backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -78,8 +79,7 @@ private:
   unsigned long saved = 0;
 };
 
-/// The first sleep between tests, in microseconds; each next one doubles,
-/// up to the policy's longest.
+/// The first sleep between tests, in microseconds.
 constexpr double kFirstSleepUs = 10;
 
 /// The values recordTransport attaches to a communicator: their addresses.
@@ -170,6 +170,9 @@ commrt_status commrt::waitAll(MPI_Comm comm, int count, MPI_Request *requests,
       return COMMRT_SUCCESS;
   } while (Clock::now() < spinEnd);
 
+  // Sleeps that double up to the policy's longest: each test costs a pass
+  // of OpenMPI's progress engine, and a wait that ends overruns by one
+  // sleep at most.
   TimerSlack slack(/*nanoseconds=*/1000);
   double sleepUs = std::min(kFirstSleepUs, policy->maxSleepUs);
   while (true) {

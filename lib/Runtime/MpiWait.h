@@ -17,7 +17,7 @@
 // COMMRT_WAIT=auto (the default) does so; poll polls everywhere, sleep
 // sleeps everywhere (shared memory too: slower, but it leaves the cores to
 // compute). COMMRT_WAIT_SPIN_US (default 1000) and COMMRT_WAIT_SLEEP_US
-// (default 50) set how long the tight loop lasts and the longest sleep
+// (default 100) set how long the tight loop lasts and the longest sleep
 // between tests.
 //
 //===----------------------------------------------------------------------===//
@@ -46,7 +46,7 @@ struct WaitPolicy {
   /// How long the tight loop of tests lasts, in microseconds.
   double spinUs = 1000;
   /// The longest sleep between two tests, in microseconds.
-  double maxSleepUs = 50;
+  double maxSleepUs = 100;
 };
 
 /// The policy of this process: COMMRT_WAIT, COMMRT_WAIT_SPIN_US and

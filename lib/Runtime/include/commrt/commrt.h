@@ -94,7 +94,7 @@
 |* does not hold its core while the data crosses a network: on a              *|
 |* communicator whose ranks do not all share memory it tests for              *|
 |* COMMRT_WAIT_SPIN_US microseconds (default 1000), then tests between sleeps *|
-|* that grow to COMMRT_WAIT_SLEEP_US (default 50). Over shared memory, where  *|
+|* that grow to COMMRT_WAIT_SLEEP_US (default 100). Over shared memory, where *|
 |* OpenMPI moves data only while both ranks call into MPI, it polls as        *|
 |* MPI_Waitall does. COMMRT_WAIT: "auto" (default) as just said, "poll"       *|
 |* polls everywhere, "sleep" sleeps everywhere (slower over shared memory,    *|
