@@ -15,7 +15,8 @@
 #     (COMMOPT_TIMELINE); commopt-timeline fit turns the traces into the
 #     device description the plans are made for (the host's local-work
 #     rates, the bridge's costs, how fast collectives progress while the
-#     ranks compute) and the profile with the compute as measured;
+#     ranks compute), the cluster with what a collective costs within the
+#     step, and the profile with the compute as measured;
 #  3. plans: comm-optimize plans each kind from the calibrated profile for
 #     $CLUSTER and the calibrated device, with momentum correction for the
 #     -mc runs, and commopt-translate --export-plan writes it with its
@@ -101,15 +102,15 @@ CALIBRATION_PLANS=(
   "chunk-0.01|sparse=true density=0.01 sparse-exchange=chunk sparse-chunk-elements=4096"
 )
 
-# Plans the kind `entry` ("name|options") from profile $2 for $CLUSTER and
-# the device $3 into $1/NAME.json (the plan) and $1/NAME.timeline.json (its
-# predicted timeline).
+# Plans the kind `entry` ("name|options") from profile $2 for the cluster
+# $3 and the device $4 into $1/NAME.json (the plan) and
+# $1/NAME.timeline.json (its predicted timeline).
 plan_kind() {
-  local dir=$1 profile=$2 device=$3 entry=$4
+  local dir=$1 profile=$2 cluster=$3 device=$4 entry=$5
   local name=${entry%%|*}
   "$BUILD/bin/commopt-translate" --import-grad-profile "$profile" |
     "$BUILD/bin/commopt-opt" -o "$dir/$name.mlir" \
-      --comm-optimize="cluster=$CLUSTER device=$device estimate=step report=none ${entry#*|}"
+      --comm-optimize="cluster=$cluster device=$device estimate=step report=none ${entry#*|}"
   "$BUILD/bin/commopt-translate" --export-plan "$dir/$name.mlir" \
     -o "$dir/$name.json"
   "$BUILD/bin/commopt-translate" --export-timeline "$dir/$name.mlir" \
@@ -144,24 +145,28 @@ make_plans() {
     --input-shape 1,28,28 --batch-size "$batch" --threads 1 --warmup 5 \
     --steps 30 --name fashion-mnist -o "$dir/profile.json"
   for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
-    plan_kind "$dir/before" "$dir/profile.json" v100 "$entry"
+    plan_kind "$dir/before" "$dir/profile.json" "$CLUSTER" v100 "$entry"
   done
   # Calibration: plans for the uncalibrated host, their measured timelines.
   for entry in "${CALIBRATION_PLANS[@]}"; do
-    plan_kind "$dir/calibration" "$dir/profile.json" "$HOST_DEVICE" "$entry"
+    plan_kind "$dir/calibration" "$dir/profile.json" "$CLUSTER" \
+      "$HOST_DEVICE" "$entry"
   done
   calibration_runs "$batch" "$dir/calibration" "${CALIBRATION_PLANS[@]}"
   local traces=("$dir"/calibration/*.rank*.json)
   "$PYTHON" tools/commopt-timeline/commopt-timeline.py fit "${traces[@]}" \
     --base "$HOST_DEVICE" -o "$dir/device-rates.json" \
     --profile "$dir/profile.json" --profile-output "$dir/profile-fitted.json"
-  # How fast collectives progress beside compute: from the dense plan's
-  # exchanges, set beside its prediction at full overlap.
+  # How fast collectives progress beside compute, and what one costs within
+  # the step beyond its prediction: from the dense plan's exchanges, set
+  # beside its prediction at full overlap.
   "$PYTHON" tools/commopt-timeline/commopt-timeline.py fit \
     "$dir"/calibration/f32.rank*.json --base "$dir/device-rates.json" \
-    --predicted "$dir/calibration/f32.timeline.json" -o "$dir/device.json"
+    --predicted "$dir/calibration/f32.timeline.json" -o "$dir/device.json" \
+    --cluster-base "$CLUSTER" --cluster-output "$dir/cluster.json"
   for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
-    plan_kind "$dir" "$dir/profile-fitted.json" "$dir/device.json" "$entry"
+    plan_kind "$dir" "$dir/profile-fitted.json" "$dir/cluster.json" \
+      "$dir/device.json" "$entry"
   done
 }
 

@@ -15,7 +15,9 @@ exchange, scatter, pack, unpack), the waits and the optimizer's step.
 
     commopt-timeline fit TRACE... -o DEVICE.json [--base DEVICE.json]
                          [--profile PROFILE.json --profile-output OUT.json]
-                         [--predicted PREDICTED.json]
+                         [--predicted PREDICTED.json
+                          [--cluster-base CLUSTER.json
+                           --cluster-output OUT.json]]
         Calibrates the cost model from the traces: the local-work rates of
         the device description (docs/Cluster.md, section 4: `local_work`)
         and the bridge's costs (`bridge`), written over --base (a file;
@@ -24,7 +26,9 @@ exchange, scatter, pack, unpack), the waits and the optimizer's step.
         backward time and the update's as the traces measured them; with
         --predicted (the traces' plan's timeline, predicted at full
         overlap), how fast the exchanges progress while the ranks compute
-        (`compute_overlap`).
+        (`compute_overlap`), and with --cluster-output, the cluster the
+        plan was made for with what a collective costs within the step
+        beyond its prediction added to its `collective_overhead_us`.
 
     commopt-timeline merge TRACE... -o MERGED.json
         One Chrome trace of every rank's (a process per rank).
@@ -115,8 +119,12 @@ class Step:
                     e["name"]] = (at(e), e["dur"], e["args"])
 
     def compute(self):
-        """The step thread's time not spent waiting for collectives."""
-        return self.duration - sum(self.waits)
+        """The step thread's time not spent waiting for collectives, nor in
+        blocking ones."""
+        blocking = sum(phases["call"][1] for phases in self.phases.values()
+                       if "call" in phases and
+                       phases["call"][2]["channel"] < 0)
+        return self.duration - sum(self.waits) - blocking
 
     def computing_within(self, begin, end):
         """How much of [begin, end) the step thread computed (did not
@@ -222,7 +230,7 @@ def compare(args):
     info, steps = load_steps(args.traces, args.skip_steps)
     ranks = sorted({s.rank for s in steps})
     rows = [("step", step_us, median(s.duration for s in steps)),
-            ("compute (the step thread, not waiting)", compute_us,
+            ("compute (the step thread, not in collectives)", compute_us,
              median(s.compute() for s in steps))]
     planned = {c["index"]: c["names"] for c in info.get("collectives", [])}
     for index in sorted(predicted):
@@ -439,20 +447,29 @@ def fit_device(args, steps):
     return base, notes
 
 
+def load_json(path, option):
+    """The JSON object in the file `path`, given as `option`."""
+    if path is None:
+        raise ToolError(f"{option} is needed")
+    try:
+        with open(path) as handle:
+            value = json.load(handle)
+    except OSError as error:
+        raise ToolError(f"{option} {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ToolError(f"{option} {path} is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ToolError(f"{option} {path} is not a JSON object")
+    return value
+
+
 def load_device(spec):
     """The base description: a file, or the host with nothing measured."""
     if spec is None:
         return {"format": "commopt-device", "version": 1, "name": "host",
                 "peak_tflops": 0.05, "memory_gbps": 10}
-    try:
-        with open(spec) as handle:
-            device = json.load(handle)
-    except OSError as error:
-        raise ToolError(f"--base {spec}: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise ToolError(f"--base {spec} is not JSON: {error}") from None
-    if not isinstance(device, dict) or \
-            device.get("format", "commopt-device") != "commopt-device":
+    device = load_json(spec, "--base")
+    if device.get("format", "commopt-device") != "commopt-device":
         raise ToolError(f"--base {spec} is not a commopt-device description")
     return device
 
@@ -513,26 +530,38 @@ def fit_profile(path, steps):
     return profile
 
 
-def fit_overlap(predicted, steps):
-    """compute_overlap from exchanges that ran mostly while the step thread
-    computed: the predicted exchange S (at full rate) took D, of which O
-    beside compute, so S = rho O + (D - O); the median rho over them, or
-    None where no exchange ran mostly beside compute."""
-    samples = []
+def exchanges(predicted, steps):
+    """Every traced exchange of a collective the prediction has: (its
+    predicted time at full rate, its measured time, the part of that the
+    step thread computed)."""
     for step in steps:
         for index, phases in step.phases.items():
             exchange = phases.get("exchange")
             if exchange is None or index not in predicted:
                 continue
             begin, duration, _ = exchange
-            overlap = step.computing_within(begin, begin + duration)
-            if duration <= 0 or overlap < 0.5 * duration:
-                continue
-            full = predicted[index]["exchange"]
-            samples.append((full - duration + overlap) / overlap)
-    if not samples:
-        return None, 0
-    return min(1.0, max(0.01, median(samples))), len(samples)
+            if duration > 0:
+                yield (predicted[index]["exchange"], duration,
+                       step.computing_within(begin, begin + duration))
+
+
+def fit_in_step(predicted, steps):
+    """What a collective costs within the step beyond its prediction, from
+    the exchanges that ran mostly while the step thread did not compute:
+    the median of measured - predicted (ranks that reach it at different
+    times, and whatever else a step adds), or None without such exchanges;
+    and compute_overlap from those that ran mostly beside compute, with
+    that extra: predicted S + extra took D, of which O beside compute, so
+    S + extra = rho O + (D - O); the median rho, or None."""
+    apart, beside = [], []
+    for full, duration, overlap in exchanges(predicted, steps):
+        (beside if overlap >= 0.5 * duration else apart).append(
+            (full, duration, overlap))
+    extra = median(duration - full for full, duration, _ in apart)
+    rho = median((full + (extra or 0.0) - duration + overlap) / overlap
+                 for full, duration, overlap in beside)
+    return extra, len(apart), \
+        None if rho is None else min(1.0, max(0.01, rho)), len(beside)
 
 
 def fit(args):
@@ -540,12 +569,30 @@ def fit(args):
     device, notes = fit_device(args, steps)
     if args.predicted:
         _, _, predicted = load_predicted(args.predicted, args.function)
-        overlap, count = fit_overlap(predicted, steps)
+        extra, apart, overlap, beside = fit_in_step(predicted, steps)
         if overlap is not None:
             device["compute_overlap"] = overlap
-            notes.append(f"compute overlap {overlap:.3g} ({count} exchanges "
+            notes.append(f"compute overlap {overlap:.3g} ({beside} exchanges "
                          "beside compute)")
             device["source"] += f"; compute overlap {overlap:.3g}"
+        if args.cluster_output:
+            if extra is None:
+                raise ToolError("no traced exchange ran apart from compute: "
+                                "nothing to fit the cluster's in-step cost "
+                                "from")
+            cluster = load_json(args.cluster_base, "--cluster-base")
+            base = cluster.get("collective_overhead_us", 0.0)
+            cluster["collective_overhead_us"] = max(0.0, base + extra)
+            cluster["source"] = cluster.get("source", "") + \
+                f"; in a training step each collective took {extra:.1f} us " \
+                f"more than predicted ({apart} exchanges apart from " \
+                "compute, commopt-timeline fit), added to " \
+                "collective_overhead_us"
+            write_json(args.cluster_output, cluster)
+            notes.append(f"{args.cluster_output}: collective overhead "
+                         f"{base:.0f} + {extra:.0f} us ({apart} exchanges)")
+    elif args.cluster_output:
+        raise ToolError("--cluster-output needs --predicted")
     write_json(args.output, device)
     print(f"commopt-timeline fit: {args.output}: " + "; ".join(notes))
     if args.profile:
@@ -608,6 +655,12 @@ def main(argv):
                             "compute_overlap")
     fit_parser.add_argument("--function", help="the predicted function "
                             "(default: the only one)")
+    fit_parser.add_argument("--cluster-base", help="with --predicted and "
+                            "--cluster-output: the cluster description the "
+                            "traces' plan was made for")
+    fit_parser.add_argument("--cluster-output", help="where to write that "
+                            "cluster with the in-step cost of a collective "
+                            "measured")
     merge_parser = commands.add_parser("merge", help="merge ranks' traces")
     merge_parser.add_argument("traces", nargs="+")
     merge_parser.add_argument("-o", "--output", required=True)

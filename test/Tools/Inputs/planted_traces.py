@@ -179,6 +179,8 @@ def compare_traces(predicted_path, folder):
             end = 0.0
             for task in compute:
                 end = max(end, task["ts"] + task["dur"])
+            # The step thread waits from the last issue on.
+            computed = max(e["args"]["issue_us"] for e in collectives)
             for event in collectives:
                 args = event["args"]
                 index = args["collective"]
@@ -198,6 +200,8 @@ def compare_traces(predicted_path, folder):
                 writer.phase("call", index, begin, duration, 1000, 0, False,
                              -1)
                 end = max(end, event["ts"] + duration)
+            writer.span("wait #0", "wait", origin + computed, end - computed,
+                        collective=0)
             writer.span("step", "step", origin, end)
         writer.step = 4
         writer.write(f"{folder}/compare.rank{rank}.json")
