@@ -153,17 +153,17 @@ make_plans() {
       "$HOST_DEVICE" "$entry"
   done
   calibration_runs "$batch" "$dir/calibration" "${CALIBRATION_PLANS[@]}"
-  local traces=("$dir"/calibration/*.rank*.json)
+  # The rates, the compute, and (from each run's exchanges set beside its
+  # plan's prediction) how fast collectives progress beside compute and
+  # what one costs within the step.
+  local traces=("$dir"/calibration/*.rank*.json) predicted=()
+  for entry in "${CALIBRATION_PLANS[@]}"; do
+    predicted+=(--predicted "$dir/calibration/${entry%%|*}.timeline.json")
+  done
   "$PYTHON" tools/commopt-timeline/commopt-timeline.py fit "${traces[@]}" \
-    --base "$HOST_DEVICE" -o "$dir/device-rates.json" \
+    --base "$HOST_DEVICE" -o "$dir/device.json" "${predicted[@]}" \
+    --cluster-base "$CLUSTER" --cluster-output "$dir/cluster.json" \
     --profile "$dir/profile.json" --profile-output "$dir/profile-fitted.json"
-  # How fast collectives progress beside compute, and what one costs within
-  # the step beyond its prediction: from the dense plan's exchanges, set
-  # beside its prediction at full overlap.
-  "$PYTHON" tools/commopt-timeline/commopt-timeline.py fit \
-    "$dir"/calibration/f32.rank*.json --base "$dir/device-rates.json" \
-    --predicted "$dir/calibration/f32.timeline.json" -o "$dir/device.json" \
-    --cluster-base "$CLUSTER" --cluster-output "$dir/cluster.json"
   for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
     plan_kind "$dir" "$dir/profile-fitted.json" "$dir/cluster.json" \
       "$dir/device.json" "$entry"

@@ -10,6 +10,8 @@
 #ifndef COMMOPT_LIB_ANALYSIS_DESCRIPTION_H
 #define COMMOPT_LIB_ANALYSIS_DESCRIPTION_H
 
+#include "CommOpt/Support/BoundedFile.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -150,15 +152,13 @@ llvm::Expected<Model> parseDescription(llvm::StringRef text,
 template <typename Model>
 llvm::Expected<Model> loadDescription(llvm::StringRef path,
                                       llvm::StringRef kind) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return llvm::createStringError(buffer.getError(),
-                                   "cannot read %s description '%s': %s",
-                                   kind.str().c_str(), path.str().c_str(),
-                                   buffer.getError().message().c_str());
-  llvm::Expected<Model> model =
-      parseDescription<Model>((*buffer)->getBuffer(), kind);
+  llvm::Expected<std::string> contents = readBoundedFile(path);
+  if (!contents)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(), "cannot read %s description '%s': %s",
+        kind.str().c_str(), path.str().c_str(),
+        llvm::toString(contents.takeError()).c_str());
+  llvm::Expected<Model> model = parseDescription<Model>(*contents, kind);
   if (!model)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
                                    path.str().c_str(),

@@ -192,7 +192,7 @@ static LogicalResult verifyCoverage(func::FuncOp func,
     int64_t covered = 0;
     for (const GradientRange *range : ranges) {
       if (range->offset != covered)
-        return func.emitError()
+        return emitError(func.getLoc())
                << "export-plan: parameter '" << name << "' is "
                << (range->offset < covered ? "communicated twice"
                                            : "not communicated whole")
@@ -201,7 +201,7 @@ static LogicalResult verifyCoverage(func::FuncOp func,
       covered += range->count;
     }
     if (covered != elements)
-      return func.emitError()
+      return emitError(func.getLoc())
              << "export-plan: parameter '" << name << "' has " << elements
              << " elements but the plan communicates " << covered;
   }
@@ -223,7 +223,7 @@ static FailureOr<func::FuncOp> findStep(ModuleOp module, StringRef name) {
   if (!name.empty()) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func || func.isExternal())
-      return module.emitError()
+      return emitError(module.getLoc())
              << "export-plan: no function @" << name << " with a body";
     return func;
   }
@@ -235,10 +235,10 @@ static FailureOr<func::FuncOp> findStep(ModuleOp module, StringRef name) {
       steps.push_back(func);
   }
   if (steps.empty())
-    return module.emitError()
+    return emitError(module.getLoc())
            << "export-plan: no function of the module holds a collective";
   if (steps.size() > 1) {
-    InFlightDiagnostic diag = module.emitError()
+    InFlightDiagnostic diag = emitError(module.getLoc())
                               << "export-plan: several functions hold "
                                  "collectives (";
     llvm::interleaveComma(steps, diag, [&](func::FuncOp func) {
@@ -332,7 +332,7 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
       estimate ? estimate.getAs<StringAttr>("cluster") : StringAttr();
   auto ranks = estimate ? estimate.getAs<IntegerAttr>("ranks") : IntegerAttr();
   if (!clusterName || !ranks)
-    return func.emitError()
+    return emitError(func.getLoc())
            << "export-plan: @" << func.getSymName()
            << " records no estimate with its cluster; plan it with "
               "comm-optimize and estimate=step (or steady), or run "

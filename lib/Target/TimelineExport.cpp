@@ -207,7 +207,7 @@ LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
     llvm::Expected<StepTimeline> timeline =
         simulateStepModel(*model, *cluster, options.mode);
     if (!timeline)
-      return func.emitError()
+      return emitError(func.getLoc())
              << "export-timeline: cannot simulate @" << func.getSymName()
              << ": " << llvm::toString(timeline.takeError());
     functions.push_back({func, std::move(*model), std::move(*timeline)});

@@ -256,6 +256,15 @@ private:
              << "comm-estimate: option 'report-file': " << errorMessage;
     printReport(estimates, file->os());
     file->keep();
+    // A write that failed (a full disk) is reported here, not as a fatal
+    // error when the stream is destroyed.
+    file->os().close();
+    if (std::error_code error = file->os().error()) {
+      file->os().clear_error();
+      return emitError(getOperation().getLoc())
+             << "comm-estimate: option 'report-file': cannot write '"
+             << reportFile << "': " << error.message();
+    }
     return success();
   }
 

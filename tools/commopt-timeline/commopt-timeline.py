@@ -84,8 +84,10 @@ def load_trace(path):
 class Step:
     """What one rank did in one step, in microseconds from its start."""
 
-    def __init__(self, rank, index, events):
+    def __init__(self, rank, index, events, plan=""):
         self.rank, self.index = rank, index
+        # The plan the bridge ran ("plan PATH"), as the trace names it.
+        self.plan = plan
         step = [e for e in events if e["name"] == "step"]
         if len(step) != 1:
             raise ToolError(f"rank {rank}, step {index}: {len(step)} step "
@@ -128,9 +130,13 @@ class Step:
 
     def computing_within(self, begin, end):
         """How much of [begin, end) the step thread computed (did not
-        wait)."""
+        wait, nor run a blocking collective)."""
+        blocking = [(call[0], call[0] + call[1])
+                    for call in (phases.get("call")
+                                 for phases in self.phases.values())
+                    if call is not None and call[2]["channel"] < 0]
         waited = sum(max(0.0, min(end, b) - max(begin, a))
-                     for a, b in self.wait_spans)
+                     for a, b in self.wait_spans + blocking)
         return max(0.0, min(end, self.duration) - max(begin, 0.0) - waited)
 
 
@@ -146,7 +152,8 @@ def load_steps(paths, skip):
             by_step.setdefault(e["args"]["step"], []).append(e)
         for index in sorted(by_step):
             if index >= skip:
-                steps.append(Step(trace_info["rank"], index, by_step[index]))
+                steps.append(Step(trace_info["rank"], index, by_step[index],
+                                  trace_info.get("plan", "")))
     if not steps:
         raise ToolError(f"no step after the first {skip} in "
                         f"{', '.join(paths)} (--skip-steps)")
@@ -530,11 +537,14 @@ def fit_profile(path, steps):
     return profile
 
 
-def exchanges(predicted, steps):
-    """Every traced exchange of a collective the prediction has: (its
-    predicted time at full rate, its measured time, the part of that the
-    step thread computed)."""
+def exchanges(predicted_of, steps):
+    """Every traced exchange of a collective its step's prediction has
+    (`predicted_of(step)`, or None for none): (its predicted time at full
+    rate, its measured time, the part of that the step thread computed)."""
     for step in steps:
+        predicted = predicted_of(step)
+        if predicted is None:
+            continue
         for index, phases in step.phases.items():
             exchange = phases.get("exchange")
             if exchange is None or index not in predicted:
@@ -545,7 +555,7 @@ def exchanges(predicted, steps):
                        step.computing_within(begin, begin + duration))
 
 
-def fit_in_step(predicted, steps):
+def fit_in_step(predicted_of, steps):
     """What a collective costs within the step beyond its prediction, from
     the exchanges that ran mostly while the step thread did not compute:
     the median of measured - predicted (ranks that reach it at different
@@ -554,7 +564,7 @@ def fit_in_step(predicted, steps):
     that extra: predicted S + extra took D, of which O beside compute, so
     S + extra = rho O + (D - O); the median rho, or None."""
     apart, beside = [], []
-    for full, duration, overlap in exchanges(predicted, steps):
+    for full, duration, overlap in exchanges(predicted_of, steps):
         (beside if overlap >= 0.5 * duration else apart).append(
             (full, duration, overlap))
     extra = median(duration - full for full, duration, _ in apart)
@@ -564,12 +574,34 @@ def fit_in_step(predicted, steps):
         None if rho is None else min(1.0, max(0.01, rho)), len(beside)
 
 
+def match_predictions(paths, function):
+    """A function from a step to the prediction of its plan: the only one
+    given, or the one named after the plan's file (PLAN.timeline.json for
+    PLAN.json)."""
+    predictions = {}
+    for path in paths:
+        stem = os.path.basename(path)
+        for suffix in (".timeline.json", ".json"):
+            if stem.endswith(suffix):
+                stem = stem[:-len(suffix)]
+                break
+        predictions[stem] = load_predicted(path, function)[2]
+    if len(predictions) == 1:
+        only = next(iter(predictions.values()))
+        return lambda step: only
+
+    def predicted_of(step):
+        plan = os.path.basename(step.plan.split(" ", 1)[-1])
+        return predictions.get(plan[:-5] if plan.endswith(".json") else plan)
+    return predicted_of
+
+
 def fit(args):
     _, steps = load_steps(args.traces, args.skip_steps)
     device, notes = fit_device(args, steps)
     if args.predicted:
-        _, _, predicted = load_predicted(args.predicted, args.function)
-        extra, apart, overlap, beside = fit_in_step(predicted, steps)
+        predicted_of = match_predictions(args.predicted, args.function)
+        extra, apart, overlap, beside = fit_in_step(predicted_of, steps)
         if overlap is not None:
             device["compute_overlap"] = overlap
             notes.append(f"compute overlap {overlap:.3g} ({beside} exchanges "
@@ -650,9 +682,12 @@ def main(argv):
                             "write the measured figures over")
     fit_parser.add_argument("--profile")
     fit_parser.add_argument("--profile-output")
-    fit_parser.add_argument("--predicted", help="the predicted timeline "
-                            "of the traces' plan at full overlap, to fit "
-                            "compute_overlap")
+    fit_parser.add_argument("--predicted", action="append",
+                            help="the predicted timeline of the traces' "
+                            "plan at full overlap, to fit compute_overlap "
+                            "and the in-step cost of a collective; again "
+                            "for each plan, PLAN.timeline.json for the "
+                            "traces of PLAN.json")
     fit_parser.add_argument("--function", help="the predicted function "
                             "(default: the only one)")
     fit_parser.add_argument("--cluster-base", help="with --predicted and "

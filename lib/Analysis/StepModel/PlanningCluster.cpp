@@ -1,10 +1,10 @@
 //===- PlanningCluster.cpp - The cluster a plan is made for ---------------===//
 
 #include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Support/BoundedFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <mutex>
 
@@ -90,11 +90,11 @@ mlir::comm::loadSharedCluster(StringRef spec) {
   bool isPreset = llvm::is_contained(ClusterModel::presetNames(), spec);
   std::string contents;
   if (!isPreset) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-        llvm::MemoryBuffer::getFile(spec, /*IsText=*/true);
     // A file that cannot be read: ClusterModel::parse says why.
-    if (buffer)
-      contents = (*buffer)->getBuffer().str();
+    if (llvm::Expected<std::string> read = readBoundedFile(spec))
+      contents = std::move(*read);
+    else
+      llvm::consumeError(read.takeError());
   }
   {
     std::lock_guard<std::mutex> lock(mutex);
