@@ -96,6 +96,11 @@ def main(argv):
         document["collectives"][0]["wire"] = "f16"
         del document["collectives"][0]["gradients"][2]["narrowed"]
 
+    def momentum_text(document):
+        document["momentum_correction"] = "yes"
+
+    expect_error("momentum correction not a bool",
+                 with_document(momentum_text))
     expect_error("narrowed without a wire", with_document(narrow_without_wire))
     expect_error("narrowed not said for all", with_document(narrow_some))
     expect_error("unknown parameter", with_document(rename))
