@@ -87,10 +87,9 @@ static bool verifyDevice(const DeviceModel &device, Path path) {
                                 device.channelSlowdown >= 1,
                             path, "channel_slowdown",
                             "expected a number of at least 1") &&
-         detail::checkField(device.computeOverlap > 0 &&
-                                device.computeOverlap <= 1,
-                            path, "compute_overlap",
-                            "expected a number in (0, 1]") &&
+         detail::checkField(
+             device.computeOverlap > 0 && device.computeOverlap <= 1, path,
+             "compute_overlap", "expected a number in (0, 1]") &&
          verifyLocalWork(device.localWork, path.field("local_work")) &&
          verifyBridge(device.bridge, path.field("bridge"));
 }

@@ -517,8 +517,8 @@ TimelineResult Simulation::run() {
     double nextTimed = timedEvents.empty() ? kInfinity : timedEvents.top().time;
     // Real time per unit of virtual time while the job set and the rate
     // are unchanged.
-    double slowdown = (shared ? static_cast<double>(activeBandwidth) : 1.0) /
-                      progressRate();
+    double slowdown =
+        (shared ? static_cast<double>(activeBandwidth) : 1.0) / progressRate();
     double nextFinish =
         bandwidthJobs.empty()
             ? kInfinity

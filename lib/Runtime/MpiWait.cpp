@@ -2,6 +2,7 @@
 
 #include "MpiWait.h"
 #include "Backend.h"
+#include "Validation.h"
 
 #include <algorithm>
 #include <chrono>
@@ -25,16 +26,8 @@ using Clock = std::chrono::steady_clock;
 /// Reads the environment variable `name`, when set, as a number of
 /// microseconds >= 0 into `us`.
 commrt_status microsecondsFromEnvironment(const char *name, double &us) {
-  const char *text = std::getenv(name);
-  if (!text)
-    return COMMRT_SUCCESS;
-  char *end;
-  double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(value) || value < 0.0)
-    return fail(COMMRT_ERROR_INVALID_ARGUMENT, name, "=", text,
-                " is not a number of microseconds (0 or more)");
-  us = value;
-  return COMMRT_SUCCESS;
+  return nonNegativeFromEnvironment(name, us,
+                                    "a number of microseconds (0 or more)");
 }
 
 /// Reads the policy from the environment.

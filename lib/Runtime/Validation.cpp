@@ -284,6 +284,21 @@ commrt_status commrt::allreduceFromEnvironment(AllreduceConfig &config) {
   return COMMRT_SUCCESS;
 }
 
+commrt_status commrt::nonNegativeFromEnvironment(const char *name,
+                                                 double &value,
+                                                 const char *expected) {
+  const char *text = std::getenv(name);
+  if (!text)
+    return COMMRT_SUCCESS;
+  char *end;
+  double read = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(read) || read < 0.0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, name, "=", text, " is not ",
+                expected);
+  value = read;
+  return COMMRT_SUCCESS;
+}
+
 commrt_status commrt::settingsFromEnvironment(int checks, int &channels,
                                               AllreduceConfig &allreduce) {
   COMMRT_TRY(channelsFromEnvironment(channels));

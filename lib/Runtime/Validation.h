@@ -38,6 +38,12 @@ commrt_status channelsFromEnvironment(int &channels);
 /// COMMRT_RING_MIN_BYTES and COMMRT_RANKS_PER_NODE.
 commrt_status allreduceFromEnvironment(AllreduceConfig &config);
 
+/// Reads the environment variable `name`, when set, as a finite number
+/// >= 0 into `value`; fails naming the variable, its text and `expected`
+/// (what it should be) otherwise.
+commrt_status nonNegativeFromEnvironment(const char *name, double &value,
+                                         const char *expected);
+
 /// Reads the number of channels and the allreduce algorithm from the
 /// environment (see above); fails as well where COMMRT_CHECK gave `checks`
 /// no valid value (-1).

@@ -2,6 +2,7 @@
 
 #include "Watchdog.h"
 #include "Backend.h"
+#include "Validation.h"
 
 #include <chrono>
 #include <cmath>
@@ -82,16 +83,8 @@ State &state() {
 /// Reads the environment variable `name` as a number of seconds >= 0 into
 /// `seconds` when it is set.
 commrt_status secondsFromEnvironment(const char *name, double &seconds) {
-  const char *text = std::getenv(name);
-  if (!text)
-    return COMMRT_SUCCESS;
-  char *end;
-  double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(value) || value < 0.0)
-    return fail(COMMRT_ERROR_INVALID_ARGUMENT, name, "=", text,
-                " is not a number of seconds (0 or more; 0 waits for ever)");
-  seconds = value;
-  return COMMRT_SUCCESS;
+  return nonNegativeFromEnvironment(
+      name, seconds, "a number of seconds (0 or more; 0 waits for ever)");
 }
 
 /// Prints `message` as this rank's reason and ends the whole job with

@@ -156,8 +156,7 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
           // number it.
           json.attribute("collective", static_cast<int64_t>(event.collective));
           json.attribute("bytes", model.collectiveBytes[event.collective]);
-          json.attribute("local_us",
-                         model.collectiveLocalUs[event.collective]);
+          json.attribute("local_us", model.collectiveLocalUs[event.collective]);
           json.attributeArray("members", [&] {
             for (const std::string &member :
                  model.collectiveMembers[event.collective])

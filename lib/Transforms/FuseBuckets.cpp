@@ -681,9 +681,9 @@ private:
       if (boundUs >= cutoffUs)
         return boundUs;
     }
-    llvm::Expected<TimelineResult> result = simulateStep(
-        plan, SimulationOptions{1, clusterModel_->sharing,
-                                deviceModel_->computeOverlap});
+    llvm::Expected<TimelineResult> result =
+        simulateStep(plan, SimulationOptions{1, clusterModel_->sharing,
+                                             deviceModel_->computeOverlap});
     if (!result) {
       llvm::consumeError(result.takeError());
       return std::numeric_limits<double>::infinity();

@@ -61,24 +61,32 @@ class ToolError(Exception):
 # -- reading measured traces --------------------------------------------------
 
 
-def load_trace(path):
+def read_json(path, what=""):
+    """The JSON object in the file at `path`; errors name it, after `what`
+    (an option, say)."""
     try:
         with open(path) as handle:
-            document = json.load(handle)
+            value = json.load(handle)
     except OSError as error:
-        raise ToolError(f"cannot read {path}: {error.strerror}") from None
+        raise ToolError(f"cannot read {what}{path}: {error.strerror}") \
+            from None
     except json.JSONDecodeError as error:
-        raise ToolError(f"{path} is not JSON: {error}") from None
-    info = document.get("otherData", {}) if isinstance(document, dict) \
-        else {}
+        raise ToolError(f"{what}{path} is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ToolError(f"{what}{path} is not a JSON object")
+    return value
+
+
+def load_trace(path):
+    """The description and every event of a measured timeline."""
+    document = read_json(path)
+    info = document.get("otherData", {})
     if info.get("format") != MEASURED_FORMAT:
         raise ToolError(f"{path} is not a measured timeline (otherData.format "
                         f"is {info.get('format')!r}, expected "
                         f"'{MEASURED_FORMAT}'; write one with "
                         "COMMOPT_TIMELINE)")
-    events = [e for e in document.get("traceEvents", [])
-              if e.get("ph") in ("X", "i")]
-    return info, events
+    return info, document.get("traceEvents", [])
 
 
 class Step:
@@ -149,7 +157,8 @@ def load_steps(paths, skip):
         info = info or trace_info
         by_step = {}
         for e in events:
-            by_step.setdefault(e["args"]["step"], []).append(e)
+            if e.get("ph") in ("X", "i"):
+                by_step.setdefault(e["args"]["step"], []).append(e)
         for index in sorted(by_step):
             if index >= skip:
                 steps.append(Step(trace_info["rank"], index, by_step[index],
@@ -171,13 +180,7 @@ def median(values):
 def load_predicted(path, function):
     """The predicted step of `function` (or the only one) in an
     --export-timeline trace: (step, compute, {collective: args and times})."""
-    try:
-        with open(path) as handle:
-            document = json.load(handle)
-    except (OSError, json.JSONDecodeError) as error:
-        raise ToolError(f"cannot read {path}: {error}") from None
-    events = document.get("traceEvents", []) if isinstance(document, dict) \
-        else []
+    events = read_json(path).get("traceEvents", [])
     names = {e["pid"]: e["args"]["name"] for e in events
              if e.get("ph") == "M" and e.get("name") == "process_name"}
     if not names:
@@ -458,16 +461,7 @@ def load_json(path, option):
     """The JSON object in the file `path`, given as `option`."""
     if path is None:
         raise ToolError(f"{option} is needed")
-    try:
-        with open(path) as handle:
-            value = json.load(handle)
-    except OSError as error:
-        raise ToolError(f"{option} {path}: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise ToolError(f"{option} {path} is not JSON: {error}") from None
-    if not isinstance(value, dict):
-        raise ToolError(f"{option} {path} is not a JSON object")
-    return value
+    return read_json(path, option + " ")
 
 
 def load_device(spec):
@@ -487,11 +481,7 @@ def fit_profile(path, steps):
     forward (and the first layer's backward) from the step's start to the
     first hook, split as the profile splits them, the update from the
     optimizer's step."""
-    try:
-        with open(path) as handle:
-            profile = json.load(handle)
-    except (OSError, json.JSONDecodeError) as error:
-        raise ToolError(f"--profile {path}: {error}") from None
+    profile = read_json(path, "--profile ")
     layers = profile.get("layers", [])
     if not layers:
         raise ToolError(f"--profile {path} has no layers")
@@ -650,9 +640,8 @@ def write_json(path, value):
 def merge(args):
     events, ranks = [], []
     for path in args.traces:
-        info, _ = load_trace(path)
-        with open(path) as handle:
-            events += json.load(handle)["traceEvents"]
+        info, trace_events = load_trace(path)
+        events += trace_events
         ranks.append(info["rank"])
     write_json(args.output, {"displayTimeUnit": "ms",
                              "otherData": {"format": "commopt-merged-timeline",

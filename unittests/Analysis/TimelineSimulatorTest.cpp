@@ -151,13 +151,13 @@ TEST(TimelineSimulator, ProgressWhileComputing) {
   EXPECT_DOUBLE_EQ(after.collectiveEvents[0].endUs, 20);
   // Issued by a task that another one follows at once: all of its latency
   // runs beside compute, 10 us of work in 20 us.
-  TimelineResult starting = simulate(
-      {{task(2), task(30)}, {collective(0, 0, 10)}}, half);
+  TimelineResult starting =
+      simulate({{task(2), task(30)}, {collective(0, 0, 10)}}, half);
   EXPECT_DOUBLE_EQ(starting.collectiveEvents[0].endUs, 22);
   // At rate 1 nothing changes.
-  TimelineResult full = simulate({{task(20)}, {collective(std::nullopt, 4, 6)}},
-                                 SimulationOptions{1, ChannelSharing::Shared,
-                                                   1.0});
+  TimelineResult full =
+      simulate({{task(20)}, {collective(std::nullopt, 4, 6)}},
+               SimulationOptions{1, ChannelSharing::Shared, 1.0});
   EXPECT_DOUBLE_EQ(full.collectiveEvents[0].endUs, 10);
   EXPECT_NE(simulationError({{task(1)}, {}},
                             SimulationOptions{1, ChannelSharing::Shared, 0}),

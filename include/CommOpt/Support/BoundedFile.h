@@ -25,8 +25,7 @@ inline constexpr size_t kMaxDescriptionBytes = size_t(16) << 20;
 /// The contents of the file at `path`, read up to `maxBytes`; an error
 /// naming the file where it cannot be opened or read, or holds more.
 inline llvm::Expected<std::string>
-readBoundedFile(llvm::StringRef path,
-                size_t maxBytes = kMaxDescriptionBytes) {
+readBoundedFile(llvm::StringRef path, size_t maxBytes = kMaxDescriptionBytes) {
   llvm::Expected<llvm::sys::fs::file_t> file =
       llvm::sys::fs::openNativeFileForRead(path);
   if (!file)
@@ -35,8 +34,7 @@ readBoundedFile(llvm::StringRef path,
   llvm::SmallVector<char, 0> chunk(size_t(64) << 10);
   llvm::Error result = llvm::Error::success();
   while (true) {
-    llvm::Expected<size_t> read =
-        llvm::sys::fs::readNativeFile(*file, chunk);
+    llvm::Expected<size_t> read = llvm::sys::fs::readNativeFile(*file, chunk);
     if (!read) {
       result = read.takeError();
       break;
