@@ -35,7 +35,8 @@
 #     DDP/gloo measured in the same run, and each plan's predicted vs
 #     measured step, before and after calibration.
 #
-# Usage: bench/training/run.sh [fidelity] [speed]   (default: both)
+# Usage: bench/training/run.sh [fidelity] [speed]   (default: both; root:
+# both phases plan with a model calibrated on the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/training), EPOCHS
 # (3), TRAIN_SAMPLES (20000), SPEED_STEPS (40), SPEED_BATCHES ("16 4"),
 # CALIBRATION_STEPS (20), CLUSTER (default

@@ -141,14 +141,14 @@ double getDenseLocalUs(CollectiveOpInterface op, const ClusterModel &cluster,
 /// runs among): its exchange's messages, and, as a latency term that no
 /// concurrent collective shares, its local steps (getSparseLocalUs),
 /// `device.channelSlowdown` times as long `onChannel` (started: a channel
-/// runs it beside compute). comm-sparsify and the step model price sparse
-/// allreduces, blocking or started, with this one function.
-CollectiveCost getSparseAllreduceCost(const ClusterModel &cluster,
-                                      const DeviceModel &device,
-                                      SelectKind select, ExchangeKind exchange,
-                                      ReduceKind reduce,
-                                      const SparseGradient &gradient,
-                                      bool onChannel = false);
+/// runs it beside compute), and that local part into `localUs` where given.
+/// comm-sparsify and the step model price sparse allreduces, blocking or
+/// started, with this one function.
+CollectiveCost
+getSparseAllreduceCost(const ClusterModel &cluster, const DeviceModel &device,
+                       SelectKind select, ExchangeKind exchange,
+                       ReduceKind reduce, const SparseGradient &gradient,
+                       bool onChannel = false, double *localUs = nullptr);
 
 /// A sparse allreduce of a gradient of static tensor type `type` at
 /// `density`, with `chunkElements` per chunk, as the exchange costs need it

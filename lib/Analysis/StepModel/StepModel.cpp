@@ -189,14 +189,17 @@ double mlir::comm::getSparseLocalUs(const DeviceModel &device,
 CollectiveCost mlir::comm::getSparseAllreduceCost(
     const ClusterModel &cluster, const DeviceModel &device, SelectKind select,
     ExchangeKind exchange, ReduceKind reduce, const SparseGradient &gradient,
-    bool onChannel) {
+    bool onChannel, double *localUs) {
   SparseExchangeScheme scheme = getSparseExchangeScheme(exchange);
   CollectiveCost cost = sparseAllreduceCost(cluster, scheme, gradient);
   SparseLocalWork work =
       sparseLocalWork(getSparseSelectScheme(select), scheme, gradient,
                       cluster.ranks, reduce == ReduceKind::avg);
-  cost.latencyUs += getSparseLocalUs(device, select, work) *
-                    (onChannel ? device.channelSlowdown : 1.0);
+  double us = getSparseLocalUs(device, select, work) *
+              (onChannel ? device.channelSlowdown : 1.0);
+  cost.latencyUs += us;
+  if (localUs)
+    *localUs = us;
   return cost;
 }
 
@@ -490,18 +493,11 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     SparseGradient gradient = describeSparseGradient(
         type, sparse.getDensityValue(), sparse.getChunkElementCount());
     auto collective = cast<CollectiveOpInterface>(sparse.getOperation());
-    const ClusterModel &ranks = clusters.get(collective);
-    SparseExchangeScheme scheme = getSparseExchangeScheme(sparse.getExchange());
-    CollectiveCost cost = sparseAllreduceCost(ranks, scheme, gradient);
-    double localUs =
-        getSparseLocalUs(
-            device, sparse.getSelect(),
-            sparseLocalWork(getSparseSelectScheme(sparse.getSelect()), scheme,
-                            gradient, ranks.ranks,
-                            collective.getReduceKind() == ReduceKind::avg)) *
-        (isa<SparseStartOp>(sparse.getOperation()) ? device.channelSlowdown
-                                                   : 1.0);
-    cost.latencyUs += localUs;
+    double localUs;
+    CollectiveCost cost = getSparseAllreduceCost(
+        clusters.get(collective), device, sparse.getSelect(),
+        sparse.getExchange(), collective.getReduceKind(), gradient,
+        /*onChannel=*/isa<SparseStartOp>(sparse.getOperation()), &localUs);
     if (momentumCorrection) {
       // The bridge corrects the gradient in its hook and masks the velocity
       // once the collective is waited for.
