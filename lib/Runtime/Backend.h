@@ -107,6 +107,11 @@ public:
   /// its message as the last error of the calling thread. May be called
   /// again; it then returns the same status.
   virtual commrt_status wait() = 0;
+
+  /// Blocks until the collective has finished or `seconds` have passed, and
+  /// sets `done` as test() does. By default it tests between sleeps that
+  /// double up to 1 ms; operations that can be woken block instead.
+  virtual commrt_status waitFor(double seconds, bool &done);
 };
 
 /// A collective that finished before its start returned, with `status`

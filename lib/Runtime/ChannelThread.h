@@ -15,6 +15,7 @@
 #include "Backend.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -53,6 +54,14 @@ public:
     if (result != COMMRT_SUCCESS)
       return setLastError(result, message);
     return COMMRT_SUCCESS;
+  }
+
+  /// Blocks until finish() was called or `seconds` have passed; returns
+  /// whether finish() was called.
+  bool waitFor(double seconds) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return finished.wait_for(lock, std::chrono::duration<double>(seconds),
+                             [&] { return isDone(); });
   }
 
 private:

@@ -584,6 +584,11 @@ public:
 
   commrt_status wait() override { return shared->outcome.wait(); }
 
+  commrt_status waitFor(double seconds, bool &done) override {
+    done = shared->outcome.waitFor(seconds);
+    return COMMRT_SUCCESS;
+  }
+
 private:
   std::shared_ptr<Shared> shared;
 };

@@ -75,6 +75,31 @@ private:
 /// The first sleep between tests, in microseconds.
 constexpr double kFirstSleepUs = 10;
 
+/// The longest sleep after short waits, in microseconds: small collectives'
+/// chains lose up to a sleep per message.
+constexpr double kShortWaitSleepUs = 100;
+
+/// The thread's recent waits: a moving average of their lengths in
+/// microseconds, each new wait weighing a quarter. A channel's thread runs
+/// one collective at a time, so this follows that collective's messages.
+thread_local double recentWaitUs = 0;
+
+/// How the next wait spins and sleeps, after waits of `recentUs` on average:
+/// the tight loop only where waits were shorter than twice it, sleeps up to
+/// a tenth of the recent waits' length (at least kShortWaitSleepUs, at most
+/// the policy's longest).
+struct WaitShape {
+  double spinUs;
+  double maxSleepUs;
+};
+WaitShape shapeWait(const WaitPolicy &policy, double recentUs) {
+  WaitShape shape;
+  shape.spinUs = recentUs > 2 * policy.spinUs ? 0 : policy.spinUs;
+  shape.maxSleepUs =
+      std::min(policy.maxSleepUs, std::max(kShortWaitSleepUs, recentUs / 10));
+  return shape;
+}
+
 /// The values recordTransport attaches to a communicator: their addresses.
 const int kSharedMemory = 0, kNetwork = 1;
 
@@ -152,28 +177,34 @@ commrt_status commrt::waitAll(MPI_Comm comm, int count, MPI_Request *requests,
     done = flag != 0;
     return COMMRT_SUCCESS;
   };
+  const Clock::time_point start = Clock::now();
+  const WaitShape shape = shapeWait(*policy, recentWaitUs);
+  auto finished = [&] {
+    std::chrono::duration<double, std::micro> waited = Clock::now() - start;
+    recentWaitUs = 0.75 * recentWaitUs + 0.25 * waited.count();
+    return COMMRT_SUCCESS;
+  };
   bool done = false;
   const Clock::time_point spinEnd =
-      Clock::now() +
-      std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double, std::micro>(policy->spinUs));
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double, std::micro>(shape.spinUs));
   do {
     COMMRT_TRY(test(done));
     if (done)
-      return COMMRT_SUCCESS;
+      return finished();
   } while (Clock::now() < spinEnd);
 
-  // Sleeps that double up to the policy's longest: each test costs a pass
-  // of OpenMPI's progress engine, and a wait that ends overruns by one
-  // sleep at most.
+  // Sleeps that double up to the longest: each test costs a pass of
+  // OpenMPI's progress engine and a wake-up, and a wait that ends overruns
+  // by one sleep at most.
   TimerSlack slack(/*nanoseconds=*/1000);
-  double sleepUs = std::min(kFirstSleepUs, policy->maxSleepUs);
+  double sleepUs = std::min(kFirstSleepUs, shape.maxSleepUs);
   while (true) {
     std::this_thread::sleep_for(
         std::chrono::duration<double, std::micro>(sleepUs));
     COMMRT_TRY(test(done));
     if (done)
-      return COMMRT_SUCCESS;
-    sleepUs = std::min(2 * sleepUs, policy->maxSleepUs);
+      return finished();
+    sleepUs = std::min(2 * sleepUs, shape.maxSleepUs);
   }
 }

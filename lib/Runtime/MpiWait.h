@@ -14,10 +14,16 @@
 // there the wait polls, as MPI_Waitall does. recordTransport tells the two
 // apart when a communicator is made.
 //
+// How long a wait spins and sleeps follows the thread's recent waits: where
+// they were long (a ring's large messages over a slow link), the next one
+// skips the tight loop and sleeps up to a tenth of their length, fewer
+// wake-ups for the same data; where they were short (chains of small
+// collectives), it spins and sleeps briefly, as their latency needs.
+//
 // COMMRT_WAIT=auto (the default) does so; poll polls everywhere, sleep
 // sleeps everywhere (shared memory too: slower, but it leaves the cores to
 // compute). COMMRT_WAIT_SPIN_US (default 1000) and COMMRT_WAIT_SLEEP_US
-// (default 100) set how long the tight loop lasts and the longest sleep
+// (default 500) set how long the tight loop lasts and the longest sleep
 // between tests.
 //
 //===----------------------------------------------------------------------===//
@@ -45,8 +51,9 @@ struct WaitPolicy {
   Mode mode = Mode::Auto;
   /// How long the tight loop of tests lasts, in microseconds.
   double spinUs = 1000;
-  /// The longest sleep between two tests, in microseconds.
-  double maxSleepUs = 100;
+  /// The longest sleep between two tests, in microseconds; after short
+  /// waits, sleeps stay at kShortWaitSleepUs at most (MpiWait.cpp).
+  double maxSleepUs = 500;
 };
 
 /// The policy of this process: COMMRT_WAIT, COMMRT_WAIT_SPIN_US and

@@ -13,6 +13,8 @@
 #include "MpiWait.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 using namespace commrt;
 
@@ -21,11 +23,6 @@ namespace {
 /// The tag of the ring's messages; a plan's communicator carries one
 /// collective at a time.
 constexpr int kRingTag = 0x636d;
-
-/// The most bytes of one ring message: small enough that a piece is reduced
-/// and forwarded while the next ones travel, large enough that per-message
-/// costs stay small.
-constexpr int64_t kRingPieceBytes = int64_t(1) << 20;
 
 /// A message of the ring: the elements [begin, begin + count) of the
 /// concatenated spans, as an MPI buffer, count and datatype. A range in one
@@ -317,4 +314,10 @@ commrt_status commrt::ringAllreduce(const std::vector<Span> &spans,
                                     std::vector<unsigned char> &scratch) {
   return ringAllreduce(spans, type, width, MpiOpReduction(type, op), comm,
                        scratch);
+}
+
+void commrt::preferEagerRingPieces() {
+  // Not overwriting: the user's setting wins.
+  setenv("OMPI_MCA_btl_tcp_eager_limit",
+         std::to_string(kTcpEagerLimitBytes).c_str(), /*overwrite=*/0);
 }

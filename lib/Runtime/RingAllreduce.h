@@ -58,6 +58,26 @@ commrt_status ringAllreduce(const std::vector<Span> &spans, MPI_Datatype type,
                             size_t width, MPI_Op op, MPI_Comm comm,
                             std::vector<unsigned char> &scratch);
 
+/// The most bytes of one ring message: small enough that a piece is reduced
+/// and forwarded while the next ones travel, large enough that per-message
+/// costs stay small.
+constexpr int64_t kRingPieceBytes = int64_t(1) << 20;
+
+/// The eager limit the runtime asks of OpenMPI's TCP transport: a ring
+/// piece and its header.
+constexpr int64_t kTcpEagerLimitBytes = kRingPieceBytes + (int64_t(64) << 10);
+
+/// Before the runtime initialises MPI itself: lets OpenMPI's TCP transport
+/// send a whole ring piece eagerly (OMPI_MCA_btl_tcp_eager_limit, unless the
+/// environment sets it). Above its eager limit (64 KiB by default) a message
+/// leaves only after the receiver answered a request, and over a busy link
+/// that answer queues behind the receiver's own outgoing data: the ring ran
+/// 8% below the rate of a 1 Gbit/s link that way, at the link's rate with
+/// its pieces eager (BENCHMARKS.md, "Training on Fashion-MNIST"). The ring
+/// posts its receives ahead of the pieces, so eager pieces are seldom
+/// buffered as unexpected.
+void preferEagerRingPieces();
+
 } // namespace commrt
 
 #endif // COMMRT_RINGALLREDUCE_H

@@ -10,6 +10,7 @@
 #include "Backend.h"
 #include "ComputeEmulation.h"
 #include "MpiWait.h"
+#include "RingAllreduce.h"
 #include "Sparse.h"
 #include "Trace.h"
 #include "Validation.h"
@@ -28,6 +29,22 @@
 #include <vector>
 
 using namespace commrt;
+
+commrt_status commrt::Operation::waitFor(double seconds, bool &done) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(seconds));
+  std::chrono::microseconds pause(10);
+  while (true) {
+    COMMRT_TRY(test(done));
+    if (done || Clock::now() >= deadline)
+      return COMMRT_SUCCESS;
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(pause, deadline - Clock::now()));
+    pause = std::min(2 * pause, std::chrono::microseconds(1000));
+  }
+}
 
 namespace {
 
@@ -215,6 +232,7 @@ commrt_status ensureMpi() {
   if (flag)
     // The program's MPI: no end notices, which MPI_Finalize could cut off.
     return startWatchdog(/*endNotices=*/false);
+  preferEagerRingPieces();
   // Channels' threads call MPI while the caller does (see MpiBackend.cpp).
   int provided;
   if (int error =
@@ -842,6 +860,26 @@ int32_t commrt_test(int64_t handle, int32_t *done) {
       return COMMRT_ERROR_INVALID_ARGUMENT;
     bool finished;
     COMMRT_TRY(inFlight->operation->test(finished));
+    *done = finished;
+    return COMMRT_SUCCESS;
+  });
+}
+
+int32_t commrt_wait_for(int64_t handle, double timeout_s, int32_t *done) {
+  if (done)
+    *done = 0;
+  return inCall("commrt_wait_for", [&](CallGuard &guard) {
+    if (!done)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "done is null");
+    if (!(timeout_s >= 0))
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "timeout_s is ", timeout_s,
+                  ", expected a number of seconds (0 or more)");
+    InFlight *inFlight = findOperation(handle);
+    if (!inFlight)
+      return COMMRT_ERROR_INVALID_ARGUMENT;
+    guard.waitOn(inFlight->collective);
+    bool finished;
+    COMMRT_TRY(inFlight->operation->waitFor(timeout_s, finished));
     *done = finished;
     return COMMRT_SUCCESS;
   });

@@ -336,13 +336,15 @@ class DistributedOptimizer:
 
     def _wait(self, issued):
         """Waits for `issued`, raising CommoptError after the timeout."""
+        # The runtime wakes this thread when the collective is done: no
+        # polling, the core is backward's meanwhile. Slices of a second
+        # let Python see signals (Ctrl-C) while a wait lasts.
         deadline = time.monotonic() + self._timeout_s
-        pause = 1e-5
-        while not runtime.test(issued.handle):
-            if time.monotonic() > deadline:
+        while not runtime.wait_for(
+                issued.handle,
+                min(1.0, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
                 raise self._timed_out(issued.collective)
-            time.sleep(pause)
-            pause = min(pause * 2, 2e-4)
         status = runtime.wait(issued.handle)
         issued.handle = None
         runtime.check(status, issued.collective.describe())

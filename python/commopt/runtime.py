@@ -65,6 +65,8 @@ _SIGNATURES = [
       _c_float, _c_int32, ctypes.POINTER(_c_int64)]),
     ("commrt_test", _c_int32, [_c_int64, ctypes.POINTER(_c_int32)]),
     ("commrt_wait", _c_int32, [_c_int64]),
+    ("commrt_wait_for", _c_int32,
+     [_c_int64, ctypes.c_double, ctypes.POINTER(_c_int32)]),
     ("commrt_sparse_allreduce", _c_int32,
      [_c_void_p, _c_void_p, _c_int64, _c_double, _c_int32, _c_int32, _c_int32,
       _c_int64]),
@@ -251,6 +253,16 @@ def mixed_allreduce_start(pointers, counts, narrowed, dtype, reduce, wire,
 def test(handle):
     done = _c_int32(0)
     check(library().commrt_test(handle, ctypes.byref(done)), "commrt_test")
+    return bool(done.value)
+
+
+def wait_for(handle, timeout_s):
+    """Sleeps until the collective of `handle` is done or `timeout_s` passed
+    (the GIL released); returns whether it is done. The handle stays
+    valid: wait() consumes it."""
+    done = _c_int32(0)
+    check(library().commrt_wait_for(handle, timeout_s, ctypes.byref(done)),
+          "commrt_wait_for")
     return bool(done.value)
 
 

@@ -260,6 +260,11 @@ TEST_P(AsyncInvalidArgumentTest, TestAndWait) {
   EXPECT_EQ(done, 0);
   EXPECT_TRUE(failedWith(commrt_wait(-5), COMMRT_ERROR_INVALID_ARGUMENT,
                          "commrt_wait: handle -5" + notInFlight));
+  done = 7;
+  EXPECT_TRUE(failedWith(commrt_wait_for(3, 1.0, &done),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_wait_for: handle 3" + notInFlight));
+  EXPECT_EQ(done, 0);
 
   float value = 2.0f;
   int64_t handle;
@@ -270,6 +275,21 @@ TEST_P(AsyncInvalidArgumentTest, TestAndWait) {
   EXPECT_TRUE(failedWith(commrt_test(handle, nullptr),
                          COMMRT_ERROR_INVALID_ARGUMENT,
                          "commrt_test: done is null"));
+  EXPECT_TRUE(failedWith(commrt_wait_for(handle, 1.0, nullptr),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_wait_for: done is null"));
+  EXPECT_TRUE(failedWith(commrt_wait_for(handle, -1.0, &done),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_wait_for: timeout_s is -1, expected a "
+                         "number of seconds (0 or more)"));
+  EXPECT_TRUE(failedWith(commrt_wait_for(handle, std::nan(""), &done),
+                         COMMRT_ERROR_INVALID_ARGUMENT,
+                         "commrt_wait_for: timeout_s is nan, expected a "
+                         "number of seconds (0 or more)"));
+  // One rank: done at once, and the handle is still the caller's.
+  EXPECT_EQ(commrt_wait_for(handle, 60.0, &done), COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(done, 1);
   EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
   EXPECT_TRUE(
       failedWith(commrt_wait(handle), COMMRT_ERROR_INVALID_ARGUMENT,

@@ -405,6 +405,44 @@ TEST(Async, ProgressesWithoutTheCallerWaiting) {
   EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
 }
 
+TEST(Async, WaitForSleepsUntilDoneOrTimesOut) {
+  // Every rank but 0 starts late, so rank 0's collective cannot finish
+  // within a wait of no time; a long wait then returns as soon as it does.
+  const int64_t count = int64_t(1) << 16;
+  std::vector<float> data(count);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] = static_cast<float>(contribution(rank(), i));
+  // Consistency checks would agree on the arguments in the start, which
+  // then waits for every rank; a blocking allreduce lines the ranks up.
+  ASSERT_EQ(commrt_set_consistency_checks(COMMRT_CHECKS_OFF), COMMRT_SUCCESS);
+  float barrier = 1.0f;
+  ASSERT_EQ(commrt_allreduce(&barrier, 1, COMMRT_F32, COMMRT_SUM),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  if (rank() != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int64_t handle;
+  ASSERT_EQ(commrt_allreduce_start(data.data(), count, COMMRT_F32, COMMRT_SUM,
+                                   0, &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int32_t done = 7;
+  if (rank() == 0 && size() > 1) {
+    ASSERT_EQ(commrt_wait_for(handle, 0.0, &done), COMMRT_SUCCESS)
+        << commrt_last_error();
+    EXPECT_EQ(done, 0) << "finished before the other ranks started";
+  }
+  ASSERT_EQ(commrt_wait_for(handle, 600.0, &done), COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(done, 1);
+  // The results are in place before the handle is consumed.
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; ++i)
+    wrong += data[i] != expected(COMMRT_SUM, i);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+}
+
 /// Tests that run with consistency checks on and need two or more ranks.
 class CheckedAsyncTest : public CheckedTest {
 protected:

@@ -367,6 +367,14 @@ int32_t commrt_fused_allreduce_start(void *const *buffers,
  * flight (never returned by a start, or already waited). */
 int32_t commrt_test(int64_t handle, int32_t *done);
 
+/* Blocks until the collective of `handle` has finished or `timeout_s`
+ * seconds have passed, whichever comes first, and sets `*done` as commrt_test
+ * does. The calling thread sleeps while it waits (no polling: over MPI the
+ * channel's thread wakes it). The handle stays valid: commrt_wait must still
+ * consume it. Fails with COMMRT_ERROR_INVALID_ARGUMENT when `done` is null,
+ * `timeout_s` is negative or not a number, or the handle is not in flight. */
+int32_t commrt_wait_for(int64_t handle, double timeout_s, int32_t *done);
+
 /* Blocks until the collective of `handle` has finished, releases the handle
  * and returns the collective's status. Local: it involves no other rank.
  * Every handle must be waited exactly once; waiting a handle that is not in
