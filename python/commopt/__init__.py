@@ -21,13 +21,14 @@ COMMOPT_COMMRT_LIB, an install prefix, or the checkout's build folder.
 
 from . import runtime
 from .errors import CommoptError
-from .optimizer import DistributedOptimizer, broadcast_parameters
+from .optimizer import DistributedOptimizer, broadcast_optimizer_state, \
+    broadcast_parameters
 from .plan import Collective, GradientRange, Plan, default_plan, load_plan, \
     parse_plan
 
 __all__ = [
     "Collective", "CommoptError", "DistributedOptimizer", "GradientRange",
-    "Plan", "barrier", "broadcast_parameters", "default_plan", "init",
+    "Plan", "barrier", "broadcast_optimizer_state", "broadcast_parameters", "default_plan", "init",
     "load_plan", "parse_plan", "rank", "size",
 ]
 

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from . import runtime
+from . import runtime, state as _state
 from .errors import CommoptError
 from .plan import default_plan, dtype_name
 from .timeline import Timeline
@@ -83,6 +83,13 @@ class DistributedOptimizer:
                     f"{self.plan.source} carries parameter '{name}', which "
                     "does not require a gradient (requires_grad=False)")
         self.plan.check_against(named, runtime.size(), runtime.channels())
+        # Ranks that loaded another plan or built another model stop here,
+        # all of them, before a collective could pair wrong buffers.
+        self._fingerprints = {
+            "the plan": self.plan.fingerprint(),
+            "the model's parameters (names, shapes, dtypes)":
+                _state.model_fingerprint(named)}
+        _state.agree("what they train", self._fingerprints)
         self._params = dict(named)
         optimized = {id(p) for group in optimizer.param_groups
                      for p in group["params"]}
@@ -117,6 +124,8 @@ class DistributedOptimizer:
         # Whether synchronize() has reduced this step's gradients and no
         # gradient became ready since: step() then does not reduce again.
         self._synchronized = False
+        # Optimizer steps taken (and loaded from a checkpoint).
+        self.steps = 0
         self._reset_step()
 
     def _correct_momentum(self):
@@ -389,6 +398,7 @@ class DistributedOptimizer:
         # The next step reduces again, with or without a backward (a rank
         # without data still takes part with zeros).
         self._synchronized = False
+        self.steps += 1
         timeline = self.timeline
         if not timeline:
             return self.optimizer.step(closure)
@@ -409,17 +419,158 @@ class DistributedOptimizer:
     def state(self):
         return self.optimizer.state
 
-    def state_dict(self):
-        return self.optimizer.state_dict()
+    def _rank_state(self):
+        """This rank's part of a checkpoint (see state_dict)."""
+        return {
+            "format": _STATE_FORMAT, "version": 1,
+            "rank": runtime.rank(), "world_size": runtime.size(),
+            "steps": self.steps,
+            "plan": self._fingerprints["the plan"],
+            "model": self._fingerprints[
+                "the model's parameters (names, shapes, dtypes)"],
+            "residuals": {n: t.detach().clone()
+                          for n, t in self.residuals.items()},
+            "velocities": {n: u.detach().clone()
+                           for n, (_, u) in self.velocities.items()},
+        }
 
-    def load_state_dict(self, state):
-        self.optimizer.load_state_dict(state)
+    def state_dict(self, gather=False):
+        """The training state a checkpoint must keep: {"optimizer": the
+        wrapped optimizer's state_dict (the param groups as momentum
+        correction laid them out), "commopt": this rank's residuals and
+        momentum-correction velocities, the steps taken, the rank, the
+        world size and the fingerprints of the plan and the model}.
+
+        Residuals and velocities differ per rank. Either every rank saves
+        its own state_dict() (a file per rank), or, with `gather=True`
+        (collective: every rank calls it), rank 0 gets every rank's in
+        "commopt" -> "ranks" and the other ranks get None, so that rank 0
+        alone writes the checkpoint. docs/Training.md has both."""
+        own = self._rank_state()
+        if not gather:
+            return {"optimizer": self.optimizer.state_dict(), "commopt": own}
+        ranks = _state.gather_objects(own, root_rank=0)
+        if ranks is None:
+            return None
+        return {"optimizer": self.optimizer.state_dict(),
+                "commopt": {"format": _STATE_FORMAT, "version": 1,
+                            "world_size": runtime.size(), "ranks": ranks}}
+
+    def load_state_dict(self, state, root_rank=0):
+        """Restores what state_dict() returned. Collective: every rank
+        calls it, with its own file's state, or with a gathered state on
+        `root_rank` (None elsewhere), which `root_rank` sends to every
+        rank. Raises CommoptError on every rank, naming what differs,
+        when the state was saved by another plan, model, world size or
+        rank, or the ranks loaded different steps."""
+        gathered = state is None or (
+            isinstance(state, dict) and
+            "ranks" in state.get("commopt", {}))
+        if runtime.size() > 1:
+            gathered = _state.any_rank(gathered)
+        if gathered:
+            state = _state.broadcast_object(
+                state if runtime.rank() == root_rank else None, root_rank)
+        error, own = self._check_state(state, gathered)
+        _state.all_ranks_succeed(error)
+        _state.agree("the checkpoint",
+                     {"its step count": str(own["steps"])})
+        self.optimizer.load_state_dict(state["optimizer"])
+        with torch.no_grad():
+            for name, tensor in own["residuals"].items():
+                self.residuals[name].copy_(tensor)
+            for name, tensor in own["velocities"].items():
+                self.velocities[name][1].copy_(tensor)
+        self.steps = own["steps"]
+        self._synchronized = False
+        self._reset_step()
+
+    def _check_state(self, state, gathered):
+        """(None, this rank's part of `state`) when it can load here, else
+        (the reason, None)."""
+        rank, size = runtime.rank(), runtime.size()
+        if not isinstance(state, dict) or "optimizer" not in state:
+            return "the state is not a DistributedOptimizer.state_dict()", None
+        part = state.get("commopt")
+        if part is None:
+            if self.residuals or self.velocities:
+                return ("the state holds no residuals or velocities (a plain "
+                        "optimizer's state_dict?), which this plan's sparse "
+                        "collectives need; save DistributedOptimizer."
+                        "state_dict()"), None
+            own = {"steps": 0, "residuals": {}, "velocities": {}}
+            return None, own
+        if part.get("format") != _STATE_FORMAT or part.get("version") != 1:
+            return (f"the state's format is {part.get('format')!r} version "
+                    f"{part.get('version')!r}, expected {_STATE_FORMAT!r} "
+                    "version 1"), None
+        if part.get("world_size") != size:
+            return (f"the checkpoint was saved by {part.get('world_size')} "
+                    f"ranks, this job has {size}: residuals and velocities "
+                    "are per rank and do not move between world sizes; load "
+                    "state['optimizer'] into the wrapped optimizer instead "
+                    "(the residuals start again from zero)"), None
+        if gathered:
+            ranks = part.get("ranks", [])
+            if len(ranks) != size:
+                return (f"the gathered state holds {len(ranks)} ranks, this "
+                        f"job has {size}"), None
+            own = ranks[rank]
+        else:
+            own = part
+        if own.get("rank") != rank:
+            return (f"this is rank {own.get('rank')}'s state, loaded on rank "
+                    f"{rank}: each rank loads its own"), None
+        if own.get("plan") != self._fingerprints["the plan"]:
+            return ("the checkpoint was saved with another plan (fingerprint "
+                    f"{str(own.get('plan'))[:12]}..., this plan's "
+                    f"{self._fingerprints['the plan'][:12]}...)"), None
+        model = self._fingerprints[
+            "the model's parameters (names, shapes, dtypes)"]
+        if own.get("model") != model:
+            return ("the checkpoint was saved for another model (its "
+                    "parameters' names, shapes or dtypes differ)"), None
+        for kind, mine in (("residuals", self.residuals),
+                           ("velocities", {n: u for n, (_, u) in
+                                           self.velocities.items()})):
+            theirs = own.get(kind, {})
+            if set(theirs) != set(mine):
+                return (f"the checkpoint's {kind} are of "
+                        f"{sorted(theirs)}, this plan's of "
+                        f"{sorted(mine)}"), None
+            for name, tensor in theirs.items():
+                if tuple(tensor.shape) != tuple(mine[name].shape):
+                    return (f"the checkpoint's {kind[:-1]} of '{name}' has "
+                            f"shape {list(tensor.shape)}, expected "
+                            f"{list(mine[name].shape)}"), None
+        return None, own
 
     def remove_hooks(self):
         for hook in self._hooks:
             hook.remove()
         self._hooks.clear()
         self._accumulators.clear()
+
+
+_STATE_FORMAT = "commopt-optimizer-state"
+
+
+def broadcast_optimizer_state(optimizer, root_rank=0):
+    """Gives every rank `root_rank`'s optimizer state (a torch optimizer,
+    or a DistributedOptimizer's wrapped one and its step count), as
+    Horovod's broadcast_optimizer_state does: after rank 0 alone loaded a
+    checkpoint. Residuals and velocities, which are per rank, stay as
+    they are. Collective."""
+    runtime.init()
+    distributed = isinstance(optimizer, DistributedOptimizer)
+    inner = optimizer.optimizer if distributed else optimizer
+    state = {"optimizer": inner.state_dict(),
+             "steps": optimizer.steps if distributed else None}
+    state = _state.broadcast_object(state, root_rank)
+    if runtime.rank() != root_rank:
+        inner.load_state_dict(state["optimizer"])
+        if distributed:
+            optimizer.steps = state["steps"]
 
 
 # Integer types broadcast as the bits of the float type of their size:

@@ -113,6 +113,21 @@ class Plan:
                     f"density {', '.join(f'{d:g}' for d in densities)})"
         return text
 
+    def fingerprint(self):
+        """A hex digest of what the ranks must agree on to run the plan
+        together: every collective (kind, gradients, reduce, wire,
+        prescale, channel, sparse settings) in order, and momentum
+        correction. The estimate and the plan's file are left out."""
+        from .state import digest
+        return digest({
+            "momentum_correction": bool(self.momentum_correction),
+            "collectives": [
+                [c.kind, c.reduce, c.wire, c.prescale, c.channel,
+                 c.priority, c.sparse,
+                 [[g.name, list(g.shape), g.dtype, g.offset, g.count,
+                   g.narrowed] for g in c.gradients]]
+                for c in self.collectives]})
+
     def parameters(self):
         """{name: (shape, dtype)} of every parameter the plan carries."""
         return {g.name: (g.shape, g.dtype)
