@@ -445,7 +445,7 @@ class DistributedOptimizer:
         its own state_dict() (a file per rank), or, with `gather=True`
         (collective: every rank calls it), rank 0 gets every rank's in
         "commopt" -> "ranks" and the other ranks get None, so that rank 0
-        alone writes the checkpoint. docs/Training.md has both."""
+        alone writes the checkpoint. docs/Checkpoints.md has both."""
         own = self._rank_state()
         if not gather:
             return {"optimizer": self.optimizer.state_dict(), "commopt": own}
@@ -463,6 +463,10 @@ class DistributedOptimizer:
         rank. Raises CommoptError on every rank, naming what differs,
         when the state was saved by another plan, model, world size or
         rank, or the ranks loaded different steps."""
+        if isinstance(state, dict) and "param_groups" in state and \
+                "commopt" not in state:
+            # A plain optimizer's state_dict().
+            state = {"optimizer": state}
         gathered = state is None or (
             isinstance(state, dict) and
             "ranks" in state.get("commopt", {}))

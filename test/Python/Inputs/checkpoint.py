@@ -161,6 +161,14 @@ def errors(checkpoint, rank, size):
             state, steps=steps + (1 if rank == 1 else 0))),
         "the checkpoint", "step count")
     say(f"different steps: {text}")
+    text = expect_error("a plain optimizer state, sparse plan", lambda: load(
+        "threshold-mc", state["optimizer"]), "no residuals")
+    say(f"a plain optimizer state, sparse plan: {text}")
+    model, optimizer = make("f32", seed=3)
+    plain = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    optimizer.load_state_dict(plain.state_dict())
+    optimizer.remove_hooks()
+    say("a plain optimizer state, dense plan: loaded")
     model = make_model(seed=3)
     text = expect_error("different plans", lambda: commopt.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM),
