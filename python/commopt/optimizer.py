@@ -85,11 +85,12 @@ class DistributedOptimizer:
         self.plan.check_against(named, runtime.size(), runtime.channels())
         # Ranks that loaded another plan or built another model stop here,
         # all of them, before a collective could pair wrong buffers.
-        self._fingerprints = {
-            "the plan": self.plan.fingerprint(),
+        self._plan_fingerprint = self.plan.fingerprint()
+        self._model_fingerprint = _state.model_fingerprint(named)
+        _state.agree("what they train", {
+            "the plan": self._plan_fingerprint,
             "the model's parameters (names, shapes, dtypes)":
-                _state.model_fingerprint(named)}
-        _state.agree("what they train", self._fingerprints)
+                self._model_fingerprint})
         self._params = dict(named)
         optimized = {id(p) for group in optimizer.param_groups
                      for p in group["params"]}
@@ -425,9 +426,8 @@ class DistributedOptimizer:
             "format": _STATE_FORMAT, "version": 1,
             "rank": runtime.rank(), "world_size": runtime.size(),
             "steps": self.steps,
-            "plan": self._fingerprints["the plan"],
-            "model": self._fingerprints[
-                "the model's parameters (names, shapes, dtypes)"],
+            "plan": self._plan_fingerprint,
+            "model": self._model_fingerprint,
             "residuals": {n: t.detach().clone()
                           for n, t in self.residuals.items()},
             "velocities": {n: u.detach().clone()
@@ -525,13 +525,11 @@ class DistributedOptimizer:
         if own.get("rank") != rank:
             return (f"this is rank {own.get('rank')}'s state, loaded on rank "
                     f"{rank}: each rank loads its own"), None
-        if own.get("plan") != self._fingerprints["the plan"]:
+        if own.get("plan") != self._plan_fingerprint:
             return ("the checkpoint was saved with another plan (fingerprint "
                     f"{str(own.get('plan'))[:12]}..., this plan's "
-                    f"{self._fingerprints['the plan'][:12]}...)"), None
-        model = self._fingerprints[
-            "the model's parameters (names, shapes, dtypes)"]
-        if own.get("model") != model:
+                    f"{self._plan_fingerprint[:12]}...)"), None
+        if own.get("model") != self._model_fingerprint:
             return ("the checkpoint was saved for another model (its "
                     "parameters' names, shapes or dtypes differ)"), None
         for kind, mine in (("residuals", self.residuals),
