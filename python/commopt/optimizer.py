@@ -8,6 +8,7 @@ after collective i, once all of i's gradients are ready. Ranks whose hooks
 fire in different orders therefore still issue identical sequences.
 """
 
+import contextlib
 import os
 import threading
 import time
@@ -64,11 +65,27 @@ class DistributedOptimizer:
     velocity where it sent (momentum factor masking); the optimizer then
     applies the reduced update without momentum of its own, so those
     parameters move to a param group of their own with `momentum` 0.
+
+    Gradient accumulation, as Horovod's `backward_passes_per_step` and
+    DDP's `no_sync()` do it: with `backward_passes_per_step=k`, the
+    gradients of k backward passes add up in param.grad and the plan's
+    collectives start during the k-th; within `with optimizer.no_sync():`
+    backward passes only accumulate, and the first pass after it reduces.
+    Either way each step reduces the accumulated gradient once (sparse
+    residuals and momentum correction see it once), and the gradients are
+    sums over the passes: scale the loss by 1 / k for their mean.
     """
 
     def __init__(self, optimizer, named_parameters, plan=None,
-                 momentum_correction=None):
+                 momentum_correction=None, backward_passes_per_step=1):
+        if isinstance(backward_passes_per_step, bool) or \
+                not isinstance(backward_passes_per_step, int) or \
+                backward_passes_per_step < 1:
+            raise CommoptError(
+                "backward_passes_per_step must be a positive integer, not "
+                f"{backward_passes_per_step!r}")
         runtime.init()
+        self.backward_passes_per_step = backward_passes_per_step
         self.optimizer = optimizer
         all_named = list(named_parameters)
         named = [(n, p) for n, p in all_named if p.requires_grad]
@@ -127,6 +144,8 @@ class DistributedOptimizer:
         self._synchronized = False
         # Optimizer steps taken (and loaded from a checkpoint).
         self.steps = 0
+        # Within no_sync(): backward passes only accumulate.
+        self._accumulating = False
         self._reset_step()
 
     def _correct_momentum(self):
@@ -169,18 +188,42 @@ class DistributedOptimizer:
 
     def _reset_step(self):
         self._ready = set()
+        # Backward passes that produced each gradient in this step.
+        self._passes = {}
         self._pending = [len(c.gradients) for c in self.plan.collectives]
         self._next = 0
         self._issued = []
 
     def _gradient_ready(self, name):
+        """The hook of `name`'s gradient accumulator: the gradient is in
+        param.grad. It is ready for its collectives once the step's
+        backward passes (backward_passes_per_step, outside no_sync()) are
+        all in it."""
+        self._synchronized = False
+        if self._accumulating:
+            return
+        passes = self._passes.get(name, 0) + 1
+        if passes > self.backward_passes_per_step:
+            if self.backward_passes_per_step == 1:
+                raise CommoptError(
+                    f"the gradient of '{name}' became ready twice in one "
+                    "step: call step() (or synchronize()) after every "
+                    "backward, or accumulate gradients with "
+                    "backward_passes_per_step or no_sync()")
+            raise CommoptError(
+                f"the gradient of '{name}' became ready {passes} times in "
+                "one step, more than backward_passes_per_step="
+                f"{self.backward_passes_per_step}: call step() (or "
+                "synchronize()) after that many backward passes")
+        self._passes[name] = passes
+        if passes == self.backward_passes_per_step:
+            self._mark_ready(name)
+
+    def _mark_ready(self, name):
+        """Counts `name`'s gradient in for the collectives that carry it
+        and issues those whose gradients are all ready."""
         timeline = self.timeline
         began = timeline.now() if timeline else 0.0
-        self._synchronized = False
-        if name in self._ready:
-            raise CommoptError(
-                f"the gradient of '{name}' became ready twice in one step: "
-                "call step() (or synchronize()) after every backward")
         self._ready.add(name)
         for collective in self._carriers[name]:
             self._pending[collective.index] -= 1
@@ -189,6 +232,25 @@ class DistributedOptimizer:
             timeline.instant(f"ready {name}", "ready", began, name=name)
             timeline.span(f"hook {name}", "hook", began, timeline.now(),
                           name=name)
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """A context within which backward passes accumulate their
+        gradients in param.grad without reducing them, as DDP's no_sync()
+        does; the first backward pass after it (or step(), or
+        synchronize()) reduces the sum. Enter it before any gradient of the
+        step is ready for its collectives."""
+        if self._ready:
+            raise CommoptError(
+                "no_sync() entered after this step's collectives started "
+                f"(the gradient of '{sorted(self._ready)[0]}' is being "
+                "reduced): enter it before the step's last backward pass")
+        previous = self._accumulating
+        self._accumulating = True
+        try:
+            yield
+        finally:
+            self._accumulating = previous
 
     def _issue_ready(self):
         collectives = self.plan.collectives
@@ -374,7 +436,8 @@ class DistributedOptimizer:
                     if param.grad is None:
                         param.grad = torch.zeros_like(
                             param, memory_format=torch.contiguous_format)
-                    self._gradient_ready(name)
+                    # What the passes so far accumulated.
+                    self._mark_ready(name)
         try:
             timeline = self.timeline
             for issued in self._issued:
