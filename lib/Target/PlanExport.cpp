@@ -15,6 +15,7 @@
 
 #include "CommDialect/CommDialect.h"
 #include "CommOpt/Analysis/ClusterModel.h"
+#include "CommOpt/Analysis/PlanningCluster.h"
 #include "CommOpt/Analysis/StepModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -327,16 +328,39 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
   if (failed(step))
     return failure();
   func::FuncOp func = *step;
+  // The world size: the ranks of the cluster the estimate recorded, else
+  // of the cluster comm-record-cluster (or comm-optimize) recorded on the
+  // module.
   auto estimate = func->getAttrOfType<DictionaryAttr>("comm.estimate");
-  auto clusterName =
+  auto estimatedCluster =
       estimate ? estimate.getAs<StringAttr>("cluster") : StringAttr();
-  auto ranks = estimate ? estimate.getAs<IntegerAttr>("ranks") : IntegerAttr();
-  if (!clusterName || !ranks)
+  auto estimatedRanks =
+      estimate ? estimate.getAs<IntegerAttr>("ranks") : IntegerAttr();
+  std::string clusterName;
+  int64_t worldSize = 0;
+  if (estimatedCluster && estimatedRanks) {
+    clusterName = estimatedCluster.getValue().str();
+    worldSize = estimatedRanks.getInt();
+  } else if (std::optional<PlanningCluster> recorded =
+                 getRecordedCluster(module)) {
+    llvm::Expected<std::shared_ptr<const ClusterModel>> cluster =
+        loadSharedCluster(recorded->spec);
+    if (!cluster)
+      return emitError(module.getLoc())
+             << "export-plan: the module's cluster ('" << recorded->spec
+             << "', its comm.cluster) gives the plan's world size but "
+                "cannot be read: "
+             << llvm::toString(cluster.takeError());
+    clusterName = recorded->spec;
+    worldSize = (*cluster)->ranks;
+  } else {
     return emitError(func.getLoc())
            << "export-plan: @" << func.getSymName()
-           << " records no estimate with its cluster; plan it with "
-              "comm-optimize and estimate=step (or steady), or run "
-              "comm-estimate last, so that the plan knows its world size";
+           << " records no estimate and its module no cluster, so the plan "
+              "would not know its world size: plan it with comm-optimize "
+              "cluster=... (or run comm-record-cluster), or estimate it "
+              "(estimate=step, or comm-estimate last)";
+  }
   FailureOr<SmallVector<PlannedCollective>> plan = collectPlan(func);
   if (failed(plan) || failed(verifyCoverage(func, *plan)))
     return failure();
@@ -354,31 +378,31 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
     json.attribute("generator", "commopt-translate --export-plan");
     json.attribute("model", modelName);
     json.attribute("function", func.getSymName());
-    json.attribute("world_size", ranks.getInt());
+    json.attribute("world_size", worldSize);
     // Only where the plan was made for it: the bridge then corrects the
     // momentum of the sparse gradients by default.
     if (isMomentumCorrected(module))
       json.attribute("momentum_correction", true);
     json.attributeObject("cluster", [&] {
-      json.attribute("name", clusterName.getValue());
-      json.attribute("ranks", ranks.getInt());
+      json.attribute("name", clusterName);
+      json.attribute("ranks", worldSize);
       // The description itself where the name still resolves (a preset, or
       // a file reachable from here), so that the plan can be re-estimated.
-      llvm::Expected<ClusterModel> cluster =
-          ClusterModel::parse(clusterName.getValue());
+      llvm::Expected<ClusterModel> cluster = ClusterModel::parse(clusterName);
       if (cluster)
         json.attribute("description", cluster->toJSON());
       else
         llvm::consumeError(cluster.takeError());
     });
-    json.attributeObject("estimate", [&] {
-      for (StringRef key :
-           {"step_us", "compute_us", "communication_us", "exposed_us"})
-        if (auto value = estimate.getAs<FloatAttr>(key))
-          json.attribute(key, value.getValueAsDouble());
-      if (auto mode = estimate.getAs<StringAttr>("mode"))
-        json.attribute("mode", mode.getValue());
-    });
+    if (estimate)
+      json.attributeObject("estimate", [&] {
+        for (StringRef key :
+             {"step_us", "compute_us", "communication_us", "exposed_us"})
+          if (auto value = estimate.getAs<FloatAttr>(key))
+            json.attribute(key, value.getValueAsDouble());
+        if (auto mode = estimate.getAs<StringAttr>("mode"))
+          json.attribute("mode", mode.getValue());
+      });
     json.attributeArray("collectives", [&] {
       for (const PlannedCollective &collective : *plan)
         json.object([&] { writeCollective(json, collective); });

@@ -1,11 +1,25 @@
 // RUN: commopt-translate %s --split-input-file --export-plan --verify-diagnostics
 
-// A step without an estimate does not know the world size it was planned for.
-// expected-error @+1 {{export-plan: @step records no estimate with its cluster; plan it with comm-optimize and estimate=step (or steady)}}
+// A step without an estimate, in a module that records no cluster, does not
+// know the world size it was planned for.
+// expected-error @+1 {{export-plan: @step records no estimate and its module no cluster, so the plan would not know its world size: plan it with comm-optimize cluster=... (or run comm-record-cluster), or estimate it}}
 func.func @step() -> tensor<4xf32> {
   %g = comm.compute () {cost_us = 1.0} : () -> tensor<4xf32>
   %r = comm.allreduce %g {name = "w"} : tensor<4xf32> -> tensor<4xf32>
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// The module's recorded cluster gives the world size only when it can be
+// read.
+// expected-error @+1 {{export-plan: the module's cluster ('/nonexistent/cluster.json', its comm.cluster) gives the plan's world size but cannot be read}}
+module attributes {comm.cluster = "/nonexistent/cluster.json"} {
+  func.func @step() -> tensor<4xf32> {
+    %g = comm.compute () {cost_us = 1.0} : () -> tensor<4xf32>
+    %r = comm.allreduce %g {name = "w"} : tensor<4xf32> -> tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
 }
 
 // -----
