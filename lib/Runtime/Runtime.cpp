@@ -83,6 +83,10 @@ struct Runtime {
   std::unique_ptr<Backend> backend;
   /// The number of channels; 0 until the first backend is created.
   int channels = 0;
+  /// This rank's rank among the ranks of its node, and their number; set
+  /// with `comm`.
+  int localRank = -1;
+  int localSize = 0;
   /// The MPI backend's allreduce algorithm, read with `channels`.
   AllreduceConfig allreduce;
   /// The collectives in flight, by handle.
@@ -259,6 +263,21 @@ commrt_status createNccl(std::unique_ptr<Backend> &out) {
 /// Brings the runtime up with the backend `requested`, in the call `guard`.
 /// AUTO keeps the backend in use, or picks one as commrt.h describes; another
 /// backend replaces the one in use when it can be created.
+/// Sets `localRank` and `localSize` to this rank's rank among the ranks of
+/// `comm` that share its node's memory, and their number. Collective.
+commrt_status findNodeRanks(MPI_Comm comm, int &localRank, int &localSize) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node;
+  if (int error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank,
+                                      MPI_INFO_NULL, &node))
+    return failMpi("MPI_Comm_split_type (node)", error);
+  MPI_Comm_rank(node, &localRank);
+  MPI_Comm_size(node, &localSize);
+  MPI_Comm_free(&node);
+  return COMMRT_SUCCESS;
+}
+
 commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
   COMMRT_TRY(ensureMpi());
   Runtime &rt = runtime();
@@ -277,6 +296,7 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
     MPI_Comm_set_errhandler(rt.comm, MPI_ERRORS_RETURN);
     // Its dups (the channels') inherit how waits on it wait.
     COMMRT_TRY(recordTransport(rt.comm));
+    COMMRT_TRY(findNodeRanks(rt.comm, rt.localRank, rt.localSize));
   }
   if (rt.channels == 0) {
     // Ranks that disagree would create different numbers of communicators.
@@ -615,6 +635,16 @@ int32_t commrt_expect_size(int64_t expected) {
 int32_t commrt_backend_in_use(void) {
   return queryRuntime("commrt_backend_in_use",
                       [](Runtime &rt) { return rt.backend->kind(); });
+}
+
+int32_t commrt_local_rank(void) {
+  return queryRuntime("commrt_local_rank",
+                      [](Runtime &rt) { return rt.localRank; });
+}
+
+int32_t commrt_local_size(void) {
+  return queryRuntime("commrt_local_size",
+                      [](Runtime &rt) { return rt.localSize; });
 }
 
 int32_t commrt_channels(void) {

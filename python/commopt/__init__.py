@@ -20,6 +20,7 @@ COMMOPT_COMMRT_LIB, an install prefix, or the checkout's build folder.
 """
 
 from . import runtime
+from .collectives import allreduce, allreduce_, broadcast, broadcast_
 from .errors import CommoptError
 from .optimizer import DistributedOptimizer, broadcast_optimizer_state, \
     broadcast_parameters
@@ -28,9 +29,12 @@ from .plan import Collective, GradientRange, Plan, default_plan, load_plan, \
 
 __all__ = [
     "Collective", "CommoptError", "DistributedOptimizer", "GradientRange",
-    "Plan", "barrier", "broadcast_optimizer_state", "broadcast_parameters", "default_plan", "init",
-    "load_plan", "parse_plan", "rank", "size",
+    "Plan", "allreduce", "allreduce_", "barrier", "broadcast", "broadcast_",
+    "broadcast_optimizer_state", "broadcast_parameters", "default_plan",
+    "init", "load_plan", "local_rank", "local_size", "parse_plan", "rank",
+    "size",
 ]
+
 
 def init():
     """Initialises the runtime (and MPI) and makes an uncaught exception on
@@ -48,6 +52,19 @@ def rank():
 def size():
     """The number of ranks."""
     return runtime.size()
+
+
+def local_rank():
+    """This process's rank among the ranks on its node (those sharing its
+    memory), e.g. to pick its GPU: torch.cuda.set_device(local_rank())."""
+    runtime.init()
+    return runtime.local_rank()
+
+
+def local_size():
+    """The number of ranks on this process's node."""
+    runtime.init()
+    return runtime.local_size()
 
 
 def barrier():

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from . import runtime, state as _state
+from . import collectives as _collectives, runtime, state as _state
 from .errors import CommoptError
 from .plan import default_plan, dtype_name
 from .timeline import Timeline
@@ -638,14 +638,6 @@ def broadcast_optimizer_state(optimizer, root_rank=0):
             optimizer.steps = state["steps"]
 
 
-# Integer types broadcast as the bits of the float type of their size:
-# broadcasts copy bits, so every value arrives exactly (through f64, int64
-# values beyond 2^53 would be rounded, on the root too).
-_BITS_AS_FLOAT = {torch.int64: (torch.float64, "f64"),
-                  torch.int32: (torch.float32, "f32"),
-                  torch.int16: (torch.float16, "f16")}
-
-
 def broadcast_parameters(params, root_rank=0):
     """Overwrites `params` (a state_dict, or (name, tensor) pairs) with
     `root_rank`'s values on every rank, in name order. Floating-point
@@ -656,27 +648,4 @@ def broadcast_parameters(params, root_rank=0):
     runtime.init()
     items = params.items() if hasattr(params, "items") else params
     for name, tensor in sorted(items, key=lambda item: item[0]):
-        if tensor.numel() == 0:
-            continue
-        dtype = dtype_name(tensor)
-        # `buffer` holds the values in `tensor`'s dtype (or f64), `target`
-        # the same memory as the broadcast sends it.
-        if dtype is not None:
-            buffer = target = tensor.contiguous()
-        elif tensor.dtype in _BITS_AS_FLOAT:
-            view, dtype = _BITS_AS_FLOAT[tensor.dtype]
-            buffer = tensor.contiguous()
-            target = buffer.view(view)
-        elif tensor.dtype in (torch.uint8, torch.int8, torch.bool):
-            buffer = target = tensor.to(torch.float64)
-            dtype = "f64"
-        else:
-            raise CommoptError(f"cannot broadcast '{name}' of dtype "
-                               f"{tensor.dtype}")
-        with torch.no_grad():
-            runtime.check(
-                runtime.broadcast(target.data_ptr(), target.numel(),
-                                  runtime.DTYPES[dtype], root_rank),
-                f"broadcast of '{name}'")
-            if buffer is not tensor:
-                tensor.copy_(buffer)
+        _collectives.broadcast_(tensor, root_rank, name)

@@ -48,6 +48,8 @@ _SIGNATURES = [
     ("commrt_rank", _c_int32, []),
     ("commrt_size", _c_int32, []),
     ("commrt_channels", _c_int32, []),
+    ("commrt_local_rank", _c_int32, []),
+    ("commrt_local_size", _c_int32, []),
     ("commrt_backend_in_use", _c_int32, []),
     ("commrt_fused_allreduce", _c_int32,
      [ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32, _c_int32,
@@ -185,11 +187,23 @@ def size():
     return library().commrt_size()
 
 
+def _query(function):
+    value = getattr(library(), function)()
+    if value < 0:
+        raise CommoptError(f"{function}: {last_error()}")
+    return value
+
+
 def channels():
-    count = library().commrt_channels()
-    if count < 0:
-        raise CommoptError(f"commrt_channels: {last_error()}")
-    return count
+    return _query("commrt_channels")
+
+
+def local_rank():
+    return _query("commrt_local_rank")
+
+
+def local_size():
+    return _query("commrt_local_size")
 
 
 def barrier():

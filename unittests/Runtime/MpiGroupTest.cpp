@@ -141,6 +141,22 @@ TEST(Group, RanksAndSizes) {
   }
 }
 
+TEST(Group, LocalRankAndSizeAreTheNodes) {
+  // The reference: the test's own split of the ranks sharing memory.
+  MPI_Comm node;
+  ASSERT_EQ(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                                worldRank(), MPI_INFO_NULL, &node),
+            MPI_SUCCESS);
+  int nodeRank, nodeSize;
+  MPI_Comm_rank(node, &nodeRank);
+  MPI_Comm_size(node, &nodeSize);
+  MPI_Comm_free(&node);
+  EXPECT_EQ(commrt_local_rank(), nodeRank);
+  EXPECT_EQ(commrt_local_size(), nodeSize);
+  EXPECT_GE(commrt_local_size(), 1);
+  EXPECT_LE(commrt_local_size(), commrt_size());
+}
+
 TEST(Group, SplitIsCachedWithoutCommunicating) {
   int32_t rows = groupOf(kRows);
   int rank = worldRank();

@@ -249,6 +249,14 @@ int32_t commrt_finalize(void);
 int32_t commrt_rank(void);
 int32_t commrt_size(void);
 
+/* This process's rank among the ranks on its node (those sharing memory with
+ * it: MPI_Comm_split_type with MPI_COMM_TYPE_SHARED, ordered by rank), and
+ * their number; what a process uses to pick its GPU. -1 if initialisation
+ * failed. They bring the backend up (as commrt_init does), which is
+ * collective: every rank calls them, or commrt_init, first. */
+int32_t commrt_local_rank(void);
+int32_t commrt_local_size(void);
+
 /* Checks that the job has `expected` ranks: COMMRT_SUCCESS if so, otherwise
  * COMMRT_ERROR_MISMATCH with both counts in commrt_last_error(). Lowered
  * code planned for a shard.grid of `expected` processes calls it on entry,

@@ -1,0 +1,140 @@
+"""The surface a training script reaches for beside the optimizer:
+local_rank() and local_size(), and tensor allreduce and broadcast.
+
+1. local_rank() and local_size() are the ranks sharing this node (one node
+   here: every rank, each its own local rank), as OpenMPI's environment
+   says too.
+2. allreduce: average (the default), sum, min and max of f32, f64, f16 and
+   int64 tensors of several shapes equal the reduction of every rank's
+   values (known, since each rank's values come from its rank); the input
+   is left alone, allreduce_ writes in place.
+3. broadcast and broadcast_ of f32, int64 and bool tensors give root 2's
+   values everywhere.
+4. Errors: an unknown op, an integer average, integers too large for f64,
+   a complex tensor, a root out of range.
+
+    mpirun -np 4 python3 tensor_collectives.py
+"""
+
+import os
+import sys
+
+import torch
+
+import commopt
+from common import fail, run_main, say, start
+
+
+def values(rank, shape, dtype):
+    """Rank `rank`'s tensor: small integers, so that every reduction is
+    exact in every dtype."""
+    count = 1
+    for dim in shape:
+        count *= dim
+    base = torch.arange(count, dtype=torch.float64).reshape(shape)
+    return ((base % 7) * (rank + 1) - rank).to(dtype)
+
+
+def expect_error(what, call, *needles):
+    try:
+        call()
+    except commopt.CommoptError as error:
+        if not all(n in str(error) for n in needles):
+            fail(f"{what}: '{error}' does not name {', '.join(needles)}")
+        return
+    fail(f"{what}: no error")
+
+
+def local(rank, size):
+    if commopt.local_size() != size or commopt.local_rank() != rank:
+        fail(f"local_rank() {commopt.local_rank()}, local_size() "
+             f"{commopt.local_size()} on one node of {size} ranks")
+    env = os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK")
+    if env is not None and int(env) != commopt.local_rank():
+        fail(f"local_rank() {commopt.local_rank()}, OpenMPI says {env}")
+    say(f"local_rank() and local_size(): rank {rank} of {size} on one node")
+
+
+def reductions(rank, size):
+    checked = 0
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.int64):
+        for shape in ((5,), (3, 4), (2, 3, 2)):
+            mine = values(rank, shape, dtype)
+            everyone = torch.stack([values(r, shape, torch.float64)
+                                    for r in range(size)])
+            expected = {"sum": everyone.sum(0), "min": everyone.min(0)[0],
+                        "max": everyone.max(0)[0],
+                        "average": everyone.sum(0) / size}
+            for op, want in expected.items():
+                if op == "average" and not dtype.is_floating_point:
+                    continue
+                before = mine.clone()
+                got = commopt.allreduce(mine, op=op) if op != "average" \
+                    else commopt.allreduce(mine)
+                if got.dtype != dtype or got.shape != mine.shape:
+                    fail(f"allreduce {op} of {dtype} {shape}: got "
+                         f"{got.dtype} {tuple(got.shape)}")
+                if not torch.equal(mine, before):
+                    fail(f"allreduce {op} of {dtype}: changed its input")
+                if not torch.equal(got, want.to(dtype)):
+                    fail(f"allreduce {op} of {dtype} {shape}: "
+                         f"{got.flatten()[:4].tolist()} instead of "
+                         f"{want.to(dtype).flatten()[:4].tolist()}")
+                in_place = commopt.allreduce_(mine.clone(), op=op)
+                if not torch.equal(in_place, want.to(dtype)):
+                    fail(f"allreduce_ {op} of {dtype} {shape} differs")
+                checked += 1
+    say(f"allreduce and allreduce_: {checked} reductions (average, sum, min, "
+        "max of f32, f64, f16, int64) exact")
+
+
+def broadcasts(rank, size):
+    root = 2 % size
+    for dtype in (torch.float32, torch.int64, torch.bool):
+        mine = values(rank, (3, 5), torch.float64)
+        mine = (mine > 2) if dtype == torch.bool else mine.to(dtype)
+        want = values(root, (3, 5), torch.float64)
+        want = (want > 2) if dtype == torch.bool else want.to(dtype)
+        before = mine.clone()
+        got = commopt.broadcast(mine, root_rank=root)
+        if not torch.equal(got, want) or not torch.equal(mine, before):
+            fail(f"broadcast of {dtype} from {root} is wrong or changed its "
+                 "input")
+        commopt.broadcast_(mine, root_rank=root)
+        if not torch.equal(mine, want):
+            fail(f"broadcast_ of {dtype} from {root} is wrong")
+    say(f"broadcast and broadcast_ from rank {root}: f32, int64, bool exact")
+
+
+def errors(rank, size):
+    x = torch.ones(4)
+    expect_error("unknown op", lambda: commopt.allreduce(x, op="prod"),
+                 "unknown op 'prod'")
+    expect_error("integer average",
+                 lambda: commopt.allreduce(torch.ones(4, dtype=torch.int64)),
+                 "average", "torch.int64", "op='sum'")
+    expect_error("too large",
+                 lambda: commopt.allreduce(
+                     torch.full((2,), 2 ** 52, dtype=torch.int64), op="sum"),
+                 "2^53")
+    expect_error("complex",
+                 lambda: commopt.allreduce(torch.ones(2,
+                                                      dtype=torch.complex64)),
+                 "torch.complex64 is not supported")
+    expect_error("root out of range",
+                 lambda: commopt.broadcast(x, root_rank=size), "broadcast")
+    say("errors: unknown op, integer average, integers beyond 2^53, complex, "
+        "root out of range")
+
+
+def main(argv):
+    rank, size = start()
+    local(rank, size)
+    reductions(rank, size)
+    broadcasts(rank, size)
+    errors(rank, size)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(__file__))
+    run_main(main)
