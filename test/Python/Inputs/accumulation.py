@@ -28,9 +28,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 import commopt
-from common import (batch, bits, check_close, check_identical, dense, fail,
-                    loss_fn, make_model, param_gradient, plan_document,
-                    run_main, say, shard, sparse, start)
+from common import (batch, bits, check_close, check_identical, dense,
+                    expect_error, fail, loss_fn, make_model, param_gradient,
+                    plan_document, run_main, say, shard, sparse, start)
 
 LR, MOMENTUM, STEPS = 0.2, 0.9, 4
 
@@ -174,16 +174,6 @@ def sparse_once_per_step(rank, size):
                      "differ")
             say(f"{kind} plan, k={k}: the accumulated gradient is reduced "
                 "once a step, bit for bit as the sum handed to step()")
-
-
-def expect_error(what, call, *needles):
-    try:
-        call()
-    except commopt.CommoptError as error:
-        if not all(n in str(error) for n in needles):
-            fail(f"{what}: '{error}' does not name {', '.join(needles)}")
-        return str(error)
-    fail(f"{what}: no error")
 
 
 def misuse(rank, size):

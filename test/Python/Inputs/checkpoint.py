@@ -25,9 +25,9 @@ import io
 import torch
 
 import commopt
-from common import (batch, bits, broadcast_copy, dense, fail, loss_fn,
-                    make_model, param_gradient, plan_document, run_main,
-                    say, shard, sparse, start)
+from common import (batch, bits, broadcast_copy, dense, expect_error, fail,
+                    loss_fn, make_model, param_gradient, plan_document,
+                    run_main, say, shard, sparse, start)
 
 K = 3
 LR, MOMENTUM = 0.05, 0.9
@@ -82,19 +82,6 @@ def loaded(data):
 def same(model, params):
     return all(torch.equal(bits(p), bits(params[n]))
                for n, p in model.named_parameters())
-
-
-def expect_error(what, call, *needles):
-    """Fails unless `call` raises CommoptError naming all of `needles`."""
-    try:
-        call()
-    except commopt.CommoptError as error:
-        text = str(error)
-        if not all(n in text for n in needles):
-            fail(f"{what}: the error '{text}' does not name "
-                 f"{', '.join(needles)}")
-        return text
-    fail(f"{what}: no error")
 
 
 def resume_kind(kind, rank, size):

@@ -201,6 +201,20 @@ def check_close(params, expected, rtol, what):
     return worst
 
 
+def expect_error(what, call, *needles):
+    """Fails unless `call` raises CommoptError naming all of `needles`;
+    returns the error's text."""
+    try:
+        call()
+    except commopt.CommoptError as error:
+        text = str(error)
+        if not all(n in text for n in needles):
+            fail(f"{what}: the error '{text}' does not name "
+                 f"{', '.join(needles)}")
+        return text
+    fail(f"{what}: no error")
+
+
 def run_main(main):
     """Runs main(argv); a failed check prints its message and stops the
     job with a non-zero exit."""

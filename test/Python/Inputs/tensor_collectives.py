@@ -22,7 +22,7 @@ import sys
 import torch
 
 import commopt
-from common import fail, run_main, say, start
+from common import expect_error, fail, run_main, say, start
 
 
 def values(rank, shape, dtype):
@@ -33,16 +33,6 @@ def values(rank, shape, dtype):
         count *= dim
     base = torch.arange(count, dtype=torch.float64).reshape(shape)
     return ((base % 7) * (rank + 1) - rank).to(dtype)
-
-
-def expect_error(what, call, *needles):
-    try:
-        call()
-    except commopt.CommoptError as error:
-        if not all(n in str(error) for n in needles):
-            fail(f"{what}: '{error}' does not name {', '.join(needles)}")
-        return
-    fail(f"{what}: no error")
 
 
 def local(rank, size):
