@@ -144,17 +144,25 @@ commrt_status commrt::waitPolicy(const WaitPolicy *&policy) {
   return COMMRT_SUCCESS;
 }
 
-commrt_status commrt::recordTransport(MPI_Comm comm) {
-  int rank, size, nodeSize;
+commrt_status commrt::findNodeRanks(MPI_Comm comm, int &localRank,
+                                    int &localSize) {
+  int rank;
   MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   MPI_Comm node;
   if (int error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank,
                                       MPI_INFO_NULL, &node))
-    return failMpi("MPI_Comm_split_type (transport)", error);
-  MPI_Comm_size(node, &nodeSize);
+    return failMpi("MPI_Comm_split_type (node)", error);
+  MPI_Comm_rank(node, &localRank);
+  MPI_Comm_size(node, &localSize);
   MPI_Comm_free(&node);
-  const int *transport = nodeSize == size ? &kSharedMemory : &kNetwork;
+  return COMMRT_SUCCESS;
+}
+
+commrt_status commrt::recordTransport(MPI_Comm comm) {
+  int size, localRank, localSize;
+  MPI_Comm_size(comm, &size);
+  COMMRT_TRY(findNodeRanks(comm, localRank, localSize));
+  const int *transport = localSize == size ? &kSharedMemory : &kNetwork;
   if (int error = MPI_Comm_set_attr(comm, transportKeyval(),
                                     const_cast<int *>(transport)))
     return failMpi("MPI_Comm_set_attr (transport)", error);

@@ -66,6 +66,11 @@ commrt_status waitPolicy(const WaitPolicy *&policy);
 /// without one is waited on by polling. Collective over `comm`.
 commrt_status recordTransport(MPI_Comm comm);
 
+/// Sets `localRank` and `localSize` to this rank's rank among the ranks of
+/// `comm` that share its node's memory (MPI_COMM_TYPE_SHARED), and their
+/// number. Collective over `comm`.
+commrt_status findNodeRanks(MPI_Comm comm, int &localRank, int &localSize);
+
 /// Completes the `count` requests at `requests` (MPI_REQUEST_NULL entries
 /// allowed) of operations on `comm` as MPI_Waitall does, waiting as the
 /// policy and `comm`'s transport say; `call` names the MPI operation in the

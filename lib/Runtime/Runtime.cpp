@@ -263,21 +263,6 @@ commrt_status createNccl(std::unique_ptr<Backend> &out) {
 /// Brings the runtime up with the backend `requested`, in the call `guard`.
 /// AUTO keeps the backend in use, or picks one as commrt.h describes; another
 /// backend replaces the one in use when it can be created.
-/// Sets `localRank` and `localSize` to this rank's rank among the ranks of
-/// `comm` that share its node's memory, and their number. Collective.
-commrt_status findNodeRanks(MPI_Comm comm, int &localRank, int &localSize) {
-  int rank;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm node;
-  if (int error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank,
-                                      MPI_INFO_NULL, &node))
-    return failMpi("MPI_Comm_split_type (node)", error);
-  MPI_Comm_rank(node, &localRank);
-  MPI_Comm_size(node, &localSize);
-  MPI_Comm_free(&node);
-  return COMMRT_SUCCESS;
-}
-
 commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
   COMMRT_TRY(ensureMpi());
   Runtime &rt = runtime();
