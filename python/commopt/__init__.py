@@ -20,6 +20,7 @@ COMMOPT_COMMRT_LIB, an install prefix, or the checkout's build folder.
 """
 
 from . import runtime
+from .checkpoint import save_checkpoint
 from .collectives import allreduce, allreduce_, broadcast, broadcast_
 from .errors import CommoptError
 from .optimizer import DistributedOptimizer, broadcast_optimizer_state, \
@@ -32,7 +33,7 @@ __all__ = [
     "Plan", "allreduce", "allreduce_", "barrier", "broadcast", "broadcast_",
     "broadcast_optimizer_state", "broadcast_parameters", "default_plan",
     "init", "load_plan", "local_rank", "local_size", "parse_plan", "rank",
-    "size",
+    "save_checkpoint", "size",
 ]
 
 
