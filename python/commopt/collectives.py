@@ -28,6 +28,7 @@ _BITS_AS_FLOAT = {torch.int64: (torch.float64, "f64"),
 
 
 def _dense(tensor, what):
+    """`tensor`, detached; an error unless it is a dense torch.Tensor."""
     if not isinstance(tensor, torch.Tensor):
         raise CommoptError(f"{what}: expected a torch.Tensor, not "
                            f"{type(tensor).__name__}")
@@ -91,11 +92,7 @@ def broadcast_(tensor, root_rank=0, name=None):
     integer ones as the bits of a float of their size, and 8-bit ones and
     bools through f64, so that every value arrives exactly. Collective."""
     what = f"broadcast of '{name}'" if name else "broadcast"
-    if not isinstance(tensor, torch.Tensor):
-        raise CommoptError(f"{what}: expected a torch.Tensor, not "
-                           f"{type(tensor).__name__}")
-    if tensor.is_sparse:
-        raise CommoptError(f"{what}: sparse tensors are not supported")
+    _dense(tensor, what)
     runtime.init()
     if tensor.numel() == 0:
         return tensor
@@ -112,9 +109,9 @@ def broadcast_(tensor, root_rank=0, name=None):
         buffer = target = tensor.to(torch.float64)
         dtype = "f64"
     else:
-        raise CommoptError(f"cannot broadcast '{name}' of dtype "
-                           f"{tensor.dtype}" if name else
-                           f"{what}: {tensor.dtype} is not supported")
+        which = f"'{name}'" if name else "a tensor"
+        raise CommoptError(f"cannot broadcast {which} of dtype "
+                           f"{tensor.dtype}")
     with torch.no_grad():
         runtime.check(
             runtime.broadcast(target.data_ptr(), target.numel(),
@@ -127,6 +124,6 @@ def broadcast_(tensor, root_rank=0, name=None):
 def broadcast(tensor, root_rank=0, name=None):
     """`root_rank`'s value of `tensor` on every rank, as a new tensor
     (`tensor` is left alone). Collective."""
-    if not isinstance(tensor, torch.Tensor):
-        return broadcast_(tensor, root_rank, name)
-    return broadcast_(tensor.detach().clone(), root_rank, name)
+    tensor = _dense(tensor, f"broadcast of '{name}'" if name else
+                    "broadcast")
+    return broadcast_(tensor.clone(), root_rank, name)
