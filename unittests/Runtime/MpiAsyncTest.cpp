@@ -41,6 +41,28 @@ double noisy(int r, int64_t i) {
   return x & 1 ? -magnitude : magnitude;
 }
 
+/// This rank's `count` contributions in f32, for the sums of `expected`.
+std::vector<float> contributionsF32(int64_t count) {
+  std::vector<float> data(count);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] = static_cast<float>(contribution(rank(), i));
+  return data;
+}
+
+/// How many of `data`'s elements differ from the expected sums, and the
+/// index of the first (-1 for none) in `firstWrong`.
+int64_t countWrongSums(const std::vector<float> &data, int64_t &firstWrong) {
+  int64_t wrong = 0;
+  firstWrong = -1;
+  for (int64_t i = 0; i < static_cast<int64_t>(data.size()); ++i) {
+    if (data[i] == expected(COMMRT_SUM, i))
+      continue;
+    if (wrong++ == 0)
+      firstWrong = i;
+  }
+  return wrong;
+}
+
 /// Fills `buffer`'s `count` elements with `value(rank, i)`.
 template <typename Value>
 void fill(TypedBuffer &buffer, int64_t count, Value value) {
@@ -379,9 +401,7 @@ TEST(Async, ProgressesWithoutTheCallerWaiting) {
   // 64 MiB of f32. The caller only polls commrt_test, which never enters
   // MPI: the collective completes through the runtime's own progress.
   const int64_t count = int64_t(16) << 20;
-  std::vector<float> data(count);
-  for (int64_t i = 0; i < count; ++i)
-    data[i] = static_cast<float>(contribution(rank(), i));
+  std::vector<float> data = contributionsF32(count);
   int64_t handle;
   ASSERT_EQ(commrt_allreduce_start(data.data(), count, COMMRT_F32, COMMRT_SUM,
                                    0, &handle),
@@ -394,14 +414,9 @@ TEST(Async, ProgressesWithoutTheCallerWaiting) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   // The results are in place before the wait.
-  int64_t wrong = 0, firstWrong = -1;
-  for (int64_t i = 0; i < count; ++i) {
-    if (data[i] == expected(COMMRT_SUM, i))
-      continue;
-    if (wrong++ == 0)
-      firstWrong = i;
-  }
-  EXPECT_EQ(wrong, 0) << "the first at index " << firstWrong;
+  int64_t firstWrong;
+  EXPECT_EQ(countWrongSums(data, firstWrong), 0)
+      << "the first at index " << firstWrong;
   EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
 }
 
@@ -409,9 +424,7 @@ TEST(Async, WaitForSleepsUntilDoneOrTimesOut) {
   // Every rank but 0 starts late, so rank 0's collective cannot finish
   // within a wait of no time; a long wait then returns as soon as it does.
   const int64_t count = int64_t(1) << 16;
-  std::vector<float> data(count);
-  for (int64_t i = 0; i < count; ++i)
-    data[i] = static_cast<float>(contribution(rank(), i));
+  std::vector<float> data = contributionsF32(count);
   // Consistency checks would agree on the arguments in the start, which
   // then waits for every rank; a blocking allreduce lines the ranks up.
   ASSERT_EQ(commrt_set_consistency_checks(COMMRT_CHECKS_OFF), COMMRT_SUCCESS);
@@ -436,10 +449,9 @@ TEST(Async, WaitForSleepsUntilDoneOrTimesOut) {
       << commrt_last_error();
   ASSERT_EQ(done, 1);
   // The results are in place before the handle is consumed.
-  int64_t wrong = 0;
-  for (int64_t i = 0; i < count; ++i)
-    wrong += data[i] != expected(COMMRT_SUM, i);
-  EXPECT_EQ(wrong, 0);
+  int64_t firstWrong;
+  EXPECT_EQ(countWrongSums(data, firstWrong), 0)
+      << "the first at index " << firstWrong;
   EXPECT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
 }
 

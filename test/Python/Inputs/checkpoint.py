@@ -25,9 +25,9 @@ import io
 import torch
 
 import commopt
-from common import (batch, bits, broadcast_copy, dense, expect_error, fail,
-                    loss_fn, make_model, param_gradient, plan_document,
-                    run_main, say, shard, sparse, start)
+from common import (bits, broadcast_copy, dense, expect_error, fail,
+                    make_model, param_gradient, plan_document, run_main, say,
+                    sparse, start, train)
 
 K = 3
 LR, MOMENTUM = 0.05, 0.9
@@ -59,14 +59,6 @@ def make(kind, seed):
     inner = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     return model, commopt.DistributedOptimizer(
         inner, model.named_parameters(), plan=plan_of(model, kind))
-
-
-def train(model, optimizer, steps, rank, size):
-    for step in steps:
-        x, y = shard(batch(step), rank, size)
-        optimizer.zero_grad()
-        loss_fn(model, x, y).backward()
-        optimizer.step()
 
 
 def saved(value):

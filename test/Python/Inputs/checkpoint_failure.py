@@ -20,9 +20,9 @@ import time
 import torch
 
 import commopt
-from common import (all_reduce, batch, bits, dense, fail, loss_fn,
-                    make_model, param_gradient, plan_document, run_main, say,
-                    shard, sparse, start)
+from common import (all_reduce, bits, dense, fail, make_model,
+                    param_gradient, plan_document, run_main, say, sparse,
+                    start, train)
 
 LR, MOMENTUM = 0.05, 0.9
 
@@ -40,14 +40,6 @@ def make():
         model.named_parameters(),
         plan=commopt.parse_plan(document, source="top-k plan"))
     return model, optimizer
-
-
-def train(model, optimizer, steps, rank, size):
-    for step in steps:
-        x, y = shard(batch(step), rank, size)
-        optimizer.zero_grad()
-        loss_fn(model, x, y).backward()
-        optimizer.step()
 
 
 class KillsRankWhileSaved:

@@ -82,6 +82,16 @@ def loss_fn(model, x, y):
     return nn.functional.cross_entropy(model(x), y)
 
 
+def train(model, optimizer, steps, rank, size):
+    """Steps `steps` of `optimizer` on this rank's shard of each global
+    batch."""
+    for step in steps:
+        x, y = shard(batch(step), rank, size)
+        optimizer.zero_grad()
+        loss_fn(model, x, y).backward()
+        optimizer.step()
+
+
 def reference(steps, lr, momentum, seed=0, factory=TinyNet, data_seed=1,
               shape=INPUT_SHAPE, classes=CLASSES, size=GLOBAL_BATCH):
     """One process training on the whole batch: the parameters after
