@@ -182,6 +182,14 @@ public:
   /// describes; blocking and collective.
   virtual commrt_status broadcast(void *buffer, int64_t count,
                                   commrt_dtype dtype, int root) = 0;
+
+  /// Gathers the `counts[r]` elements of `dtype` at each rank r's `send`
+  /// into `recv` on every rank, rank after rank, as commrt_allgather
+  /// describes (validated, counts adding up to more than 0); blocking and
+  /// collective.
+  virtual commrt_status allgather(const void *send, void *recv,
+                                  const int64_t *counts,
+                                  commrt_dtype dtype) = 0;
 };
 
 /// The error of a backend asked for a group it does not know (the runtime
@@ -238,6 +246,16 @@ commrt_status createMpiBackend(MPI_Comm comm, int channels,
 /// backend's for host buffers.
 commrt_status broadcastOverMpi(void *buffer, int64_t count, commrt_dtype dtype,
                                int root, MPI_Comm comm, MPI_Datatype type16);
+
+/// Gathers the `counts[r]` elements of `dtype` at each rank r's host buffer
+/// `send` into the host buffer `recv` on every rank of `comm`, rank after
+/// rank, with MPI_Allgatherv (at most INT_MAX elements in all: MPI counts
+/// and displacements are ints); 16-bit elements travel as `type16`.
+/// Blocking and collective over `comm`. The MPI backend's allgather, and
+/// the NCCL backend's for host buffers.
+commrt_status allgatherOverMpi(const void *send, void *recv,
+                               const int64_t *counts, commrt_dtype dtype,
+                               MPI_Comm comm, MPI_Datatype type16);
 
 #if COMMRT_HAVE_NCCL
 /// Creates the NCCL backend with `channels` channels, bootstrapped over

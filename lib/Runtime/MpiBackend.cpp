@@ -703,6 +703,12 @@ public:
                             reducer.halfType());
   }
 
+  commrt_status allgather(const void *send, void *recv, const int64_t *counts,
+                          commrt_dtype dtype) override {
+    return allgatherOverMpi(send, recv, counts, dtype, groups[0]->ranks.comm,
+                            reducer.halfType());
+  }
+
   /// Adds `group`, the ranks of `comm`, whose channels run on
   /// `channelComms` (freed with the channels, also on failure). Splits the
   /// node and peers communicators of `comm` and of every channel's, for the
@@ -798,6 +804,33 @@ commrt_status commrt::broadcastOverMpi(void *buffer, int64_t count,
     done += chunk;
   }
   return COMMRT_SUCCESS;
+}
+
+commrt_status commrt::allgatherOverMpi(const void *send, void *recv,
+                                       const int64_t *counts,
+                                       commrt_dtype dtype, MPI_Comm comm,
+                                       MPI_Datatype type16) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<int> ints(size), displacements(size);
+  int64_t offset = 0;
+  for (int r = 0; r < size; ++r) {
+    if (counts[r] > INT_MAX - offset)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT,
+                  "an allgather over MPI takes at most ", INT_MAX,
+                  " elements in all (MPI's counts are ints); counts[0..", r,
+                  "] add up to more");
+    ints[r] = static_cast<int>(counts[r]);
+    displacements[r] = static_cast<int>(offset);
+    offset += counts[r];
+  }
+  MPI_Datatype type = mpiTypeOf(dtype, type16);
+  MPI_Request request;
+  if (int error = MPI_Iallgatherv(send, ints[rank], type, recv, ints.data(),
+                                  displacements.data(), type, comm, &request))
+    return failMpi("MPI_Iallgatherv", error);
+  return waitFor(comm, request, "MPI_Iallgatherv");
 }
 
 commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,

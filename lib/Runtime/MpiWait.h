@@ -15,10 +15,15 @@
 // apart when a communicator is made.
 //
 // How long a wait spins and sleeps follows the thread's recent waits: where
-// they were long (a ring's large messages over a slow link), the next one
-// skips the tight loop and sleeps up to a tenth of their length, fewer
-// wake-ups for the same data; where they were short (chains of small
-// collectives), it spins and sleeps briefly, as their latency needs.
+// they were long, the next one skips the tight loop; where they were short
+// (chains of small collectives), it spins, as their latency needs. A caller
+// that knows how many bytes its wait awaits (a ring's pieces) says so: such
+// a wait sleeps up to a tenth of the recent waits' length, and the thread
+// keeps the recent time per byte of waits for messages of one size, so that
+// a wait for another message of that size sleeps most of the expected time
+// in one sleep before it tests in short ones: a few wake-ups per message.
+// Other waits (MPI's own nonblocking collectives, whose rounds move on only
+// while the rank tests) sleep 100 us at most.
 //
 // COMMRT_WAIT=auto (the default) does so; poll polls everywhere, sleep
 // sleeps everywhere (shared memory too: slower, but it leaves the cores to
@@ -74,15 +79,21 @@ commrt_status findNodeRanks(MPI_Comm comm, int &localRank, int &localSize);
 /// Completes the `count` requests at `requests` (MPI_REQUEST_NULL entries
 /// allowed) of operations on `comm` as MPI_Waitall does, waiting as the
 /// policy and `comm`'s transport say; `call` names the MPI operation in the
-/// error.
+/// error. `bytes` (0: unknown) is how much data the wait awaits.
 commrt_status waitAll(MPI_Comm comm, int count, MPI_Request *requests,
-                      const char *call);
+                      const char *call, int64_t bytes = 0);
 
 /// Completes `request` of an operation on `comm` (see waitAll).
 inline commrt_status waitFor(MPI_Comm comm, MPI_Request &request,
-                             const char *call) {
-  return waitAll(comm, 1, &request, call);
+                             const char *call, int64_t bytes = 0) {
+  return waitAll(comm, 1, &request, call, bytes);
 }
+
+/// The first sleep of a wait for `bytes` (> 0) bytes when such waits took
+/// `usPerByte` recently: three quarters of the expected time, so that a wait
+/// as long as the recent ones ends in a few short sleeps after it; 0 when
+/// there is no history (or it expects less than `shortestUs`).
+double expectedFirstSleepUs(int64_t bytes, double usPerByte, double shortestUs);
 
 } // namespace commrt
 

@@ -109,6 +109,14 @@ void Scratch::release() {
   capacity = 0;
 }
 
+commrt_status commrt::grouped(ncclComm_t comm,
+                              const std::function<commrt_status()> &calls) {
+  COMMRT_TRY(checkNccl("ncclGroupStart", ncclGroupStart(), comm));
+  commrt_status status = calls();
+  commrt_status ended = checkNccl("ncclGroupEnd", ncclGroupEnd(), comm);
+  return status != COMMRT_SUCCESS ? status : ended;
+}
+
 commrt_status commrt::agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
                                      commrt_status othersStatus,
                                      const char *what) {
@@ -466,7 +474,63 @@ public:
                      cudaStreamSynchronize(world.main.stream));
   }
 
+  commrt_status allgather(const void *send, void *recv, const int64_t *counts,
+                          commrt_dtype dtype) override {
+    bool onDevice = false;
+    COMMRT_TRY(placeAllgather(send, counts[world.rank], recv, onDevice));
+    if (!onDevice)
+      return allgatherOverMpi(send, recv, counts, dtype, world.bootstrap,
+                              type16);
+    COMMRT_TRY(orderAfterCaller(world.main.stream));
+    // ncclAllGather takes equal counts: each rank broadcasts its own into
+    // its place instead, in one group.
+    const size_t width = elementSize(dtype);
+    COMMRT_TRY(grouped(world.main.comm, [&] {
+      int64_t offset = 0;
+      for (int root = 0; root < world.size; ++root) {
+        const int64_t count = counts[root];
+        char *at = static_cast<char *>(recv) + offset * width;
+        offset += count;
+        if (count == 0)
+          continue;
+        const void *from = root == world.rank ? send : at;
+        COMMRT_TRY(
+            checkNccl("ncclBroadcast",
+                      ncclBroadcast(from, at, count, ncclType(dtype), root,
+                                    world.main.comm, world.main.stream),
+                      world.main.comm));
+      }
+      return COMMRT_SUCCESS;
+    }));
+    return checkCuda("cudaStreamSynchronize",
+                     cudaStreamSynchronize(world.main.stream));
+  }
+
 private:
+  /// Sets `onDevice` to whether the allgather's buffers are device (or
+  /// managed) memory: `recv`, and `send` where it sends (`sendCount` > 0),
+  /// both in the same kind, on every rank. Collective over the bootstrap
+  /// communicator.
+  commrt_status placeAllgather(const void *send, int64_t sendCount,
+                               const void *recv, bool &onDevice) {
+    auto locate = [&]() -> commrt_status {
+      COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
+      COMMRT_TRY(locateBuffer("recv", recv, device, onDevice));
+      if (sendCount == 0)
+        return COMMRT_SUCCESS;
+      bool sendOnDevice = false;
+      COMMRT_TRY(locateBuffer("send", send, device, sendOnDevice));
+      if (sendOnDevice != onDevice)
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT, "send is in ",
+                    placeName(sendOnDevice), " but recv in ",
+                    placeName(onDevice),
+                    ": an allgather's buffers must be in the same kind");
+      return COMMRT_SUCCESS;
+    };
+    commrt_status status = locate();
+    return agreeOnPlacement(world.bootstrap, status, onDevice, "send and recv");
+  }
+
   /// Makes the work enqueued on `stream` from now on wait for the caller's
   /// work issued so far on the backend's device.
   commrt_status orderAfterCaller(cudaStream_t stream) {

@@ -47,21 +47,6 @@ using namespace commrt;
 
 namespace {
 
-/// Names where a buffer is, for messages.
-const char *placeName(bool onDevice) {
-  return onDevice ? "device memory" : "host memory";
-}
-
-/// Runs `calls` between ncclGroupStart and ncclGroupEnd, ending the group
-/// even when a call fails; returns the first failure.
-commrt_status grouped(ncclComm_t comm,
-                      const std::function<commrt_status()> &calls) {
-  COMMRT_TRY(checkNccl("ncclGroupStart", ncclGroupStart(), comm));
-  commrt_status status = calls();
-  commrt_status ended = checkNccl("ncclGroupEnd", ncclGroupEnd(), comm);
-  return status != COMMRT_SUCCESS ? status : ended;
-}
-
 /// Enqueues `transfer`, the point-to-point call `call` (ncclSend or
 /// ncclRecv), of the `pairs` pairs at `indices` and `values` with `peer`.
 template <typename Transfer>

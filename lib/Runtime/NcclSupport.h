@@ -14,6 +14,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <functional>
+
 namespace commrt {
 
 /// Reports a failed CUDA `call` unless `error` is cudaSuccess.
@@ -29,6 +31,16 @@ commrt_status checkNccl(const char *call, ncclResult_t result, ncclComm_t comm);
 /// collective for a rank that gave up.
 commrt_status agreeOnSuccess(MPI_Comm comm, commrt_status localStatus,
                              commrt_status othersStatus, const char *what);
+
+/// Names where a buffer is, for messages.
+inline const char *placeName(bool onDevice) {
+  return onDevice ? "device memory" : "host memory";
+}
+
+/// Runs `calls` between ncclGroupStart and ncclGroupEnd, ending the group
+/// even when a call fails; returns the first failure.
+commrt_status grouped(ncclComm_t comm,
+                      const std::function<commrt_status()> &calls);
 
 /// Sets `onDevice` to whether `pointer`, the argument `name`, is device (or
 /// managed) memory, which NCCL reduces in place; device memory must be

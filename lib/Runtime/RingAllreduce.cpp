@@ -174,12 +174,14 @@ commrt_status Ring::run() {
     // Slot (g + kWindow - 1) % kWindow was freed by message g - 1.
     for (; receivesPosted < std::min(messages, g + kWindow); ++receivesPosted)
       COMMRT_TRY(postReceive(receivesPosted));
-    COMMRT_TRY(waitFor(comm, receives[g], "MPI_Irecv (ring allreduce)"));
     const int64_t s = g / pieces, piece = g % pieces;
+    const int64_t received = pieceOf(segmentCount(receivedAt(s)), piece);
+    COMMRT_TRY(waitFor(comm, receives[g], "MPI_Irecv (ring allreduce)",
+                       received * static_cast<int64_t>(width)));
     if (reduces(s))
       COMMRT_TRY(reduceInto(scratchFor(g),
                             segmentBegin(receivedAt(s)) + piece * pieceCount,
-                            pieceOf(segmentCount(receivedAt(s)), piece)));
+                            received));
     // What came in goes on to the right in the next step.
     if (g + pieces < messages)
       COMMRT_TRY(postSend(g + pieces));

@@ -664,6 +664,22 @@ int32_t commrt_broadcast(void *buffer, int64_t count, int32_t dtype,
       });
 }
 
+int32_t commrt_allgather(const void *send, void *recv, const int64_t *counts,
+                         int32_t dtype) {
+  int64_t total = 0;
+  return inCheckedCollective(
+      "commrt_allgather",
+      [&] {
+        return checkAllgather(send, recv, counts, dtype, runtime().comm, total);
+      },
+      [&](int64_t) {
+        if (total == 0)
+          return COMMRT_SUCCESS;
+        return runtime().backend->allgather(send, recv, counts,
+                                            static_cast<commrt_dtype>(dtype));
+      });
+}
+
 int32_t commrt_allreduce_wire(float *buffer, int64_t count, int32_t wire,
                               int32_t reduce, float prescale) {
   return inCheckedCollective(

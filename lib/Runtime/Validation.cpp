@@ -416,6 +416,45 @@ Checked commrt::checkBroadcast(const void *buffer, int64_t count, int32_t dtype,
   return {check(), {{"count", count}, {"dtype", dtype}, {"root", root}}};
 }
 
+Checked commrt::checkAllgather(const void *send, const void *recv,
+                               const int64_t *counts, int32_t dtype,
+                               MPI_Comm comm, int64_t &total) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  total = 0;
+  // FNV-1a over the counts: every rank must pass the same.
+  uint64_t hash = 14695981039346656037ull;
+  auto check = [&]() -> commrt_status {
+    if (!counts)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts is null");
+    for (int r = 0; r < size; ++r) {
+      if (counts[r] < 0)
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts[", r, "] ",
+                    counts[r], " is negative");
+      if (counts[r] > kMaxElements - total)
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT,
+                    "counts add up to more than ", kMaxElements, " elements");
+      total += counts[r];
+      hash = (hash ^ static_cast<uint64_t>(counts[r])) * 1099511628211ull;
+    }
+    if (!send && counts[rank] > 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT,
+                  "send is null but this rank's count, counts[", rank, "], is ",
+                  counts[rank]);
+    if (!recv && total > 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT,
+                  "recv is null but the counts add up to ", total);
+    return checkDtype(dtype);
+  };
+  commrt_status status = check();
+  return {
+      status,
+      {{"total count", total},
+       {"counts", static_cast<int64_t>(hash), SharedArgument::Show::Nothing},
+       {"dtype", dtype}}};
+}
+
 Checked commrt::checkFusedAllreduce(void *const *buffers, const int64_t *counts,
                                     int32_t nbuffers, int32_t dtype,
                                     int32_t reduce, int32_t wire,

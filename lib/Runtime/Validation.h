@@ -102,6 +102,12 @@ Checked checkAllreduceWire(const float *buffer, int64_t count, int32_t wire,
 Checked checkBroadcast(const void *buffer, int64_t count, int32_t dtype,
                        int32_t root, MPI_Comm comm);
 
+/// Checks the arguments of an allgather over `comm` (commrt_allgather) and
+/// sets `total` to the elements every rank receives.
+Checked checkAllgather(const void *send, const void *recv,
+                       const int64_t *counts, int32_t dtype, MPI_Comm comm,
+                       int64_t &total);
+
 /// Checks the arguments of a fused allreduce (commrt_fused_allreduce) and
 /// fills `plan` with its nonempty buffers.
 Checked checkFusedAllreduce(void *const *buffers, const int64_t *counts,

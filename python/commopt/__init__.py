@@ -21,7 +21,8 @@ COMMOPT_COMMRT_LIB, an install prefix, or the checkout's build folder.
 
 from . import runtime
 from .checkpoint import save_checkpoint
-from .collectives import allreduce, allreduce_, broadcast, broadcast_
+from .collectives import allgather, allreduce, allreduce_, broadcast, \
+    broadcast_
 from .errors import CommoptError
 from .optimizer import DistributedOptimizer, broadcast_optimizer_state, \
     broadcast_parameters
@@ -30,10 +31,10 @@ from .plan import Collective, GradientRange, Plan, default_plan, load_plan, \
 
 __all__ = [
     "Collective", "CommoptError", "DistributedOptimizer", "GradientRange",
-    "Plan", "allreduce", "allreduce_", "barrier", "broadcast", "broadcast_",
-    "broadcast_optimizer_state", "broadcast_parameters", "default_plan",
-    "init", "load_plan", "local_rank", "local_size", "parse_plan", "rank",
-    "save_checkpoint", "size",
+    "Plan", "allgather", "allreduce", "allreduce_", "barrier", "broadcast",
+    "broadcast_", "broadcast_optimizer_state", "broadcast_parameters",
+    "default_plan", "init", "load_plan", "local_rank", "local_size",
+    "parse_plan", "rank", "save_checkpoint", "size",
 ]
 
 

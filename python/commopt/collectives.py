@@ -1,9 +1,12 @@
 """Tensor collectives for the code around a training step (metrics, custom
-synchronisation), as Horovod's hvd.allreduce and hvd.broadcast are: every
-rank calls them with a tensor of the same shape and dtype, in the same
-order. They are blocking, over all ranks, on the runtime the plans use
-(MPI, or NCCL for GPU tensors).
+synchronisation), as Horovod's hvd.allreduce, hvd.allgather and
+hvd.broadcast are: every rank calls them with a tensor of the same shape
+(allgather: but for the first dimension) and dtype, in the same order. They
+are blocking, over all ranks, on the runtime the plans use (MPI, or NCCL
+for GPU tensors).
 """
+
+import math
 
 import torch
 
@@ -25,6 +28,14 @@ _EXACT_IN_F64 = 2 ** 53
 _BITS_AS_FLOAT = {torch.int64: (torch.float64, "f64"),
                   torch.int32: (torch.float32, "f32"),
                   torch.int16: (torch.float16, "f16")}
+
+
+# What allgather sends, by dtype: the dtype it travels as (floats as
+# themselves, integers as the bits of a float of their size, 8-bit ones and
+# bools through f64), all of which arrive exactly.
+_GATHERED = [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+             torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8,
+             torch.bool]
 
 
 def _dense(tensor, what):
@@ -127,3 +138,72 @@ def broadcast(tensor, root_rank=0, name=None):
     tensor = _dense(tensor, f"broadcast of '{name}'" if name else
                     "broadcast")
     return broadcast_(tensor.clone(), root_rank, name)
+
+
+def _gather_f64(values, counts):
+    """Every rank's `values` (floats, counts[r] of them on rank r), rank
+    after rank, as a list."""
+    send = torch.tensor(values, dtype=torch.float64)
+    received = torch.empty(sum(counts), dtype=torch.float64)
+    runtime.check(runtime.allgather(send.data_ptr(), received.data_ptr(),
+                                    counts, runtime.DTYPES["f64"]),
+                  "allgather of the tensors' shapes")
+    return received.tolist()
+
+
+def allgather(tensor, name=None):
+    """Every rank's `tensor` concatenated along the first dimension, rank 0's
+    first, as a new tensor on `tensor`'s device, as Horovod's hvd.allgather
+    gives it: the ranks' first dimensions may differ, the other dimensions
+    and the dtype must agree (a 0-dimensional tensor counts as one row).
+    Values arrive bit for bit: floating-point tensors (f32, f64, f16, bf16)
+    as themselves, integer ones as the bits of a float of their size, 8-bit
+    ones and bools through f64. Collective."""
+    what = f"allgather of '{name}'" if name else "allgather"
+    tensor = _dense(tensor, what)
+    runtime.init()
+    size = runtime.size()
+    rows = tensor.shape[0] if tensor.dim() else 1
+    code = _GATHERED.index(tensor.dtype) if tensor.dtype in _GATHERED else -1
+    # What every rank has: its dimensions, dtype and rows; then, where they
+    # differ, each rank's shape, for the error every rank raises.
+    header = _gather_f64([tensor.dim(), code, rows, hash(tuple(
+        tensor.shape[1:])) % (1 << 48)], [4] * size)
+    ranks = [header[4 * r:4 * r + 4] for r in range(size)]
+    if any(r[3] != ranks[0][3] or r[0] != ranks[0][0] for r in ranks):
+        shapes = _gather_f64(list(tensor.shape), [int(r[0]) for r in ranks])
+        at, listed = 0, []
+        for r in ranks:
+            listed.append([int(d) for d in shapes[at:at + int(r[0])]])
+            at += int(r[0])
+        raise CommoptError(
+            f"{what}: the ranks' tensors differ beyond the first dimension "
+            f"(shapes by rank: {listed})")
+    codes = sorted({int(r[1]) for r in ranks})
+    if len(codes) > 1 or codes[0] < 0:
+        names = [str(_GATHERED[c]) if c >= 0 else "unsupported"
+                 for c in (int(r[1]) for r in ranks)]
+        raise CommoptError(
+            f"{what}: dtypes by rank are {names}; every rank must pass the "
+            "same one of f32, f64, f16, bf16, integers or bool")
+    row_elements = math.prod(tensor.shape[1:])
+    counts = [int(r[2]) * row_elements for r in ranks]
+    dtype = dtype_name(tensor)
+    # `send` holds the values as they travel; `arrived` turns what arrives
+    # back into `tensor`'s dtype.
+    if dtype is not None:
+        send, arrived = tensor.contiguous(), lambda t: t
+    elif tensor.dtype in _BITS_AS_FLOAT:
+        float_type, dtype = _BITS_AS_FLOAT[tensor.dtype]
+        send = tensor.contiguous().view(float_type)
+        arrived = lambda t: t.view(tensor.dtype)  # noqa: E731
+    else:
+        send = tensor.to(torch.float64, memory_format=torch.contiguous_format)
+        dtype, arrived = "f64", lambda t: t.to(tensor.dtype)
+    received = torch.empty((sum(int(r[2]) for r in ranks),) +
+                           tuple(tensor.shape[1:]), dtype=send.dtype,
+                           device=tensor.device)
+    if sum(counts):
+        runtime.check(runtime.allgather(send.data_ptr(), received.data_ptr(),
+                                        counts, runtime.DTYPES[dtype]), what)
+    return arrived(received)

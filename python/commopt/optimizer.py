@@ -74,6 +74,10 @@ class DistributedOptimizer:
     Either way each step reduces the accumulated gradient once (sparse
     residuals and momentum correction see it once), and the gradients are
     sums over the passes: scale the loss by 1 / k for their mean.
+
+    Uneven data, as DDP's join() and Horovod's hvd.join() handle it: within
+    `with optimizer.join():`, a rank whose loop ends before the others'
+    takes part in their remaining steps with zero gradients (see join()).
     """
 
     def __init__(self, optimizer, named_parameters, plan=None,
@@ -146,6 +150,10 @@ class DistributedOptimizer:
         self.steps = 0
         # Within no_sync(): backward passes only accumulate.
         self._accumulating = False
+        # Within join(): each step first counts the ranks still training.
+        self._joining = False
+        # The ranks that trained in the last step counted within join().
+        self.training_ranks = None
         self._reset_step()
 
     def _correct_momentum(self):
@@ -193,6 +201,8 @@ class DistributedOptimizer:
         self._pending = [len(c.gradients) for c in self.plan.collectives]
         self._next = 0
         self._issued = []
+        # Whether this step has counted the ranks still training (join()).
+        self._counted = False
 
     def _gradient_ready(self, name):
         """The hook of `name`'s gradient accumulator: the gradient is in
@@ -252,8 +262,65 @@ class DistributedOptimizer:
         finally:
             self._accumulating = previous
 
+    @contextlib.contextmanager
+    def join(self):
+        """A context for training loops whose ranks may run out of data
+        at different steps, as DDP's join() is. Within it, every step
+        first counts the ranks still training (a small allreduce before the
+        step's first collective: one latency per step); a rank whose loop
+        ends, leaving the context, keeps taking part in the others' steps
+        with zero gradients until every rank's loop has ended. Gradients
+        are averaged over all ranks, the joined ones' zeros included (DDP's
+        default, divide_by_initial_world_size=True), and every rank applies
+        the reduced gradients, so that parameters stay identical everywhere.
+        Every rank enters it before the same step."""
+        if self._ready or self._passes:
+            raise CommoptError(
+                "join() entered during a step (after a backward pass): "
+                "enter it before the training loop")
+        previous = self._joining
+        self._joining = True
+        try:
+            yield self
+            self._shadow_until_all_joined()
+        finally:
+            self._joining = previous
+
+    def _count_training_ranks(self, training=True):
+        """Within join(): counts, collectively, the ranks that train in
+        this step."""
+        self._counted = True
+        self.training_ranks = _state.count_ranks(training)
+        return self.training_ranks
+
+    def _shadow_until_all_joined(self):
+        """A rank whose loop in join() ended: takes part in every step
+        of the ranks still training, with zero gradients, until none is."""
+        if self._ready or self._passes:
+            # The collectives in flight write into the gradients: they
+            # must end before the error lets anyone free them.
+            for issued in self._issued:
+                self._wait(issued)
+            self._reset_step()
+            raise CommoptError(
+                "the training loop in join() ended after a backward pass "
+                "without step(): call step() (or synchronize()) first")
+        while self._count_training_ranks(training=False):
+            for name, param in self._params.items():
+                param.grad = torch.zeros_like(
+                    param, memory_format=torch.contiguous_format)
+            for name in self._params:
+                self._mark_ready(name)
+            self.step()
+        self._counted = False
+        self.optimizer.zero_grad(set_to_none=True)
+
     def _issue_ready(self):
         collectives = self.plan.collectives
+        if self._joining and not self._counted and \
+                self._next < len(collectives) and \
+                self._pending[self._next] == 0:
+            self._count_training_ranks()
         while self._next < len(collectives) and \
                 self._pending[self._next] == 0:
             self._issue(collectives[self._next])
@@ -438,6 +505,9 @@ class DistributedOptimizer:
                             param, memory_format=torch.contiguous_format)
                     # What the passes so far accumulated.
                     self._mark_ready(name)
+        if self._joining and not self._counted:
+            # A plan without collectives still counts, as the others do.
+            self._count_training_ranks()
         try:
             timeline = self.timeline
             for issued in self._issued:

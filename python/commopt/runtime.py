@@ -76,6 +76,8 @@ _SIGNATURES = [
      [_c_void_p, _c_void_p, _c_int64, _c_double, _c_int32, _c_int32, _c_int32,
       _c_int64, _c_int32, ctypes.POINTER(_c_int64)]),
     ("commrt_broadcast", _c_int32, [_c_void_p, _c_int64, _c_int32, _c_int32]),
+    ("commrt_allgather", _c_int32,
+     [_c_void_p, _c_void_p, ctypes.POINTER(_c_int64), _c_int32]),
     ("commrt_barrier", _c_int32, []),
     ("commrt_set_consistency_checks", _c_int32, [_c_int32]),
     ("commrt_last_error", ctypes.c_char_p, []),
@@ -303,6 +305,12 @@ def sparse_allreduce_start(grad, residual, count, density, select, exchange,
 
 def broadcast(pointer, count, dtype, root):
     return library().commrt_broadcast(pointer, count, dtype, root)
+
+
+def allgather(send, recv, counts, dtype):
+    """commrt_allgather: `counts` has an element count per rank."""
+    return library().commrt_allgather(send, recv,
+                                      (_c_int64 * len(counts))(*counts), dtype)
 
 
 def trace_start(capacity):

@@ -118,3 +118,8 @@ def gather_objects(value, root_rank=0):
 def any_rank(flag):
     """Whether `flag` holds on some rank (collective)."""
     return _reduce_f64([1.0 if flag else 0.0], "max")[0] > 0
+
+
+def count_ranks(flag):
+    """On how many ranks `flag` holds (collective)."""
+    return int(_reduce_f64([1.0 if flag else 0.0], "sum")[0])

@@ -2,7 +2,7 @@
 //
 // Run under mpirun with any number of ranks (CTest uses 2 and 4). Values are
 // small integers and halves, exact in every dtype, so results compare
-// exactly. Broadcasts are tested here too.
+// exactly. Broadcasts and allgathers are tested here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -207,6 +207,99 @@ TEST_P(BroadcastInvalidTest, FailsOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(Checks, BroadcastInvalidTest, ::testing::Bool(),
                          checksName);
 
+/// Rank r's count in an allgather of `base` per rank: base + 3r, and none
+/// on rank 1 (a rank with nothing to send).
+int64_t allgatherCount(int r, int64_t base) {
+  return r == 1 ? 0 : base + 3 * r;
+}
+
+class AllgatherTest : public ::testing::TestWithParam<commrt_dtype> {};
+
+TEST_P(AllgatherTest, ConcatenatesEveryRanksElementsInRankOrder) {
+  commrt_dtype dtype = GetParam();
+  const size_t width = commrt::elementSize(dtype);
+  for (int64_t base : {int64_t(1), int64_t(1000), int64_t(1) << 18}) {
+    std::vector<int64_t> counts(size());
+    int64_t total = 0;
+    for (int r = 0; r < size(); ++r)
+      total += counts[r] = allgatherCount(r, base);
+    // Each rank sends its own contributions (scaled by rank + 1).
+    TypedBuffer send(dtype, std::max<int64_t>(1, counts[rank()]));
+    for (int64_t i = 0; i < counts[rank()]; ++i)
+      send.set(i, contribution(rank(), i % 64));
+    // One guard element on either side of what is received.
+    TypedBuffer received(dtype, total + 2);
+    received.set(0, 100 + rank());
+    received.set(total + 1, 200 + rank());
+    TypedBuffer expected(dtype, total);
+    for (int r = 0, at = 0; r < size(); at += counts[r++])
+      for (int64_t i = 0; i < counts[r]; ++i)
+        expected.set(at + i, contribution(r, i % 64));
+    void *into = static_cast<char *>(received.data()) + width;
+    ASSERT_EQ(commrt_allgather(send.data(), into, counts.data(), dtype),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    ASSERT_EQ(std::memcmp(into, expected.data(), total * width), 0)
+        << "base " << base;
+    EXPECT_EQ(received.get(0), 100 + rank());
+    EXPECT_EQ(received.get(total + 1), 200 + rank());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, AllgatherTest,
+    ::testing::Values(COMMRT_F32, COMMRT_F64, COMMRT_F16, COMMRT_BF16),
+    [](const ::testing::TestParamInfo<commrt_dtype> &info) {
+      return std::string(dtypeName(info.param));
+    });
+
+TEST(Allgather, NothingToGatherIsANoOp) {
+  std::vector<int64_t> counts(size(), 0);
+  EXPECT_EQ(commrt_allgather(nullptr, nullptr, counts.data(), COMMRT_F32),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+}
+
+/// Invalid arguments passed by every rank, with consistency checks off
+/// (false) and on (true): every rank fails alike, and none is left waiting.
+class AllgatherInvalidTest : public ChecksTest {};
+
+TEST_P(AllgatherInvalidTest, FailsOnEveryRank) {
+  std::vector<float> send(4), received(4 * size());
+  std::vector<int64_t> counts(size(), 4);
+  EXPECT_TRUE(failedWith(
+      commrt_allgather(send.data(), received.data(), nullptr, COMMRT_F32),
+      COMMRT_ERROR_INVALID_ARGUMENT, "commrt_allgather: counts is null"));
+  EXPECT_TRUE(failedWith(
+      commrt_allgather(nullptr, received.data(), counts.data(), COMMRT_F32),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_allgather: send is null but this rank's count, counts[" +
+          std::to_string(rank()) + "], is 4"));
+  EXPECT_TRUE(failedWith(
+      commrt_allgather(send.data(), nullptr, counts.data(), COMMRT_F32),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_allgather: recv is null but the counts add up to " +
+          std::to_string(4 * size())));
+  EXPECT_TRUE(failedWith(
+      commrt_allgather(send.data(), received.data(), counts.data(), 4),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_allgather: dtype 4 is not a commrt_dtype (expected 0..3)"));
+  counts[size() - 1] = -2;
+  EXPECT_TRUE(failedWith(
+      commrt_allgather(send.data(), received.data(), counts.data(), COMMRT_F32),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_allgather: counts[" + std::to_string(size() - 1) +
+          "] -2 is negative"));
+  // The ranks are still in step.
+  float value = rank() == 0 ? 5.0f : 0.0f;
+  ASSERT_EQ(commrt_broadcast(&value, 1, COMMRT_F32, 0), COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(value, 5.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Checks, AllgatherInvalidTest, ::testing::Bool(),
+                         checksName);
+
 /// With COMMRT_CHECKS_FIRST_OF_EACH, the default, a training loop pays for
 /// the checks of its first step only, and a disagreement in a collective no
 /// rank has run before fails on every rank as with every call checked.
@@ -322,6 +415,31 @@ TEST_F(CheckedTest, BroadcastRootMismatchFailsOnEveryRank) {
                          "commrt_broadcast: ranks disagree on root (min 0, "
                          "max " +
                              std::to_string(lastRank()) + ")"));
+  expectRanksStillInStep();
+}
+
+TEST_F(CheckedTest, AllgatherCountsMismatchFailsOnEveryRank) {
+  if (size() < 2)
+    GTEST_SKIP() << "needs two or more ranks";
+  std::vector<float> send(3), received(2 * size() + 1);
+  // The last rank believes rank 0 sends one element fewer ...
+  std::vector<int64_t> counts(size(), 2);
+  if (rank() == lastRank())
+    counts[0] = 1;
+  EXPECT_TRUE(failedWith(
+      commrt_allgather(send.data(), received.data(), counts.data(), COMMRT_F32),
+      COMMRT_ERROR_MISMATCH,
+      "commrt_allgather: ranks disagree on total count "
+      "(min " +
+          std::to_string(2 * size() - 1) + ", max " +
+          std::to_string(2 * size()) + ")"));
+  expectRanksStillInStep();
+  // ... and then that rank 1 sends that one more: the same total.
+  if (rank() == lastRank())
+    counts[1] = 3;
+  EXPECT_TRUE(failedWith(
+      commrt_allgather(send.data(), received.data(), counts.data(), COMMRT_F32),
+      COMMRT_ERROR_MISMATCH, "commrt_allgather: ranks disagree on counts"));
   expectRanksStillInStep();
 }
 

@@ -1,5 +1,6 @@
 """The surface a training script reaches for beside the optimizer:
-local_rank() and local_size(), and tensor allreduce and broadcast.
+local_rank() and local_size(), and tensor allreduce, allgather and
+broadcast.
 
 1. local_rank() and local_size() are the ranks sharing this node (one node
    here: every rank, each its own local rank), as OpenMPI's environment
@@ -10,8 +11,13 @@ local_rank() and local_size(), and tensor allreduce and broadcast.
    is left alone, allreduce_ writes in place.
 3. broadcast and broadcast_ of f32, int64 and bool tensors give root 2's
    values everywhere.
-4. Errors: an unknown op, an integer average, integers too large for f64,
-   a complex tensor, a root out of range.
+4. allgather of every dtype it takes, rank r sending r + 1 rows (rank 1
+   none) of shape (rows, 2, 3), equals every rank's rows concatenated in
+   rank order, bit for bit (NaN payloads and -0.0 included); 0-dimensional
+   tensors gather into one row each.
+5. Errors: an unknown op, an integer average, integers too large for f64,
+   a complex tensor, a root out of range, and allgathers whose ranks
+   differ beyond the first dimension or in dtype (every rank raises).
 
     mpirun -np 4 python3 tensor_collectives.py
 """
@@ -96,6 +102,42 @@ def broadcasts(rank, size):
     say(f"broadcast and broadcast_ from rank {root}: f32, int64, bool exact")
 
 
+def rows_of(rank, dtype):
+    """Rank `rank`'s rows for allgather: rank + 1 of them (rank 1: none),
+    with values that only a bit-exact copy keeps."""
+    count = 0 if rank == 1 else rank + 1
+    base = values(rank, (count, 2, 3), torch.float64) * 1000 + rank
+    if dtype == torch.bool:
+        return base > 2
+    rows = base.to(dtype)
+    if dtype.is_floating_point and count:
+        rows[0, 0, 0] = -0.0
+        rows[0, 0, 1] = float("nan")
+    return rows
+
+
+def allgathers(rank, size):
+    dtypes = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
+              torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8,
+              torch.bool)
+    for dtype in dtypes:
+        mine = rows_of(rank, dtype)
+        got = commopt.allgather(mine, name="rows")
+        want = torch.cat([rows_of(r, dtype) for r in range(size)])
+        if got.dtype != dtype or got.shape != want.shape:
+            fail(f"allgather of {dtype}: got {got.dtype} {tuple(got.shape)}, "
+                 f"expected {tuple(want.shape)}")
+        same = torch.equal(got.view(torch.uint8), want.view(torch.uint8)) \
+            if dtype != torch.bool else torch.equal(got, want)
+        if not same:
+            fail(f"allgather of {dtype} differs from the ranks' rows")
+    scalars = commopt.allgather(torch.tensor(float(rank)))
+    if scalars.tolist() != [float(r) for r in range(size)]:
+        fail(f"allgather of 0-dimensional tensors: {scalars.tolist()}")
+    say(f"allgather: {len(dtypes)} dtypes, uneven rows (rank 1 none), bit "
+        "for bit; 0-dimensional tensors one row each")
+
+
 def errors(rank, size):
     x = torch.ones(4)
     expect_error("unknown op", lambda: commopt.allreduce(x, op="prod"),
@@ -113,8 +155,18 @@ def errors(rank, size):
                  "torch.complex64 is not supported")
     expect_error("root out of range",
                  lambda: commopt.broadcast(x, root_rank=size), "broadcast")
+    expect_error("allgather of different trailing shapes",
+                 lambda: commopt.allgather(torch.ones(2, 3 + (rank == 2)),
+                                           name="metrics"),
+                 "allgather of 'metrics'", "beyond the first dimension",
+                 "[2, 3]", "[2, 4]")
+    expect_error("allgather of different dtypes",
+                 lambda: commopt.allgather(torch.ones(
+                     2, dtype=torch.float64 if rank == 3 % size
+                     else torch.float32)),
+                 "dtypes by rank", "torch.float64", "torch.float32")
     say("errors: unknown op, integer average, integers beyond 2^53, complex, "
-        "root out of range")
+        "root out of range, allgather shapes and dtypes that differ")
 
 
 def main(argv):
@@ -122,6 +174,7 @@ def main(argv):
     local(rank, size)
     reductions(rank, size)
     broadcasts(rank, size)
+    allgathers(rank, size)
     errors(rank, size)
 
 

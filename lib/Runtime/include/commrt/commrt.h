@@ -308,6 +308,30 @@ int32_t commrt_allreduce(void *buffer, int64_t count, int32_t dtype,
 int32_t commrt_broadcast(void *buffer, int64_t count, int32_t dtype,
                          int32_t root);
 
+/* Blocking allgather of different counts (MPI_Allgatherv): rank r sends the
+ * `counts[r]` elements of `dtype` at its `send`, and every rank receives all
+ * of them at `recv`, rank 0's first, then rank 1's, and so on (the sum of
+ * `counts` elements, copied bit for bit), e.g. per-rank metrics or a
+ * variable number of samples. `counts` has commrt_size() entries, the same on
+ * every rank; with consistency checks on (see below) the ranks compare them,
+ * and a mismatch is reported as COMMRT_ERROR_MISMATCH on every rank instead
+ * of hanging. A null `counts`, a negative count, a null `send` with
+ * counts[rank] > 0,
+ * a null `recv` with a nonzero total or a dtype that is not a commrt_dtype
+ * fail with COMMRT_ERROR_INVALID_ARGUMENT. Counts adding up to 0 are a
+ * no-op. Where it runs:
+ *  - MPI backend: MPI_Allgatherv on the runtime's communicator; at most
+ *    INT32_MAX elements in all (COMMRT_ERROR_INVALID_ARGUMENT beyond).
+ *  - NCCL backend, device (or managed) memory, `send` and `recv` alike: one
+ *    ncclBroadcast per rank of its elements into their place, in a group on
+ *    the backend's stream; it returns once the GPU work is done.
+ *  - NCCL backend, host memory: as under MPI, over the communicator NCCL was
+ *    bootstrapped over.
+ * Under NCCL the ranks first agree on where their buffers are, as for
+ * commrt_broadcast. On failure `recv`'s contents are unspecified. */
+int32_t commrt_allgather(const void *send, void *recv, const int64_t *counts,
+                         int32_t dtype);
+
 /* Blocking in-place allreduce of `count` f32 elements at `buffer` that travel
  * in the reduced precision `wire` (COMMRT_F16 or COMMRT_BF16): every element
  * is multiplied by `prescale` and rounded to the wire type (round to nearest
