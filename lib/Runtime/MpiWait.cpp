@@ -79,23 +79,20 @@ constexpr double kFirstSleepUs = 10;
 /// chains lose up to a sleep per message.
 constexpr double kShortWaitSleepUs = 100;
 
-/// The thread's recent waits: a moving average of their lengths in
-/// microseconds, each new wait weighing a quarter. A channel's thread runs
-/// one collective at a time, so this follows that collective's messages.
-thread_local double recentWaitUs = 0;
+/// The thread's recent waits: moving averages of their lengths in
+/// microseconds, each new wait weighing a quarter, for waits whose bytes
+/// their callers knew (a ring's pieces) and for the others (MPI's own
+/// nonblocking collectives), apart: a sparse allreduce's short chains after
+/// a dense ring's long waits spin as short waits do. A channel's thread runs
+/// one collective at a time, so these follow that collective's messages.
+thread_local double recentWaitUs[2] = {0, 0};
 
-/// The thread's recent waits whose callers said how many bytes they await,
-/// all of about `recentBytes` (a ring's pieces): a moving average of their
-/// microseconds per byte (0: none yet). A wait of another size starts the
-/// average again, since a small message's time is mostly latency, which
-/// would overstate a large one's.
+/// The thread's recent waits whose callers said how many bytes they await
+/// (a ring's pieces): a moving average of their microseconds per byte (0:
+/// none yet). A wait counts as at most twice the average: the first piece
+/// of a collective also waits for the slowest rank to arrive, which says
+/// nothing about the link, and would make the next pieces oversleep.
 thread_local double recentUsPerByte = 0;
-thread_local int64_t recentBytes = 0;
-
-/// Whether `bytes` is of the size of the recent waits': within a quarter.
-bool likeRecentBytes(int64_t bytes) {
-  return recentBytes > 0 && 4 * std::abs(bytes - recentBytes) <= recentBytes;
-}
 
 /// How the next wait spins and sleeps, after waits of `recentUs` on average:
 /// the tight loop only where waits were shorter than twice it, sleeps up to
@@ -211,18 +208,18 @@ commrt_status commrt::waitAll(MPI_Comm comm, int count, MPI_Request *requests,
     return COMMRT_SUCCESS;
   };
   const Clock::time_point start = Clock::now();
-  const WaitShape shape = shapeWait(*policy, recentWaitUs, bytes > 0);
+  double &recentUs = recentWaitUs[bytes > 0 ? 1 : 0];
+  const WaitShape shape = shapeWait(*policy, recentUs, bytes > 0);
   auto finished = [&] {
     std::chrono::duration<double, std::micro> waited = Clock::now() - start;
-    recentWaitUs = 0.75 * recentWaitUs + 0.25 * waited.count();
+    recentUs = 0.75 * recentUs + 0.25 * waited.count();
     if (bytes > 0) {
       double usPerByte = waited.count() / static_cast<double>(bytes);
-      if (likeRecentBytes(bytes)) {
-        recentUsPerByte = 0.75 * recentUsPerByte + 0.25 * usPerByte;
-      } else {
-        recentUsPerByte = usPerByte;
-        recentBytes = bytes;
-      }
+      recentUsPerByte =
+          recentUsPerByte == 0
+              ? usPerByte
+              : 0.75 * recentUsPerByte +
+                    0.25 * std::min(usPerByte, 2 * recentUsPerByte);
     }
     return COMMRT_SUCCESS;
   };
@@ -241,10 +238,9 @@ commrt_status commrt::waitAll(MPI_Comm comm, int count, MPI_Request *requests,
   // by one sleep at most.
   TimerSlack slack(/*nanoseconds=*/1000);
   double sleepUs = std::min(kFirstSleepUs, shape.maxSleepUs);
-  if (double firstUs =
-          bytes > 0 && likeRecentBytes(bytes)
-              ? expectedFirstSleepUs(bytes, recentUsPerByte, shape.maxSleepUs)
-              : 0) {
+  if (double firstUs = bytes > 0 ? expectedFirstSleepUs(bytes, recentUsPerByte,
+                                                        shape.maxSleepUs)
+                                 : 0) {
     // Most of the expected time at once; the rest in sleeps from a
     // sixteenth of the first, which overrun the end by as much at most.
     std::this_thread::sleep_for(

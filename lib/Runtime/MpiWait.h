@@ -19,11 +19,11 @@
 // (chains of small collectives), it spins, as their latency needs. A caller
 // that knows how many bytes its wait awaits (a ring's pieces) says so: such
 // a wait sleeps up to a tenth of the recent waits' length, and the thread
-// keeps the recent time per byte of waits for messages of one size, so that
-// a wait for another message of that size sleeps most of the expected time
-// in one sleep before it tests in short ones: a few wake-ups per message.
-// Other waits (MPI's own nonblocking collectives, whose rounds move on only
-// while the rank tests) sleep 100 us at most.
+// keeps the recent time per byte of such waits, so that the next one sleeps
+// most of its expected time in one sleep before it tests in short ones: a
+// few wake-ups per message. Other waits (MPI's own nonblocking
+// collectives, whose rounds move on only while the rank tests) sleep 100 us
+// at most.
 //
 // COMMRT_WAIT=auto (the default) does so; poll polls everywhere, sleep
 // sleeps everywhere (shared memory too: slower, but it leaves the cores to

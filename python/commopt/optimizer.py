@@ -148,6 +148,9 @@ class DistributedOptimizer:
         self._synchronized = False
         # Optimizer steps taken (and loaded from a checkpoint).
         self.steps = 0
+        # Steps whose gradients synchronize() reduced but that step() did
+        # not take (GradScaler skips those whose gradients overflowed).
+        self.skipped_steps = 0
         # Within no_sync(): backward passes only accumulate.
         self._accumulating = False
         # Within join(): each step first counts the ranks still training.
@@ -209,7 +212,7 @@ class DistributedOptimizer:
         param.grad. It is ready for its collectives once the step's
         backward passes (backward_passes_per_step, outside no_sync()) are
         all in it."""
-        self._synchronized = False
+        self._forget_skipped_step()
         if self._accumulating:
             return
         passes = self._passes.get(name, 0) + 1
@@ -228,6 +231,22 @@ class DistributedOptimizer:
         self._passes[name] = passes
         if passes == self.backward_passes_per_step:
             self._mark_ready(name)
+
+    def _forget_skipped_step(self):
+        """A new step begins (a gradient, or zero_grad()). When
+        synchronize() reduced the last step's gradients but step() did not
+        follow, that step was skipped, as GradScaler skips one whose
+        gradients overflowed: what it left in the residuals and velocities
+        that is not finite (overflowed entries this rank did not send)
+        would spoil every later step, and is dropped."""
+        if not self._synchronized:
+            return
+        self._synchronized = False
+        self.skipped_steps += 1
+        with torch.no_grad():
+            for kept in list(self.residuals.values()) + \
+                    [u for _, u in self.velocities.values()]:
+                torch.nan_to_num_(kept, nan=0.0, posinf=0.0, neginf=0.0)
 
     def _mark_ready(self, name):
         """Counts `name`'s gradient in for the collectives that carry it
@@ -492,9 +511,11 @@ class DistributedOptimizer:
         """Issues what backward left (parameters that got no gradient are
         reduced as zeros, as Horovod does) and waits for every collective
         of the step. Every rank must call it, or step(), once per step;
-        it does nothing when it already ran and no gradient became ready
-        since, so that `synchronize()`, then work on the reduced gradients
-        (e.g. clipping), then `step()` reduces them once."""
+        it does nothing when it already ran and no new step began since
+        (a gradient became ready, or zero_grad()), so that
+        `synchronize()`, then work on the reduced gradients (e.g.
+        clipping, GradScaler's unscale_), then `step()` reduces them once;
+        a step left without `step()` counts as skipped (skipped_steps)."""
         if self._synchronized:
             return
         if self._next < len(self.plan.collectives):
@@ -543,6 +564,7 @@ class DistributedOptimizer:
         return result
 
     def zero_grad(self, set_to_none=True):
+        self._forget_skipped_step()
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
     @property

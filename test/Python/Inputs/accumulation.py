@@ -28,9 +28,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 import commopt
-from common import (batch, bits, check_close, check_identical, dense,
-                    expect_error, fail, loss_fn, make_model, param_gradient,
-                    plan_document, run_main, say, shard, sparse, start)
+from common import (batch, bits, check_close, check_identical, expect_error,
+                    fail, loss_fn, make_model, parameters, run_main, say,
+                    shard, start, tiny_plan)
 
 LR, MOMENTUM, STEPS = 0.2, 0.9, 4
 
@@ -40,10 +40,6 @@ def micro_batches(step, k, rank, size):
     x, y = shard(batch(step), rank, size)
     n = len(x) // k
     return [(x[i * n:(i + 1) * n], y[i * n:(i + 1) * n]) for i in range(k)]
-
-
-def parameters(model):
-    return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
 def same_bits(a, b):
@@ -65,29 +61,7 @@ def ddp_reference(k, rank, size):
     return parameters(model)
 
 
-def dense_plan(model, kind):
-    if kind == "default":
-        return None
-    g = lambda name: param_gradient(model, name)  # noqa
-    return commopt.parse_plan(plan_document(
-        [dense([g("fc2.weight"), g("fc2.bias")], channel=0),
-         dense([g("fc1.weight"), g("fc1.bias"), g("conv.weight"),
-                g("conv.bias")], channel=0)]), source="two dense collectives")
-
-
-def sparse_plan(model, kind):
-    g = lambda name: param_gradient(model, name)  # noqa
-    rest = [g("fc2.weight"), g("fc2.bias"), g("fc1.bias"), g("conv.weight"),
-            g("conv.bias")]
-    select = "threshold" if kind == "threshold-mc" else "topk"
-    document = plan_document([dense(rest, channel=0),
-                              sparse(g("fc1.weight"), select, "allgather",
-                                     0.05)])
-    document["momentum_correction"] = kind == "threshold-mc"
-    return commopt.parse_plan(document, source=f"{kind} plan")
-
-
-def accumulate(plan_of, kind, k, how, rank, size):
+def accumulate(kind, k, how, rank, size):
     """commopt with k micro-batches a step: through the hooks with
     backward_passes_per_step=k ("passes"), with no_sync() ("no_sync"), or
     summed by hand and handed to step() ("by hand"). Returns the
@@ -95,7 +69,7 @@ def accumulate(plan_of, kind, k, how, rank, size):
     model = make_model(seed=5)
     optimizer = commopt.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM),
-        model.named_parameters(), plan=plan_of(model, kind),
+        model.named_parameters(), plan=tiny_plan(model, kind),
         backward_passes_per_step=k if how == "passes" else 1)
     logs = []
     for step in range(STEPS):
@@ -136,7 +110,7 @@ def dense_against_ddp(rank, size):
     for k in (2, 4):
         expected = ddp_reference(k, rank, size)
         for kind in ("default", "two-dense"):
-            passes, logs, optimizer = accumulate(dense_plan, kind, k,
+            passes, logs, optimizer = accumulate(kind, k,
                                                  "passes", rank, size)
             everything = list(range(len(optimizer.plan.collectives)))
             if any(log != everything for log in logs):
@@ -144,7 +118,7 @@ def dense_against_ddp(rank, size):
                      f"not every collective ({everything})")
             worst = check_close(passes, expected, 1e-5,
                                 f"{kind}, k={k} against DDP")
-            no_sync, _, _ = accumulate(dense_plan, kind, k, "no_sync", rank,
+            no_sync, _, _ = accumulate(kind, k, "no_sync", rank,
                                        size)
             if not same_bits(passes, no_sync):
                 fail(f"{kind}, k={k}: no_sync() and "
@@ -157,14 +131,14 @@ def dense_against_ddp(rank, size):
 def sparse_once_per_step(rank, size):
     for kind in ("threshold-mc", "topk"):
         for k in (2, 4):
-            passes, _, optimizer = accumulate(sparse_plan, kind, k, "passes",
+            passes, _, optimizer = accumulate(kind, k, "passes",
                                               rank, size)
             if not optimizer.residuals["fc1.weight"].abs().sum() > 0:
                 fail(f"{kind}, k={k}: the residual is zero: the test "
                      "proves nothing")
-            by_hand, _, _ = accumulate(sparse_plan, kind, k, "by hand", rank,
+            by_hand, _, _ = accumulate(kind, k, "by hand", rank,
                                        size)
-            no_sync, _, _ = accumulate(sparse_plan, kind, k, "no_sync", rank,
+            no_sync, _, _ = accumulate(kind, k, "no_sync", rank,
                                        size)
             if not same_bits(passes, by_hand):
                 fail(f"{kind}, k={k}: accumulating through the hooks differs "

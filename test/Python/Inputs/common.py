@@ -146,6 +146,35 @@ def plan(collectives, world_size=4, source="test plan"):
                               source=source)
 
 
+def tiny_plan(model, kind):
+    """A plan for TinyNet by `kind`: "default" (None, the default plan),
+    "two-dense" (fc2's gradients, then the rest, on channel 0), or a
+    sparse fc1.weight beside the dense rest: "topk" (with its residual) or
+    "threshold-mc" (threshold with momentum correction), allgather at
+    density 0.05."""
+    if kind == "default":
+        return None
+    g = lambda name: param_gradient(model, name)  # noqa: E731
+    if kind == "two-dense":
+        return plan([dense([g("fc2.weight"), g("fc2.bias")], channel=0),
+                     dense([g("fc1.weight"), g("fc1.bias"), g("conv.weight"),
+                            g("conv.bias")], channel=0)],
+                    source="two dense collectives")
+    rest = [g("fc2.weight"), g("fc2.bias"), g("fc1.bias"), g("conv.weight"),
+            g("conv.bias")]
+    select = {"topk": "topk", "threshold-mc": "threshold"}[kind]
+    document = plan_document([dense(rest, channel=0),
+                              sparse(g("fc1.weight"), select, "allgather",
+                                     0.05)])
+    document["momentum_correction"] = kind == "threshold-mc"
+    return commopt.parse_plan(document, source=f"{kind} plan")
+
+
+def parameters(model):
+    """Copies of `model`'s parameters by name."""
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
 def broadcast_copy(tensor, root=0):
     """`root`'s value of `tensor` (a copy; `tensor` is left alone)."""
     copy = tensor.detach().clone().contiguous()

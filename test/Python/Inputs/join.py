@@ -28,19 +28,15 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 import commopt
-from common import (batch, bits, check_close, check_identical, dense,
-                    expect_error, fail, loss_fn, make_model, param_gradient,
-                    plan_document, run_main, say, shard, sparse, start)
+from common import (batch, bits, check_close, check_identical, expect_error,
+                    fail, loss_fn, make_model, parameters, run_main, say,
+                    shard, start, tiny_plan)
 
 LR, MOMENTUM = 0.2, 0.9
 
 
 def batches_of(rank):
     return 2 + rank
-
-
-def parameters(model):
-    return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
 def ddp_reference(rank, size):
@@ -57,29 +53,7 @@ def ddp_reference(rank, size):
     return parameters(model)
 
 
-def dense_plan(model, kind):
-    if kind == "default":
-        return None
-    g = lambda name: param_gradient(model, name)  # noqa
-    return commopt.parse_plan(plan_document(
-        [dense([g("fc2.weight"), g("fc2.bias")], channel=0),
-         dense([g("fc1.weight"), g("fc1.bias"), g("conv.weight"),
-                g("conv.bias")], channel=0)]), source="two dense collectives")
-
-
-def sparse_plan(model, kind):
-    g = lambda name: param_gradient(model, name)  # noqa
-    rest = [g("fc2.weight"), g("fc2.bias"), g("fc1.bias"), g("conv.weight"),
-            g("conv.bias")]
-    select = "threshold" if kind == "threshold-mc" else "topk"
-    document = plan_document([dense(rest, channel=0),
-                              sparse(g("fc1.weight"), select, "allgather",
-                                     0.05)])
-    document["momentum_correction"] = kind == "threshold-mc"
-    return commopt.parse_plan(document, source=f"{kind} plan")
-
-
-def train(plan_of, kind, rank, size, joined):
+def train(kind, rank, size, joined):
     """commopt on this rank's batches: within join() (`joined`), or with
     the ranks out of data stepping with zero gradients by hand up to the
     longest rank's step count. Returns the parameters, the optimizer and
@@ -87,7 +61,7 @@ def train(plan_of, kind, rank, size, joined):
     model = make_model(seed=7)
     optimizer = commopt.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM),
-        model.named_parameters(), plan=plan_of(model, kind))
+        model.named_parameters(), plan=tiny_plan(model, kind))
     counted = []
     if joined:
         with optimizer.join():
@@ -116,7 +90,7 @@ def dense_against_ddp(rank, size):
     expected = ddp_reference(rank, size)
     longest = batches_of(size - 1)
     for kind in ("default", "two-dense"):
-        params, optimizer, counted = train(dense_plan, kind, rank, size, True)
+        params, optimizer, counted = train(kind, rank, size, True)
         worst = check_close(params, expected, 1e-5, f"{kind} against DDP")
         if optimizer.steps != longest:
             fail(f"{kind}: {optimizer.steps} steps taken, not the longest "
@@ -132,10 +106,10 @@ def dense_against_ddp(rank, size):
 
 def sparse_as_zero_steps(rank, size):
     for kind in ("topk", "threshold-mc"):
-        joined, optimizer, _ = train(sparse_plan, kind, rank, size, True)
+        joined, optimizer, _ = train(kind, rank, size, True)
         if rank == 0 and not optimizer.residuals["fc1.weight"].abs().sum() > 0:
             fail(f"{kind}: the residual is zero: the test proves nothing")
-        by_hand, _, _ = train(sparse_plan, kind, rank, size, False)
+        by_hand, _, _ = train(kind, rank, size, False)
         if not all(torch.equal(bits(joined[n]), bits(by_hand[n]))
                    for n in joined):
             fail(f"{kind}: join() differs from stepping with zero gradients")

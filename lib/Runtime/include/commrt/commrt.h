@@ -91,15 +91,18 @@
 |*                                                                            *|
 |* How the MPI backend waits: its MPI operations are nonblocking, and a       *|
 |* thread that waits for them (the caller's in a blocking call, a channel's)  *|
-|* does not hold its core while the data crosses a network: on a              *|
-|* communicator whose ranks do not all share memory it tests for              *|
-|* COMMRT_WAIT_SPIN_US microseconds (default 1000), then tests between sleeps *|
-|* that grow to COMMRT_WAIT_SLEEP_US (default 100). Over shared memory, where *|
-|* OpenMPI moves data only while both ranks call into MPI, it polls as        *|
-|* MPI_Waitall does. COMMRT_WAIT: "auto" (default) as just said, "poll"       *|
-|* polls everywhere, "sleep" sleeps everywhere (slower over shared memory,    *|
-|* but the cores stay with the ranks that compute). These are read once per  *|
-|* process and may differ between ranks.                                      *|
+|* does not hold its core while the data crosses a network: on a communicator *|
+|* whose ranks do not all share memory it tests for COMMRT_WAIT_SPIN_US       *|
+|* microseconds (default 1000) unless its recent waits were longer than twice *|
+|* that, then tests between sleeps that grow to at most COMMRT_WAIT_SLEEP_US  *|
+|* (default 500; 100 for MPI's own nonblocking collectives, whose rounds move *|
+|* on only while the rank tests). A wait for a piece of the ring allreduce    *|
+|* first sleeps three quarters of the time such pieces took recently. Over    *|
+|* shared memory, where OpenMPI moves data only while both ranks call into    *|
+|* MPI, it polls as MPI_Waitall does. COMMRT_WAIT: "auto" (default) as just   *|
+|* said, "poll" polls everywhere, "sleep" sleeps everywhere (slower over      *|
+|* shared memory, but the cores stay with the ranks that compute). These are  *|
+|* read once per process and may differ between ranks.                        *|
 |*                                                                            *|
 |* A rank that died, hangs or ended early never leaves the others waiting for *|
 |* ever (lib/Runtime/Watchdog.h):                                             *|
