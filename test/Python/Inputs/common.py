@@ -5,9 +5,12 @@ PYTHONPATH and libcommrt.so from COMMOPT_COMMRT_LIB (test/Python's
 lit.local.cfg sets both).
 """
 
+import datetime
+import os
 import sys
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 import commopt
@@ -28,6 +31,19 @@ def start():
     """Initialises commopt; returns (rank, size)."""
     commopt.init()
     return commopt.rank(), commopt.size()
+
+
+def start_with_gloo(master_port):
+    """start(), and torch.distributed over gloo on this host's loopback
+    at `master_port`, for the scripts that compare with DDP; returns (rank,
+    size). End with torch.distributed.destroy_process_group()."""
+    rank, size = start()
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ["MASTER_PORT"] = str(master_port)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", rank=rank, world_size=size,
+                            timeout=datetime.timedelta(seconds=120))
+    return rank, size
 
 
 def say(*text):

@@ -19,7 +19,6 @@ within `with optimizer.join():`.
     mpirun -np 4 python3 join.py MASTER_PORT
 """
 
-import datetime
 import os
 import sys
 
@@ -30,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 import commopt
 from common import (batch, bits, check_close, check_identical, expect_error,
                     fail, loss_fn, make_model, parameters, run_main, say,
-                    shard, start, tiny_plan)
+                    shard, start_with_gloo, tiny_plan)
 
 LR, MOMENTUM = 0.2, 0.9
 
@@ -142,12 +141,7 @@ def misuse(rank, size):
 
 
 def main(argv):
-    rank, size = start()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ["MASTER_PORT"] = argv[0]
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    dist.init_process_group("gloo", rank=rank, world_size=size,
-                            timeout=datetime.timedelta(seconds=120))
+    rank, size = start_with_gloo(argv[0])
     dense_against_ddp(rank, size)
     sparse_as_zero_steps(rank, size)
     misuse(rank, size)
