@@ -18,14 +18,20 @@ namespace {
 /// all when full, as every rank of a correct program does at the same call.
 constexpr size_t kMaxCheckedCollectives = 1 << 16;
 
-/// A digest of the names and values of `arguments` (FNV-1a).
+/// The digests of arguments that ranks compare: FNV-1a, begun at
+/// kDigestStart, each value mixed in by mixIntoDigest.
+constexpr uint64_t kDigestStart = 14695981039346656037ull;
+void mixIntoDigest(uint64_t &digest, uint64_t value) {
+  digest = (digest ^ value) * 1099511628211ull;
+}
+
+/// A digest of the names and values of `arguments`.
 uint64_t digestOf(const std::vector<SharedArgument> &arguments) {
-  uint64_t hash = 14695981039346656037ull;
-  auto mix = [&](uint64_t value) { hash = (hash ^ value) * 1099511628211ull; };
+  uint64_t hash = kDigestStart;
   for (const SharedArgument &argument : arguments) {
     for (const char *c = argument.name; *c; ++c)
-      mix(static_cast<unsigned char>(*c));
-    mix(static_cast<uint64_t>(argument.value));
+      mixIntoDigest(hash, static_cast<unsigned char>(*c));
+    mixIntoDigest(hash, static_cast<uint64_t>(argument.value));
   }
   return hash;
 }
@@ -154,8 +160,7 @@ commrt_status makeFusedPlan(void *const *buffers, const int64_t *counts,
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "buffers is null");
   if (!counts)
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts is null");
-  // FNV-1a over the counts.
-  uint64_t hash = 14695981039346656037ull;
+  uint64_t hash = kDigestStart;
   for (int32_t i = 0; i < nbuffers; ++i) {
     int64_t count = counts[i];
     if (count < 0)
@@ -168,7 +173,7 @@ commrt_status makeFusedPlan(void *const *buffers, const int64_t *counts,
       return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts add up to more than ",
                   kMaxElements, " elements");
     plan.total += count;
-    hash = (hash ^ static_cast<uint64_t>(count)) * 1099511628211ull;
+    mixIntoDigest(hash, static_cast<uint64_t>(count));
     if (count > 0) {
       plan.buffers.push_back(buffers[i]);
       plan.counts.push_back(count);
@@ -423,8 +428,8 @@ Checked commrt::checkAllgather(const void *send, const void *recv,
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   total = 0;
-  // FNV-1a over the counts: every rank must pass the same.
-  uint64_t hash = 14695981039346656037ull;
+  // A digest of the counts: every rank must pass the same.
+  uint64_t hash = kDigestStart;
   auto check = [&]() -> commrt_status {
     if (!counts)
       return fail(COMMRT_ERROR_INVALID_ARGUMENT, "counts is null");
@@ -436,7 +441,7 @@ Checked commrt::checkAllgather(const void *send, const void *recv,
         return fail(COMMRT_ERROR_INVALID_ARGUMENT,
                     "counts add up to more than ", kMaxElements, " elements");
       total += counts[r];
-      hash = (hash ^ static_cast<uint64_t>(counts[r])) * 1099511628211ull;
+      mixIntoDigest(hash, static_cast<uint64_t>(counts[r]));
     }
     if (!send && counts[rank] > 0)
       return fail(COMMRT_ERROR_INVALID_ARGUMENT,
@@ -471,8 +476,8 @@ Checked commrt::checkMixedAllreduce(void *const *buffers, const int64_t *counts,
                                     int32_t dtype, int32_t reduce, int32_t wire,
                                     float prescale, Plan &plan) {
   int64_t digest = 0;
-  // FNV-1a over the flags, so that ranks agree on which buffers narrow.
-  uint64_t flagsHash = 14695981039346656037ull;
+  // A digest of the flags, so that ranks agree on which buffers narrow.
+  uint64_t flagsHash = kDigestStart;
   auto check = [&]() -> commrt_status {
     COMMRT_TRY(makeFusedPlan(buffers, counts, nbuffers, dtype, reduce, wire,
                              prescale, plan, digest));
@@ -487,8 +492,7 @@ Checked commrt::checkMixedAllreduce(void *const *buffers, const int64_t *counts,
       if (narrowed[i] != 0 && narrowed[i] != 1)
         return fail(COMMRT_ERROR_INVALID_ARGUMENT, "narrowed[", i, "] ",
                     narrowed[i], " is not 0 or 1");
-      flagsHash =
-          (flagsHash ^ static_cast<uint64_t>(narrowed[i])) * 1099511628211ull;
+      mixIntoDigest(flagsHash, static_cast<uint64_t>(narrowed[i]));
       if (counts[i] > 0)
         flags.push_back(static_cast<uint8_t>(narrowed[i]));
     }

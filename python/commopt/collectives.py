@@ -22,20 +22,40 @@ _REDUCES = {"sum": "sum", "average": "avg", "avg": "avg", "min": "min",
 # 2^53.
 _EXACT_IN_F64 = 2 ** 53
 
-# Integer types broadcast as the bits of the float type of their size:
-# broadcasts copy bits, so every value arrives exactly (through f64, int64
-# values beyond 2^53 would be rounded, on the root too).
+# Integer types broadcast and allgather move as the bits of the float type
+# of their size: those collectives copy bits, so every value arrives
+# exactly (through f64, int64 values beyond 2^53 would be rounded, on the
+# root too).
 _BITS_AS_FLOAT = {torch.int64: (torch.float64, "f64"),
                   torch.int32: (torch.float32, "f32"),
                   torch.int16: (torch.float16, "f16")}
 
+# 8-bit integers and bools travel through f64, which holds them exactly.
+_THROUGH_F64 = (torch.uint8, torch.int8, torch.bool)
 
-# What allgather sends, by dtype: the dtype it travels as (floats as
-# themselves, integers as the bits of a float of their size, 8-bit ones and
-# bools through f64), all of which arrive exactly.
-_GATHERED = [torch.float32, torch.float64, torch.float16, torch.bfloat16,
-             torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8,
-             torch.bool]
+# Every dtype that broadcast and allgather move exactly, in a fixed order:
+# allgather compares the ranks' dtypes by their place here.
+_EXACT = [torch.float32, torch.float64, torch.float16, torch.bfloat16] + \
+    list(_BITS_AS_FLOAT) + list(_THROUGH_F64)
+
+
+def _exact_wire(tensor):
+    """How `tensor` travels bit for bit in a copying collective: (a
+    contiguous tensor holding its values as they travel, that tensor's
+    commrt dtype name, a function turning what arrives in that form back
+    into `tensor`'s dtype); None for a dtype that cannot travel exactly."""
+    dtype = dtype_name(tensor)
+    if dtype is not None:
+        return tensor.contiguous(), dtype, lambda t: t
+    if tensor.dtype in _BITS_AS_FLOAT:
+        float_type, dtype = _BITS_AS_FLOAT[tensor.dtype]
+        return (tensor.contiguous().view(float_type), dtype,
+                lambda t: t.view(tensor.dtype))
+    if tensor.dtype in _THROUGH_F64:
+        through = tensor.to(torch.float64,
+                            memory_format=torch.contiguous_format)
+        return through, "f64", lambda t: t.to(tensor.dtype)
+    return None
 
 
 def _dense(tensor, what):
@@ -107,28 +127,21 @@ def broadcast_(tensor, root_rank=0, name=None):
     runtime.init()
     if tensor.numel() == 0:
         return tensor
-    dtype = dtype_name(tensor)
-    # `buffer` holds the values in `tensor`'s dtype (or f64), `target` the
-    # same memory as the broadcast sends it.
-    if dtype is not None:
-        buffer = target = tensor.contiguous()
-    elif tensor.dtype in _BITS_AS_FLOAT:
-        view, dtype = _BITS_AS_FLOAT[tensor.dtype]
-        buffer = tensor.contiguous()
-        target = buffer.view(view)
-    elif tensor.dtype in (torch.uint8, torch.int8, torch.bool):
-        buffer = target = tensor.to(torch.float64)
-        dtype = "f64"
-    else:
+    wire = _exact_wire(tensor)
+    if wire is None:
         which = f"'{name}'" if name else "a tensor"
         raise CommoptError(f"cannot broadcast {which} of dtype "
                            f"{tensor.dtype}")
+    sent, dtype, arrived = wire
     with torch.no_grad():
         runtime.check(
-            runtime.broadcast(target.data_ptr(), target.numel(),
+            runtime.broadcast(sent.data_ptr(), sent.numel(),
                               runtime.DTYPES[dtype], root_rank), what)
-        if buffer is not tensor:
-            tensor.copy_(buffer)
+        received = arrived(sent)
+        # Unless the broadcast wrote into `tensor` itself (a contiguous
+        # tensor, or its bits as floats).
+        if received.data_ptr() != tensor.data_ptr():
+            tensor.copy_(received)
     return tensor
 
 
@@ -164,7 +177,7 @@ def allgather(tensor, name=None):
     runtime.init()
     size = runtime.size()
     rows = tensor.shape[0] if tensor.dim() else 1
-    code = _GATHERED.index(tensor.dtype) if tensor.dtype in _GATHERED else -1
+    code = _EXACT.index(tensor.dtype) if tensor.dtype in _EXACT else -1
     # What every rank has: its dimensions, dtype and rows; then, where they
     # differ, each rank's shape, for the error every rank raises.
     header = _gather_f64([tensor.dim(), code, rows, hash(tuple(
@@ -181,25 +194,14 @@ def allgather(tensor, name=None):
             f"(shapes by rank: {listed})")
     codes = sorted({int(r[1]) for r in ranks})
     if len(codes) > 1 or codes[0] < 0:
-        names = [str(_GATHERED[c]) if c >= 0 else "unsupported"
+        names = [str(_EXACT[c]) if c >= 0 else "unsupported"
                  for c in (int(r[1]) for r in ranks)]
         raise CommoptError(
             f"{what}: dtypes by rank are {names}; every rank must pass the "
             "same one of f32, f64, f16, bf16, integers or bool")
     row_elements = math.prod(tensor.shape[1:])
     counts = [int(r[2]) * row_elements for r in ranks]
-    dtype = dtype_name(tensor)
-    # `send` holds the values as they travel; `arrived` turns what arrives
-    # back into `tensor`'s dtype.
-    if dtype is not None:
-        send, arrived = tensor.contiguous(), lambda t: t
-    elif tensor.dtype in _BITS_AS_FLOAT:
-        float_type, dtype = _BITS_AS_FLOAT[tensor.dtype]
-        send = tensor.contiguous().view(float_type)
-        arrived = lambda t: t.view(tensor.dtype)  # noqa: E731
-    else:
-        send = tensor.to(torch.float64, memory_format=torch.contiguous_format)
-        dtype, arrived = "f64", lambda t: t.to(tensor.dtype)
+    send, dtype, arrived = _exact_wire(tensor)
     received = torch.empty((sum(int(r[2]) for r in ranks),) +
                            tuple(tensor.shape[1:]), dtype=send.dtype,
                            device=tensor.device)

@@ -325,7 +325,7 @@ class DistributedOptimizer:
                 "the training loop in join() ended after a backward pass "
                 "without step(): call step() (or synchronize()) first")
         while self._count_training_ranks(training=False):
-            for name, param in self._params.items():
+            for param in self._params.values():
                 param.grad = torch.zeros_like(
                     param, memory_format=torch.contiguous_format)
             for name in self._params:
