@@ -206,7 +206,10 @@ mpirun_args() {
     # OpenMPI busy-polls while it waits; with more ranks than cores a spinning
     # rank holds its core for a whole timeslice, and a 4-byte allreduce on 4
     # ranks over 2 cores took 16-32 ms instead of ~80 us. Yielding fixes it.
-    --mca mpi_yield_when_idle 1)
+    --mca mpi_yield_when_idle 1
+    # The emulated hosts are one machine: its cores serve every rank, which
+    # the training bridge's measured timeline records (host_ranks).
+    -x "COMMOPT_HOST_RANKS=$((n * per))")
   [[ $(id -u) == 0 ]] && args+=(--allow-run-as-root)
   printf '%s\n' "${args[@]}"
 }

@@ -65,9 +65,12 @@ def load_plans(folder):
     return plans
 
 
-def predicted_ms(plans, label):
+def predicted_ms(plans, label, key="step_us"):
+    """The plan's estimate of `key` (the step; cpu_us: a rank's CPU) in
+    milliseconds, or None."""
     plan = plans.get(label)
-    return plan["estimate"]["step_us"] / 1e3 if plan else None
+    value = plan["estimate"].get(key) if plan else None
+    return value / 1e3 if value is not None else None
 
 
 def furthest_off(speed_folder, label):
@@ -128,9 +131,10 @@ def speed_lines(batch, speed, plans, before, folder):
     lines = [f"### Step time on the emulated 4 x 1 Gbit/s cluster, batch "
              f"{batch} per rank", ""]
     lines.append("| run | step (ms) | vs DDP/gloo | CPU per step (ms) | CPU "
-                 "vs DDP | predicted before (ms) | error before | predicted "
-                 "(ms) | error | furthest off (predicted - measured) |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+                 "vs DDP | CPU predicted (ms) | predicted before (ms) | "
+                 "error before | predicted (ms) | error | furthest off "
+                 "(predicted - measured) |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     ddp, ddp_cpu = step_ms(speed, "ddp"), cpu_ms(speed, "ddp")
 
     def error(predicted, step):
@@ -142,8 +146,10 @@ def speed_lines(batch, speed, plans, before, folder):
         cpu_text = f"{cpu:.1f}" if cpu is not None else ""
         cpu_versus = f"{cpu / ddp_cpu:.2f}x" if cpu and ddp_cpu else ""
         old, new = predicted_ms(before, label), predicted_ms(plans, label)
+        cpu_new = predicted_ms(plans, label, "cpu_us")
         lines.append(
             f"| {label} | {step:.1f} | {versus} | {cpu_text} | {cpu_versus} "
+            f"| {f'{cpu_new:.1f}' if cpu_new else ''} "
             f"| {f'{old:.1f}' if old else ''} | {error(old, step)} | "
             f"{f'{new:.1f}' if new else ''} | {error(new, step)} | "
             f"{furthest_off(folder, label)} |")
@@ -270,12 +276,15 @@ def main(argv):
         "cluster wrote their measured timelines, and `commopt-timeline fit` "
         "made of them the device description (the host's local-work rates, "
         "the bridge's costs, how fast collectives progress while the ranks "
-        "compute), what a collective costs within the step beyond the "
-        "cluster's calibration, and the profile's compute. Step times are "
-        "medians of the "
-        "measured steps (forward, backward, synchronisation, update); CPU: "
-        "each rank's CPU seconds per step, every thread, averaged over the "
-        "ranks; *furthest off*: the first row of `commopt-timeline "
+        "compute, the host CPU a step costs beyond the modelled work), "
+        "what a collective costs within the step beyond the cluster's "
+        "calibration, and the profile's compute. Step times are medians of "
+        "the measured steps (forward, backward, synchronisation, update); "
+        "CPU: each rank's CPU seconds per step, every thread, averaged over "
+        "the ranks; *CPU predicted*: a rank's CPU per step as the "
+        "calibrated model prices it (docs/CostModel.md, section 3.1: 4 "
+        "ranks on 2 cores bound the step at twice it); *furthest off*: the "
+        "first row of `commopt-timeline "
         "compare` of the run's measured timeline against its plan's "
         "predicted one.")
     lines.append("")

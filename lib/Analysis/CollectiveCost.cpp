@@ -31,8 +31,8 @@ static CollectiveCost ringPass(const LinkLevel &level, int64_t p,
   if (p <= 1)
     return {};
   double steps = static_cast<double>(p - 1);
-  return {steps * level.alphaUs,
-          steps / static_cast<double>(p) * bytes * level.betaUsPerByte};
+  double sent = steps / static_cast<double>(p) * bytes;
+  return {steps * level.alphaUs, sent * level.betaUsPerByte, sent};
 }
 
 /// Van de Geijn's broadcast over `p` ranks of one level (binomial scatter,
@@ -43,7 +43,7 @@ static CollectiveCost scatterAllgatherBroadcast(const LinkLevel &level,
     return {};
   double frac = static_cast<double>(p - 1) / static_cast<double>(p);
   return {(ceilLog2(p) + static_cast<double>(p - 1)) * level.alphaUs,
-          2.0 * frac * bytes * level.betaUsPerByte};
+          2.0 * frac * bytes * level.betaUsPerByte, 2.0 * frac * bytes};
 }
 
 /// Reduce-scatter and allgather have the same cost form in every algorithm.
@@ -72,7 +72,8 @@ static CollectiveCost halfAllreduceCost(const ClusterModel &cluster,
     // Recursive halving / doubling (Bruck for any p): ceil(lg p) af +
     // (p-1)/p n bf.
     double frac = static_cast<double>(p - 1) / static_cast<double>(p);
-    return {ceilLog2(p) * flat.alphaUs, frac * totalBytes * flat.betaUsPerByte};
+    return {ceilLog2(p) * flat.alphaUs, frac * totalBytes * flat.betaUsPerByte,
+            frac * totalBytes};
   }
   case AllreduceAlgorithm::Hierarchical:
     // Inside each node over q ranks, then across the m nodes: the q rings
@@ -106,7 +107,8 @@ static CollectiveCost allreduceLinkCost(const ClusterModel &cluster,
   case AllreduceAlgorithm::Tree:
     // Pipelined (double) binary tree, reduce then broadcast:
     // 2 ceil(lg p) af + 2 n bf.
-    return {2.0 * ceilLog2(p) * flat.alphaUs, 2.0 * bytes * flat.betaUsPerByte};
+    return {2.0 * ceilLog2(p) * flat.alphaUs, 2.0 * bytes * flat.betaUsPerByte,
+            2.0 * bytes};
   case AllreduceAlgorithm::Hierarchical: {
     // Intra-node reduce-scatter, inter-node ring allreduce of the shards,
     // intra-node allgather: 2(q-1) ai + 2(q-1)/q n bi + 2(m-1) ae +
@@ -165,7 +167,8 @@ static CollectiveCost allToAllLinkCost(const ClusterModel &cluster,
   double interUs =
       q * (md - 1) / md * bytesPerRank * cluster.inter.betaUsPerByte;
   double intraUs = (q - 1) / pd * bytesPerRank * cluster.intra.betaUsPerByte;
-  return {(pd - 1) * cluster.inter.alphaUs, std::max(interUs, intraUs)};
+  return {(pd - 1) * cluster.inter.alphaUs, std::max(interUs, intraUs),
+          (pd - 1) / pd * bytesPerRank};
 }
 
 /// The messages of a broadcast (see broadcastCost), without the
@@ -184,7 +187,7 @@ static CollectiveCost broadcastLinkCost(const ClusterModel &cluster,
   case AllreduceAlgorithm::Tree:
     // Binomial tree: ceil(lg p) (af + n bf).
     return {ceilLog2(p) * flat.alphaUs,
-            ceilLog2(p) * bytes * flat.betaUsPerByte};
+            ceilLog2(p) * bytes * flat.betaUsPerByte, ceilLog2(p) * bytes};
   case AllreduceAlgorithm::Hierarchical:
     // Across the nodes' leaders, then inside every node.
     return scatterAllgatherBroadcast(cluster.inter, cluster.nodes(), bytes) +

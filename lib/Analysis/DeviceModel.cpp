@@ -50,6 +50,19 @@ bool BridgeCosts::operator==(const BridgeCosts &other) const {
          maskNs == other.maskNs;
 }
 
+double HostCpu::busyShare() const {
+  return isDescribed() ? std::min(1.0, cores / ranks) : 1.0;
+}
+
+double HostCpu::boundUs(double cpuUs) const {
+  return isDescribed() ? cpuUs * ranks / cores : 0.0;
+}
+
+bool HostCpu::operator==(const HostCpu &other) const {
+  return cores == other.cores && ranks == other.ranks &&
+         stepUs == other.stepUs && nsPerSentByte == other.nsPerSentByte;
+}
+
 /// Reports the first negative or non-finite rate of `rates` below `path`
 /// (its `local_work` field).
 static bool verifyLocalWork(const LocalWorkRates &rates, Path path) {
@@ -75,6 +88,19 @@ static bool verifyBridge(const BridgeCosts &bridge, Path path) {
          detail::checkNonNegative(bridge.maskNs, path, "mask_ns_per_element");
 }
 
+/// Likewise for the host's CPU (its `host_cpu` field): cores and ranks
+/// both given or both 0.
+static bool verifyHostCpu(const HostCpu &host, Path path) {
+  return detail::checkNonNegative(host.cores, path, "cores") &&
+         detail::checkNonNegative(host.ranks, path, "ranks") &&
+         detail::checkField((host.cores > 0) == (host.ranks > 0), path,
+                            host.cores > 0 ? "ranks" : "cores",
+                            "expected a positive number: host_cpu needs "
+                            "both cores and ranks") &&
+         detail::checkNonNegative(host.stepUs, path, "step_us") &&
+         detail::checkNonNegative(host.nsPerSentByte, path, "ns_per_sent_byte");
+}
+
 /// Reports the first broken invariant of `device` below `path`.
 static bool verifyDevice(const DeviceModel &device, Path path) {
   return detail::checkPositive(device.peakTflops, path, "peak_tflops") &&
@@ -91,7 +117,8 @@ static bool verifyDevice(const DeviceModel &device, Path path) {
              device.computeOverlap > 0 && device.computeOverlap <= 1, path,
              "compute_overlap", "expected a number in (0, 1]") &&
          verifyLocalWork(device.localWork, path.field("local_work")) &&
-         verifyBridge(device.bridge, path.field("bridge"));
+         verifyBridge(device.bridge, path.field("bridge")) &&
+         verifyHostCpu(device.hostCpu, path.field("host_cpu"));
 }
 
 namespace mlir::comm {
@@ -125,6 +152,15 @@ static bool fromJSON(const llvm::json::Value &value, BridgeCosts &bridge,
          mapper.mapOptional("momentum_ns_per_element", bridge.momentumNs) &&
          mapper.mapOptional("mask_ns_per_element", bridge.maskNs);
 }
+
+/// Reads a device description's `host_cpu` object.
+static bool fromJSON(const llvm::json::Value &value, HostCpu &host, Path path) {
+  llvm::json::ObjectMapper mapper(value, path);
+  return mapper && mapper.mapOptional("cores", host.cores) &&
+         mapper.mapOptional("ranks", host.ranks) &&
+         mapper.mapOptional("step_us", host.stepUs) &&
+         mapper.mapOptional("ns_per_sent_byte", host.nsPerSentByte);
+}
 } // namespace mlir::comm
 
 llvm::Error DeviceModel::verify() const {
@@ -151,6 +187,7 @@ bool comm::fromJSON(const llvm::json::Value &value, DeviceModel &device,
       !mapper.mapOptional("compute_overlap", result.computeOverlap) ||
       !mapper.mapOptional("local_work", result.localWork) ||
       !mapper.mapOptional("bridge", result.bridge) ||
+      !mapper.mapOptional("host_cpu", result.hostCpu) ||
       !verifyDevice(result, path))
     return false;
   device = std::move(result);
@@ -191,6 +228,11 @@ llvm::json::Value DeviceModel::toJSON() const {
        llvm::json::Object{{"hook_us", bridge.hookUs},
                           {"momentum_ns_per_element", bridge.momentumNs},
                           {"mask_ns_per_element", bridge.maskNs}}},
+      {"host_cpu",
+       llvm::json::Object{{"cores", hostCpu.cores},
+                          {"ranks", hostCpu.ranks},
+                          {"step_us", hostCpu.stepUs},
+                          {"ns_per_sent_byte", hostCpu.nsPerSentByte}}},
   };
 }
 
@@ -202,7 +244,8 @@ bool DeviceModel::operator==(const DeviceModel &other) const {
          launchOverheadUs == other.launchOverheadUs &&
          channelSlowdown == other.channelSlowdown &&
          computeOverlap == other.computeOverlap &&
-         localWork == other.localWork && bridge == other.bridge;
+         localWork == other.localWork && bridge == other.bridge &&
+         hostCpu == other.hostCpu;
 }
 
 namespace {

@@ -157,6 +157,7 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
           json.attribute("collective", static_cast<int64_t>(event.collective));
           json.attribute("bytes", model.collectiveBytes[event.collective]);
           json.attribute("local_us", model.collectiveLocalUs[event.collective]);
+          json.attribute("sent_bytes", task.cost.sentBytes);
           json.attributeArray("members", [&] {
             for (const std::string &member :
                  model.collectiveMembers[event.collective])
@@ -228,6 +229,19 @@ LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
       json.attribute("device",
                      device->name.empty() ? options.device : device->name);
       json.attribute("mode", stringifySimulationMode(options.mode));
+      // Each function's step, and where the host's CPU bounds it (the
+      // events end earlier then): by process name.
+      json.attributeObject("steps", [&] {
+        for (const SimulatedFunction &simulated : functions)
+          json.attributeObject(
+              "@" + func::FuncOp(simulated.func).getSymName().str(), [&] {
+                json.attribute("step_us", simulated.timeline.result.stepUs);
+                json.attribute("simulated_step_us",
+                               simulated.timeline.simulatedStepUs);
+                json.attribute("cpu_us", simulated.model.cpuUs);
+                json.attribute("cpu_bound_us", simulated.model.cpuBoundUs);
+              });
+      });
     });
   }
   os << ",\n\"traceEvents\": [";

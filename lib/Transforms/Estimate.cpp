@@ -64,6 +64,10 @@ struct FunctionEstimate {
   double computeUs = 0;
   double communicationUs = 0;
   double exposedUs = 0;
+  /// The host CPU a rank needs in a step and the step it bounds
+  /// (StepModel::cpuUs, cpuBoundUs); 0 without a described host.
+  double cpuUs = 0;
+  double cpuBoundUs = 0;
   /// Collectives in program order.
   std::vector<CollectiveRow> collectives;
 
@@ -107,6 +111,15 @@ static void attachEstimate(func::FuncOp func, const StepModel &model,
           builder.getNamedAttr("cluster", builder.getStringAttr(clusterName)),
           builder.getNamedAttr("ranks", builder.getI64IntegerAttr(ranks)),
       }));
+  // Where the device describes its host: the CPU a rank needs in a step,
+  // and the step that bounds.
+  if (model.cpuUs > 0) {
+    NamedAttrList estimate(
+        func->getAttrOfType<DictionaryAttr>("comm.estimate"));
+    estimate.set("cpu_us", builder.getF64FloatAttr(model.cpuUs));
+    estimate.set("cpu_bound_us", builder.getF64FloatAttr(model.cpuBoundUs));
+    func->setAttr("comm.estimate", estimate.getDictionary(func.getContext()));
+  }
   // One new attribute dictionary per op: steps have up to 10^5 collectives.
   StringAttr startName = builder.getStringAttr("comm.start_us");
   StringAttr endName = builder.getStringAttr("comm.end_us");
@@ -133,6 +146,8 @@ static FunctionEstimate summarize(StringRef modelName, func::FuncOp func,
   estimate.computeUs = result.computeUs;
   estimate.communicationUs = result.communicationUs;
   estimate.exposedUs = result.exposedCommunicationUs;
+  estimate.cpuUs = model.cpuUs;
+  estimate.cpuBoundUs = model.cpuBoundUs;
   estimate.collectives.reserve(model.collectiveOps.size());
   for (auto [index, op] : llvm::enumerate(model.collectiveOps)) {
     const CollectiveTask &task = model.step.collectives[index];
@@ -380,6 +395,18 @@ private:
                     << llvm::format("  (%.1f%% of the ",
                                     100.0 * estimate.exposedFraction())
                     << period << ")\n";
+    if (estimate.cpuUs > 0) {
+      const HostCpu &host = deviceModel->hostCpu;
+      line("host CPU") << time(estimate.cpuUs) << " a rank; "
+                       << llvm::format("%g", host.ranks) << " ranks on "
+                       << llvm::format("%g", host.cores) << " cores bound the "
+                       << period << " at "
+                       << llvm::format("%.3f us", estimate.cpuBoundUs)
+                       << (estimate.cpuBoundUs >= estimate.stepUs
+                               ? " (the bound sets it)"
+                               : "")
+                       << "\n";
+    }
 
     std::vector<size_t> rows = getMostExposed(estimate, top);
     line("collectives") << estimate.collectives.size();
@@ -463,6 +490,10 @@ private:
       json.attribute("communication_us", estimate.communicationUs);
       json.attribute("exposed_us", estimate.exposedUs);
       json.attribute("exposed_fraction", estimate.exposedFraction());
+      if (estimate.cpuUs > 0) {
+        json.attribute("cpu_us", estimate.cpuUs);
+        json.attribute("cpu_bound_us", estimate.cpuBoundUs);
+      }
       json.attributeArray("collectives", [&] {
         for (const CollectiveRow &row : estimate.collectives)
           json.object([&] {

@@ -7,7 +7,8 @@ it, PATH with ".rank<R>" before its extension.
 A step runs from the end of the previous step() (or from the optimizer's
 creation) to the end of its own. Per step, on the thread "step":
 
-    step            the whole step
+    step            the whole step; its args carry the CPU time the
+                    process (every thread) used in it, "cpu_us"
     ready NAME      the moment a gradient's hook fired (an instant event)
     hook NAME       the hook's own work: bookkeeping, momentum correction,
                     the collectives it issued
@@ -22,6 +23,9 @@ queued, accumulate, select, exchange, scatter, pack, unpack), on the thread
 of the channel that ran it ("channel C") or on "step" for a blocking one.
 Every event's args carry the step, and a collective's its plan index
 ("collective"). Times are microseconds from the rank's first step.
+The trace's otherData says the host's cores this rank may run on and the
+ranks that share them ("host_cores", "host_ranks": the ranks on its node,
+or COMMOPT_HOST_RANKS where ranks on several MPI nodes share one machine).
 `commopt-timeline compare` sets such traces beside the plan's predicted
 timeline, and `commopt-timeline fit` calibrates the cost model from them
 (tools/commopt-timeline).
@@ -30,6 +34,7 @@ timeline, and `commopt-timeline fit` calibrates the cost model from them
 import atexit
 import json
 import os
+import time
 
 from . import runtime
 from .errors import CommoptError
@@ -53,6 +58,22 @@ def timeline_path(pattern, rank):
     return f"{root}.rank{rank}{extension or '.json'}"
 
 
+def _host_ranks():
+    """The ranks that share this rank's machine: COMMOPT_HOST_RANKS, else
+    the ranks on its node."""
+    text = os.environ.get("COMMOPT_HOST_RANKS")
+    if not text:
+        return runtime.local_size()
+    try:
+        ranks = int(text)
+    except ValueError:
+        ranks = 0
+    if ranks < 1:
+        raise CommoptError(f"COMMOPT_HOST_RANKS={text!r}: expected a "
+                           "positive number of ranks")
+    return ranks
+
+
 class Timeline:
     """Records the steps of one rank and writes them at close() (at the
     latest when the process exits)."""
@@ -63,11 +84,18 @@ class Timeline:
         self.size = size
         self.plan = plan
         self.step = 0
+        # The cores this rank may run on and the ranks on its node, which
+        # share them where the node gives each fewer cores; where ranks
+        # that MPI sees on several nodes share one machine (an emulated
+        # cluster), COMMOPT_HOST_RANKS says how many.
+        self.host_cores = len(os.sched_getaffinity(0))
+        self.host_ranks = _host_ranks()
         self._events = []
         self._closed = False
         runtime.trace_start(_RUNTIME_CAPACITY)
         self._origin = runtime.time_us()
         self._step_start = self._origin
+        self._step_cpu = time.process_time()
         atexit.register(self.close)
 
     @staticmethod
@@ -115,9 +143,12 @@ class Timeline:
                       ranks=event.ranks, sparse=sparse,
                       kind=(event.kind - runtime.TRACE_SPARSE) if sparse
                       else event.kind)
-        self.span("step", "step", self._step_start, end)
+        cpu = time.process_time()
+        self.span("step", "step", self._step_start, end,
+                  cpu_us=(cpu - self._step_cpu) * 1e6)
         self.step += 1
         self._step_start = end
+        self._step_cpu = cpu
 
     def close(self):
         """Writes the trace (once)."""
@@ -140,6 +171,8 @@ class Timeline:
             "otherData": {
                 "format": FORMAT, "version": VERSION, "rank": self.rank,
                 "world_size": self.size, "steps": self.step,
+                "host_cores": self.host_cores,
+                "host_ranks": self.host_ranks,
                 "plan": self.plan.source, "model": self.plan.model,
                 "dropped_runtime_events": runtime.trace_dropped(),
                 "collectives": [

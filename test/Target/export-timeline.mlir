@@ -18,7 +18,7 @@
 // start and duration in microseconds; events are written one per line.
 
 // CHECK: {"displayTimeUnit": "ms",
-// CHECK-NEXT: "otherData": {"generator":"commopt-translate --export-timeline","model":"toy","cluster":"two-ranks-independent","cluster_source":"option","device":"v100","mode":"step"},
+// CHECK-NEXT: "otherData": {"generator":"commopt-translate --export-timeline","model":"toy","cluster":"two-ranks-independent","cluster_source":"option","device":"v100","mode":"step","steps":{"@layers":{"step_us":210,"simulated_step_us":210,"cpu_us":0,"cpu_bound_us":0}}},
 // CHECK-NEXT: "traceEvents": [
 // CHECK-NEXT: {"name":"process_name","ph":"M","pid":1,"args":{"name":"toy @layers"}},
 // CHECK-NEXT: {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"compute"}},
@@ -31,8 +31,8 @@
 // CHECK-NEXT: {"name":"fc1","cat":"compute","ph":"X","ts":10,"dur":10,"pid":1,"tid":1,"args":{"op":"comm.compute","phase":"forward","layer":1}},
 // CHECK-NEXT: {"name":"fc1","cat":"compute","ph":"X","ts":20,"dur":20,"pid":1,"tid":1,"args":{"op":"comm.compute","phase":"backward","layer":1}},
 // CHECK-NEXT: {"name":"fc0","cat":"compute","ph":"X","ts":40,"dur":20,"pid":1,"tid":1,"args":{"op":"comm.compute","phase":"backward","layer":0}},
-// CHECK-NEXT: {"name":"fc1.weight","cat":"communication","ph":"X","ts":40,"dur":170,"pid":1,"tid":3,"args":{"op":"comm.start","collective":0,"bytes":163840,"local_us":0,"members":["fc1.weight"],"issue_us":40,"exposed_us":150}},
-// CHECK-NEXT: {"name":"fc0.weight","cat":"communication","ph":"X","ts":60,"dur":14,"pid":1,"tid":2,"args":{"op":"comm.start","collective":1,"bytes":4096,"local_us":0,"members":["fc0.weight"],"issue_us":60,"exposed_us":14}}
+// CHECK-NEXT: {"name":"fc1.weight","cat":"communication","ph":"X","ts":40,"dur":170,"pid":1,"tid":3,"args":{"op":"comm.start","collective":0,"bytes":163840,"local_us":0,"sent_bytes":163840,"members":["fc1.weight"],"issue_us":40,"exposed_us":150}},
+// CHECK-NEXT: {"name":"fc0.weight","cat":"communication","ph":"X","ts":60,"dur":14,"pid":1,"tid":2,"args":{"op":"comm.start","collective":1,"bytes":4096,"local_us":0,"sent_bytes":4096,"members":["fc0.weight"],"issue_us":60,"exposed_us":14}}
 // CHECK-NEXT: ]}
 
 // VALID: valid trace: 6 complete events, 7 metadata events
@@ -49,8 +49,8 @@
 // STEADY-NEXT: {"name":"fc1","cat":"compute","ph":"X","ts":136,"dur":10,"pid":1,"tid":1,"args":{"op":"comm.compute","phase":"forward","layer":1,"iteration":0}},
 // STEADY: {"name":"fc0","cat":"compute","ph":"X","ts":200,"dur":10,"pid":1,"tid":1,"args":{"op":"comm.compute","phase":"forward","layer":0,"iteration":1}},
 // STEADY-NEXT: {"name":"fc1","cat":"compute","ph":"X","ts":336,"dur":10,"pid":1,"tid":1,"args":{"op":"comm.compute","phase":"forward","layer":1,"iteration":1}},
-// STEADY: {"name":"fc1.weight","cat":"communication","ph":"X","ts":166,"dur":170,"pid":1,"tid":3,"args":{"op":"comm.start","collective":0,"bytes":163840,"local_us":0,"members":["fc1.weight"],"issue_us":166,"exposed_us":140,"iteration":0}},
-// STEADY-NEXT: {"name":"fc0.weight","cat":"communication","ph":"X","ts":186,"dur":14,"pid":1,"tid":2,"args":{"op":"comm.start","collective":1,"bytes":4096,"local_us":0,"members":["fc0.weight"],"issue_us":186,"exposed_us":14,"iteration":0}},
+// STEADY: {"name":"fc1.weight","cat":"communication","ph":"X","ts":166,"dur":170,"pid":1,"tid":3,"args":{"op":"comm.start","collective":0,"bytes":163840,"local_us":0,"sent_bytes":163840,"members":["fc1.weight"],"issue_us":166,"exposed_us":140,"iteration":0}},
+// STEADY-NEXT: {"name":"fc0.weight","cat":"communication","ph":"X","ts":186,"dur":14,"pid":1,"tid":2,"args":{"op":"comm.start","collective":1,"bytes":4096,"local_us":0,"sent_bytes":4096,"members":["fc0.weight"],"issue_us":186,"exposed_us":14,"iteration":0}},
 
 // STEADY-VALID: valid trace: 24 complete events, 7 metadata events
 // STEADY-VALID-NEXT: thread 1 'compute': 16 events, busy 240.000 us

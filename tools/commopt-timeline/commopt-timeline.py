@@ -11,7 +11,8 @@ exchange, scatter, pack, unpack), the waits and the optimizer's step.
         (commopt-translate --export-timeline of the planned module) and
         prints where the step's time goes, the rows whose prediction is
         furthest off first: the step, its compute, and each collective's
-        issue, end, local work and exchange.
+        issue, end, local work and exchange; and the host CPU a rank took
+        per step beside the model's.
 
     commopt-timeline fit TRACE... -o DEVICE.json [--base DEVICE.json]
                          [--profile PROFILE.json --profile-output OUT.json]
@@ -26,9 +27,12 @@ exchange, scatter, pack, unpack), the waits and the optimizer's step.
         backward time and the update's as the traces measured them; with
         --predicted (the traces' plan's timeline, predicted at full
         overlap), how fast the exchanges progress while the ranks compute
-        (`compute_overlap`), and with --cluster-output, the cluster the
-        plan was made for with what a collective costs within the step
-        beyond its prediction added to its `collective_overhead_us`.
+        (`compute_overlap`) and what the host's CPU spends beyond the
+        modelled work, per step and per byte sent (`host_cpu`, from the
+        CPU time each traced step took), and with --cluster-output, the
+        cluster the plan was made for with what a collective costs within
+        the step beyond its prediction added to its
+        `collective_overhead_us`.
 
     commopt-timeline merge TRACE... -o MERGED.json
         One Chrome trace of every rank's (a process per rank).
@@ -102,6 +106,8 @@ class Step:
                             "events")
         origin = step[0]["ts"]
         self.duration = step[0]["dur"]
+        # The process's CPU time in the step (every thread), if traced.
+        self.cpu = step[0]["args"].get("cpu_us")
 
         def at(event):
             return event["ts"] - origin
@@ -179,8 +185,10 @@ def median(values):
 
 def load_predicted(path, function):
     """The predicted step of `function` (or the only one) in an
-    --export-timeline trace: (step, compute, {collective: args and times})."""
-    events = read_json(path).get("traceEvents", [])
+    --export-timeline trace: (step, compute, {collective: args and times},
+    {the host's CPU: cpu_us, cpu_bound_us, ...; empty without})."""
+    document = read_json(path)
+    events = document.get("traceEvents", [])
     names = {e["pid"]: e["args"]["name"] for e in events
              if e.get("ph") == "M" and e.get("name") == "process_name"}
     if not names:
@@ -199,6 +207,10 @@ def load_predicted(path, function):
         raise ToolError(f"{path} simulates the steady state; export the "
                         "timeline of one step (--timeline-mode=step)")
     step = max(e["ts"] + e["dur"] for e in mine)
+    # Where the host's CPU bounds the step, it ends after its events.
+    host = document.get("otherData", {}).get("steps", {}).get(
+        "@" + names[pids[0]].split("@")[-1], {})
+    step = max(step, host.get("step_us", 0.0))
     compute = sum(e["dur"] for e in mine if e["cat"] == "compute")
     collectives = {}
     for e in mine:
@@ -208,8 +220,9 @@ def load_predicted(path, function):
                 "members": args["members"], "issue": args["issue_us"],
                 "start": e["ts"], "end": e["ts"] + e["dur"],
                 "local": args.get("local_us", 0.0),
+                "sent": args.get("sent_bytes", 0.0),
                 "exchange": e["dur"] - args.get("local_us", 0.0)}
-    return step, compute, collectives
+    return step, compute, collectives, host
 
 
 def measured_collective(steps, index):
@@ -235,8 +248,8 @@ def measured_collective(steps, index):
 
 
 def compare(args):
-    step_us, compute_us, predicted = load_predicted(args.predicted,
-                                                    args.function)
+    step_us, compute_us, predicted, host = load_predicted(args.predicted,
+                                                          args.function)
     info, steps = load_steps(args.traces, args.skip_steps)
     ranks = sorted({s.rank for s in steps})
     rows = [("step", step_us, median(s.duration for s in steps)),
@@ -267,6 +280,12 @@ def compare(args):
     print(f"step: predicted {step_us / 1e3:.2f} ms, measured "
           f"{rows[0][2] / 1e3:.2f} ms (median), "
           f"{(step_us - rows[0][2]) / rows[0][2] * 100:+.1f}%")
+    cpu = median(s.cpu for s in steps if s.cpu is not None)
+    if host.get("cpu_us") and cpu:
+        print(f"host CPU a rank: predicted {host['cpu_us'] / 1e3:.2f} ms, "
+              f"measured {cpu / 1e3:.2f} ms (median), "
+              f"{(host['cpu_us'] - cpu) / cpu * 100:+.1f}%; it bounds the "
+              f"step at {host['cpu_bound_us'] / 1e3:.2f} ms")
     print("furthest off first (times from the step's start, medians over "
           "ranks and steps):")
     width = max(len(row[0]) for row in rows)
@@ -426,16 +445,7 @@ def fit_device(args, steps):
         base["channel_slowdown"] = max(1.0, median(fitted_slowdowns))
 
     bridge = base.setdefault("bridge", {})
-    hooks = []
-    for step in steps:
-        # A hook's own work: its span without the collectives it issued and
-        # the momentum correction it ran.
-        nested = sorted([(t, d) for t, d in step.issues.values()] +
-                        [(t, d) for t, d, _ in step.momentum])
-        for begin, duration, _ in step.hooks:
-            inner = sum(d for t, d in nested
-                        if begin <= t and t + d <= begin + duration + 1e-6)
-            hooks.append(max(0.0, duration - inner))
+    hooks = [us for step in steps for us in hook_work(step)]
     if hooks:
         bridge["hook_us"] = median(hooks)
         notes.append(f"hook {bridge['hook_us']:.3g} us ({len(hooks)})")
@@ -532,9 +542,10 @@ def exchanges(predicted_of, steps):
     (`predicted_of(step)`, or None for none): (its predicted time at full
     rate, its measured time, the part of that the step thread computed)."""
     for step in steps:
-        predicted = predicted_of(step)
-        if predicted is None:
+        prediction = predicted_of(step)
+        if prediction is None:
             continue
+        predicted = prediction[2]
         for index, phases in step.phases.items():
             exchange = phases.get("exchange")
             if exchange is None or index not in predicted:
@@ -564,6 +575,73 @@ def fit_in_step(predicted_of, steps):
         None if rho is None else min(1.0, max(0.01, rho)), len(beside)
 
 
+def hook_work(step):
+    """Each hook's own work in `step`: its span without the collectives it
+    issued and the momentum correction it ran."""
+    nested = sorted([(t, d) for t, d in step.issues.values()] +
+                    [(t, d) for t, d, _ in step.momentum])
+    for begin, duration, _ in step.hooks:
+        inner = sum(d for t, d in nested
+                    if begin <= t and t + d <= begin + duration + 1e-6)
+        yield max(0.0, duration - inner)
+
+
+def bridge_us(step):
+    """The bridge's work in `step` on the step thread that the cost model
+    prices apart from compute (DeviceModel::bridge): the hooks' own work,
+    momentum correction and masking."""
+    return sum(hook_work(step)) + sum(d for _, d, _ in step.momentum) + \
+        sum(d for d, _ in step.masks)
+
+
+def local_us(step):
+    """The local work of `step`'s collectives (their runtime phases, on
+    channels or blocking)."""
+    return sum(phases[p][1] for phases in step.phases.values()
+               for p in LOCAL_PHASES if p in phases)
+
+
+def fit_host_cpu(predicted_of, steps, info, host):
+    """The host's CPU beyond the modelled work (`host_cpu` of the device
+    description, over `host`): each traced step's CPU time, less the part
+    of a core its busy time had (the step thread's compute, as the pooled
+    median the fitted profile prices, plus its own bridge work and its
+    collectives' local work), is step_us + ns_per_sent_byte x the bytes its
+    plan sends (the prediction's sent_bytes). Returns (host, note), or
+    (None, why) where the traces cannot tell."""
+    cores, ranks = info.get("host_cores"), info.get("host_ranks")
+    if not cores or not ranks:
+        return None, "the traces do not say the host's cores and ranks"
+    timed = [s for s in steps if s.cpu is not None]
+    if not timed:
+        return None, "the traces have no CPU time per step"
+    share = min(1.0, cores / ranks)
+    # The model's compute of a step: one figure for every plan (the
+    # profile's), without the bridge's work that it prices apart.
+    compute = median(s.compute() - bridge_us(s) for s in timed)
+    samples = []
+    for step in timed:
+        prediction = predicted_of(step)
+        if prediction is None:
+            continue
+        sent = sum(c["sent"] for c in prediction[2].values())
+        busy = compute + bridge_us(step) + local_us(step)
+        samples.append((step.cpu - share * busy, 1.0, sent))
+    if not samples:
+        return None, "no traced step has its plan's prediction (--predicted)"
+    both = fit_two(samples)
+    if both is None:
+        # One plan's bytes: they cannot be told from the step's own cost.
+        per_byte = host.get("ns_per_sent_byte", 0.0) * 1e-3
+        both = (max(0.0, median(t - per_byte * m for t, _, m in samples)),
+                per_byte)
+    host = dict(host, cores=cores, ranks=ranks, step_us=both[0],
+                ns_per_sent_byte=both[1] * 1e3)
+    return host, (f"host CPU {ranks} rank(s) on {cores} core(s): "
+                  f"{both[0]:.0f} us a step + {both[1] * 1e3:.3g} ns per "
+                  f"byte sent ({len(samples)} steps)")
+
+
 def match_predictions(paths, function):
     """A function from a step to the prediction of its plan: the only one
     given, or the one named after the plan's file (PLAN.timeline.json for
@@ -575,7 +653,7 @@ def match_predictions(paths, function):
             if stem.endswith(suffix):
                 stem = stem[:-len(suffix)]
                 break
-        predictions[stem] = load_predicted(path, function)[2]
+        predictions[stem] = load_predicted(path, function)
     if len(predictions) == 1:
         only = next(iter(predictions.values()))
         return lambda step: only
@@ -587,11 +665,17 @@ def match_predictions(paths, function):
 
 
 def fit(args):
-    _, steps = load_steps(args.traces, args.skip_steps)
+    info, steps = load_steps(args.traces, args.skip_steps)
     device, notes = fit_device(args, steps)
     if args.predicted:
         predicted_of = match_predictions(args.predicted, args.function)
         extra, apart, overlap, beside = fit_in_step(predicted_of, steps)
+        host, note = fit_host_cpu(predicted_of, steps, info,
+                                  device.get("host_cpu", {}))
+        if host is not None:
+            device["host_cpu"] = host
+            device["source"] += "; " + note
+        notes.append(note)
         if overlap is not None:
             device["compute_overlap"] = overlap
             notes.append(f"compute overlap {overlap:.3g} ({beside} exchanges "

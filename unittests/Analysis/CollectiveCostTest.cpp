@@ -68,6 +68,30 @@ TEST(CollectiveCost, RingAllreduce) {
   EXPECT_NEAR(cost.totalUs(), 2175, 1e-9);
 }
 
+TEST(CollectiveCost, SentBytes) {
+  // What each rank sends, whatever the links' speeds: a ring allreduce
+  // 2(p-1)/p n, a tree 2 n; a ring allgather (p-1)/p N; the hierarchical
+  // allreduce its intra-node passes' 2(q-1)/q n and the inter-node ring's
+  // 2(m-1)/m n.
+  EXPECT_DOUBLE_EQ(
+      allreduceCost(testCluster(AllreduceAlgorithm::Ring), kBytes).sentBytes,
+      2.0 * 15 / 16 * kBytes);
+  EXPECT_DOUBLE_EQ(
+      allreduceCost(testCluster(AllreduceAlgorithm::Tree), kBytes).sentBytes,
+      2.0 * kBytes);
+  EXPECT_DOUBLE_EQ(
+      allgatherCost(testCluster(AllreduceAlgorithm::Ring), kBytes).sentBytes,
+      15.0 / 16 * kBytes);
+  EXPECT_DOUBLE_EQ(
+      allreduceCost(testCluster(AllreduceAlgorithm::Hierarchical), kBytes)
+          .sentBytes,
+      2.0 * 3 / 4 * kBytes + 2.0 * 3 / 4 * kBytes);
+  // One rank sends nothing.
+  EXPECT_EQ(
+      allreduceCost(testCluster(AllreduceAlgorithm::Ring, 1), kBytes).sentBytes,
+      0.0);
+}
+
 TEST(CollectiveCost, TreeAllreduce) {
   // 2 ceil(lg 16) a = 2*4*10 = 80; 2 n b = 2 * 1e6 * 1e-3 = 2000.
   expectCost(allreduceCost(testCluster(AllreduceAlgorithm::Tree), kBytes), 80,

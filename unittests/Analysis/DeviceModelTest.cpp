@@ -124,6 +124,34 @@ TEST(DeviceModel, LocalWorkAndBridgeRoundTrip) {
   EXPECT_EQ(v100.bridge, BridgeCosts());
 }
 
+TEST(DeviceModel, HostCpuBound) {
+  llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(R"({
+      "peak_tflops": 1, "memory_gbps": 1,
+      "host_cpu": {"cores": 2, "ranks": 4, "step_us": 1500,
+                   "ns_per_sent_byte": 0.25}})");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  const HostCpu &host = device->hostCpu;
+  ASSERT_TRUE(host.isDescribed());
+  EXPECT_EQ(host.stepUs, 1500.0);
+  EXPECT_EQ(host.nsPerSentByte, 0.25);
+  // Four ranks on two cores: half a core each while all are busy, and 10 ms
+  // of CPU a rank takes the cores 20 ms.
+  EXPECT_EQ(host.busyShare(), 0.5);
+  EXPECT_EQ(host.boundUs(10000), 20000.0);
+  // Two ranks on eight cores: a whole core each; the bound is a quarter.
+  HostCpu roomy{8, 2, 0, 0};
+  EXPECT_EQ(roomy.busyShare(), 1.0);
+  EXPECT_EQ(roomy.boundUs(10000), 2500.0);
+  // Not described: no bound.
+  EXPECT_FALSE(HostCpu().isDescribed());
+  EXPECT_EQ(HostCpu().boundUs(10000), 0.0);
+  std::string text;
+  llvm::raw_string_ostream(text) << device->toJSON();
+  llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
+  EXPECT_EQ(reloaded->hostCpu, host);
+}
+
 TEST(DeviceModel, BadFieldsAreNamed) {
   struct Case {
     const char *json;
@@ -158,6 +186,13 @@ TEST(DeviceModel, BadFieldsAreNamed) {
       {R"({"peak_tflops": 1, "memory_gbps": 1,
            "bridge": {"mask_ns_per_element": "slow"}})",
        "expected number at device.bridge.mask_ns_per_element"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1, "host_cpu": {"ranks": 4}})",
+       "host_cpu needs both cores and ranks at device.host_cpu.cores"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "host_cpu": {"cores": 2, "ranks": 4, "ns_per_sent_byte": -1}})",
+       "expected a non-negative number at device.host_cpu.ns_per_sent_byte"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1, "host_cpu": 2})",
+       "expected object at device.host_cpu"},
   };
   for (const Case &c : cases) {
     std::string error =

@@ -27,6 +27,9 @@ struct CollectiveCost {
   double latencyUs = 0;
   /// Sum of the per-byte terms at full bandwidth, in microseconds.
   double bandwidthUs = 0;
+  /// Bytes each rank sends over its links (what its transport handles, on
+  /// its host's CPU where the transport is a host's: HostCpu).
+  double sentBytes = 0;
 
   /// The collective's time when it runs alone.
   double totalUs() const { return latencyUs + bandwidthUs; }
@@ -34,6 +37,7 @@ struct CollectiveCost {
   CollectiveCost &operator+=(const CollectiveCost &other) {
     latencyUs += other.latencyUs;
     bandwidthUs += other.bandwidthUs;
+    sentBytes += other.sentBytes;
     return *this;
   }
   friend CollectiveCost operator+(CollectiveCost lhs,

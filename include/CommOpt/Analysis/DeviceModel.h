@@ -63,6 +63,32 @@ struct BridgeCosts {
   bool operator==(const BridgeCosts &other) const;
 };
 
+/// The host CPU that ranks share where they compute on it (a CPU device) or
+/// drive their devices from: what a step costs it beyond the modelled work.
+/// A host whose ranks need more CPU in a step than its cores give is the
+/// step's bound however the communication overlaps (docs/CostModel.md,
+/// section 3.1). 0 cores: not described, and no bound.
+struct HostCpu {
+  /// The cores the host has for its ranks, and how many ranks share them.
+  double cores = 0;
+  double ranks = 0;
+  /// CPU a rank spends in a step beyond its compute and its collectives'
+  /// local work (the bridge's step, waking for waits), in microseconds.
+  double stepUs = 0;
+  /// The transport's CPU per byte a rank sends, in nanoseconds.
+  double nsPerSentByte = 0;
+
+  bool isDescribed() const { return cores > 0 && ranks > 0; }
+  /// The part of a core a rank's busy thread gets while every rank of the
+  /// host is busy: min(1, cores / ranks).
+  double busyShare() const;
+  /// The step time a rank that needs `cpuUs` of CPU in a step cannot beat:
+  /// every rank of the host needs as much, and the cores serve them all.
+  double boundUs(double cpuUs) const;
+
+  bool operator==(const HostCpu &other) const;
+};
+
 /// A compute device in the roofline model.
 struct DeviceModel {
   /// Preset or file name, for reports.
@@ -93,6 +119,8 @@ struct DeviceModel {
   LocalWorkRates localWork;
   /// The training bridge's costs (JSON `bridge`).
   BridgeCosts bridge;
+  /// The host's cores and what a step costs them (JSON `host_cpu`).
+  HostCpu hostCpu;
 
   /// Time of an op that performs `flops` floating-point operations and moves
   /// `bytes` bytes to or from memory: launchOverheadUs + max(flops / peak,

@@ -54,7 +54,19 @@ struct StepModel {
   /// How fast collectives progress while compute runs (the device's
   /// compute_overlap; SimulationOptions::progressWhileComputing).
   double progressWhileComputing = 1;
+  /// The host CPU a rank needs in a step (getStepCpuUs), and the step time
+  /// that bounds, with every rank of the host needing as much
+  /// (HostCpu::boundUs); both 0 where the device describes no host.
+  double cpuUs = 0;
+  double cpuBoundUs = 0;
 };
+
+/// The host CPU a rank of `model` needs in a step on `device`: its compute
+/// and its collectives' local work at the part of a core each rank gets
+/// while all are busy (HostCpu::busyShare), the host's cost per step, and
+/// its transport's for the bytes the collectives send; 0 where the device
+/// describes no host.
+double getStepCpuUs(const StepModel &model, const DeviceModel &device);
 
 /// The compute cost in microseconds of `op` on `device`: its `cost_us` when
 /// it is a comm.compute or carries a `comm.cost_us` attribute; otherwise a
@@ -224,6 +236,10 @@ struct StepTimeline {
   /// Compute tasks and collectives per iteration.
   size_t numTasks = 0;
   size_t numCollectives = 0;
+  /// The step the simulated timeline takes (the compute and collectives'
+  /// events), before the host's CPU bound (StepModel::cpuBoundUs) lengthens
+  /// result.stepUs where that is longer.
+  double simulatedStepUs = 0;
   /// Prefix sums of the compute events' durations, in execution order:
   /// busyPrefixUs[i] is the busy time of events [0, i).
   std::vector<double> busyPrefixUs;

@@ -595,6 +595,9 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         step.collectives[index].waitBefore = step.computeTasks.size() - 1;
   }
 
+  model.cpuUs = getStepCpuUs(model, device);
+  model.cpuBoundUs = device.hostCpu.boundUs(model.cpuUs);
+
   // Without per-layer forward tasks, no forward task waits for a layer's
   // gradients: they must all be reduced before the next step starts.
   if (!model.hasLayeredForward)
@@ -606,6 +609,23 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     if (task.waitBefore == step.computeTasks.size() && !task.layers.empty())
       task.waitBefore.reset();
   return model;
+}
+
+double mlir::comm::getStepCpuUs(const StepModel &model,
+                                const DeviceModel &device) {
+  const HostCpu &host = device.hostCpu;
+  if (!host.isDescribed())
+    return 0;
+  double busyUs = 0;
+  for (const ComputeTask &task : model.step.computeTasks)
+    busyUs += task.durationUs;
+  for (double localUs : model.collectiveLocalUs)
+    busyUs += localUs;
+  double sentBytes = 0;
+  for (const CollectiveTask &task : model.step.collectives)
+    sentBytes += task.cost.sentBytes;
+  return host.busyShare() * busyUs + host.stepUs +
+         sentBytes * host.nsPerSentByte * 1e-3;
 }
 
 StringRef mlir::comm::stringifySimulationMode(SimulationMode mode) {
@@ -683,6 +703,15 @@ mlir::comm::simulateStepModel(const StepModel &model,
   if (mode == SimulationMode::SteadyState) {
     timeline.firstIteration = steadyState.warmupIterations;
     timeline.numIterations = steadyState.measuredIterations;
+  }
+
+  // A host that cannot give its ranks the CPU the step needs bounds it,
+  // however the timeline overlaps: the step is at least that long.
+  timeline.simulatedStepUs = timeline.result.stepUs;
+  if (model.cpuBoundUs > timeline.result.stepUs) {
+    timeline.result.stepUs = model.cpuBoundUs;
+    timeline.result.exposedCommunicationUs =
+        std::max(0.0, model.cpuBoundUs - timeline.result.computeUs);
   }
 
   const TimelineResult &events = timeline.result;

@@ -1,11 +1,11 @@
 """Checks the measured timelines (COMMOPT_TIMELINE) of a training run: one
 file per rank, each a Chrome trace of every step with the bridge's events
 and the runtime's phases of every collective of the plan, present and in
-the order they happen.
+the order they happen, and each step's CPU time.
 
-    check_timeline.py PLAN.json TRACE.rank0.json ... TRACE.rankN.json
+    check_timeline.py --host-ranks=N PLAN.json TRACE.rank0.json ...
 
-Prints one line per rank and exits non-zero on the first problem.
+N: the ranks the traces must say share the host. Prints one line per rank and exits non-zero on the first problem.
 """
 
 import json
@@ -22,7 +22,7 @@ def fail(where, message):
     sys.exit(f"{where}: {message}")
 
 
-def check_rank(plan, path):
+def check_rank(plan, path, host_ranks):
     with open(path) as handle:
         document = json.load(handle)
     info = document["otherData"]
@@ -36,6 +36,11 @@ def check_rank(plan, path):
         fail(path, f"steps {steps}, expected 0..{info['steps'] - 1}")
     if info["dropped_runtime_events"]:
         fail(path, f"{info['dropped_runtime_events']} runtime events lost")
+    if info.get("host_cores", 0) < 1 or \
+            info.get("host_ranks") != host_ranks:
+        fail(path, f"host_cores {info.get('host_cores')}, host_ranks "
+             f"{info.get('host_ranks')}: expected at least 1 core and "
+             f"{host_ranks} ranks")
     momentum = plan.get("momentum_correction", False)
     for step in steps:
         where = f"{path}, step {step}"
@@ -49,6 +54,11 @@ def check_rank(plan, path):
 
         span = named("step")
         begin, end = span["ts"], span["ts"] + span["dur"]
+        # The process's CPU time: positive, and no more than every core
+        # busy for the whole step.
+        cpu = span["args"].get("cpu_us", 0)
+        if not 0 < cpu <= info["host_cores"] * span["dur"] + SLACK_US:
+            fail(where, f"cpu_us {cpu} for a step of {span['dur']} us")
         for event in mine:
             at = event["ts"]
             until = at + event.get("dur", 0)
@@ -118,10 +128,11 @@ def check_rank(plan, path):
 
 
 def main(argv):
-    with open(argv[1]) as handle:
+    host_ranks = int(argv[1].removeprefix("--host-ranks="))
+    with open(argv[2]) as handle:
         plan = json.load(handle)
-    for path in argv[2:]:
-        check_rank(plan, path)
+    for path in argv[3:]:
+        check_rank(plan, path, host_ranks)
 
 
 if __name__ == "__main__":

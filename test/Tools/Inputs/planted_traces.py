@@ -12,6 +12,14 @@
         predicted step as it would be measured, except that collective #0's
         exchange takes DELAY_US longer than predicted.
 
+    planted_traces.py host-cpu DIR PREDICTED.json...
+        Writes DIR/STEM.rank0.json and DIR/STEM.rank1.json for each
+        predicted plan STEM.timeline.json: its step as measured, on a host
+        of HOST_CORES cores shared by HOST_RANKS ranks, each step's CPU
+        time the part of a core its busy time had plus HOST_CPU's cost per
+        step and per byte the plan sends (with a few percent of noise), and
+        DIR/planted-host.json, those constants.
+
     planted_traces.py check DEVICE.json DIR/planted.json
         Exits non-zero unless every fitted figure of the device description
         is within 5% of its planted value.
@@ -35,6 +43,9 @@ PLANTED = {
 }
 SELECTS = {"topk": 0, "threshold": 1, "chunk": 2}
 DELAY_US = 20000.0
+HOST_CORES, HOST_RANKS = 2, 4
+HOST_CPU = {"cores": HOST_CORES, "ranks": HOST_RANKS, "step_us": 3000.0,
+            "ns_per_sent_byte": 0.4}
 STEPS, RANKS = 8, 2
 
 
@@ -66,14 +77,14 @@ class Writer:
                   selected=selected, received=received, channel=channel,
                   ranks=RANKS, sparse=sparse, kind=kind)
 
-    def write(self, path):
+    def write(self, path, plan="planted", **info):
         with open(path, "w") as handle:
-            json.dump({"otherData": {
+            json.dump({"otherData": dict({
                 "format": "commopt-measured-timeline", "version": 1,
                 "rank": self.rank, "world_size": RANKS, "steps": self.step,
-                "plan": "planted", "model": "planted",
+                "plan": plan, "model": "planted",
                 "dropped_runtime_events": 0,
-                "collectives": self.collectives},
+                "collectives": self.collectives}, **info),
                 "traceEvents": self.events}, handle)
 
 
@@ -161,7 +172,12 @@ def fit_traces(folder):
         json.dump(PLANTED, handle)
 
 
-def compare_traces(predicted_path, folder):
+def compare_traces(predicted_path, folder, stem="compare", delay_us=DELAY_US,
+                   host=None):
+    """The predicted step as measured, collective #0's exchange `delay_us`
+    longer; with `host` (HOST_CPU), each step's CPU time as that host
+    spends it."""
+    rng = random.Random(11)
     with open(predicted_path) as handle:
         predicted = json.load(handle)["traceEvents"]
     compute = sorted((e for e in predicted if e.get("cat") == "compute"),
@@ -192,7 +208,7 @@ def compare_traces(predicted_path, folder):
                 writer.span(f"issue #{index}", "issue",
                             origin + args["issue_us"], 0.0,
                             collective=index, kind="dense")
-                delay = DELAY_US if index == 0 else 0.0
+                delay = delay_us if index == 0 else 0.0
                 duration = event["dur"] + delay
                 begin = origin + event["ts"]
                 writer.phase("exchange", index, begin, duration, 1000, 0,
@@ -202,9 +218,28 @@ def compare_traces(predicted_path, folder):
                 end = max(end, event["ts"] + duration)
             writer.span("wait #0", "wait", origin + computed, end - computed,
                         collective=0)
-            writer.span("step", "step", origin, end)
+            cpu = {}
+            if host:
+                # Busy while it computed, at its share of a core.
+                sent = sum(e["args"]["sent_bytes"] for e in collectives)
+                share = min(1.0, host["cores"] / host["ranks"])
+                cpu = {"cpu_us": (share * computed + host["step_us"] +
+                                  host["ns_per_sent_byte"] * sent * 1e-3) *
+                       rng.uniform(0.97, 1.03)}
+            writer.span("step", "step", origin, end, **cpu)
         writer.step = 4
-        writer.write(f"{folder}/compare.rank{rank}.json")
+        info = {"host_cores": host["cores"], "host_ranks": host["ranks"]} \
+            if host else {}
+        writer.write(f"{folder}/{stem}.rank{rank}.json",
+                     plan=f"plan {folder}/{stem}.json", **info)
+
+
+def host_cpu_traces(folder, predicted_paths):
+    for path in predicted_paths:
+        stem = path.rsplit("/", 1)[-1].removesuffix(".timeline.json")
+        compare_traces(path, folder, stem, delay_us=0.0, host=HOST_CPU)
+    with open(f"{folder}/planted-host.json", "w") as handle:
+        json.dump({"host_cpu": HOST_CPU}, handle)
 
 
 def check(device_path, planted_path):
@@ -236,5 +271,7 @@ if __name__ == "__main__":
         fit_traces(sys.argv[2])
     elif sys.argv[1] == "compare":
         compare_traces(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "host-cpu":
+        host_cpu_traces(sys.argv[2], sys.argv[3:])
     else:
         check(sys.argv[2], sys.argv[3])

@@ -1,0 +1,48 @@
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-device.json" \
+// RUN:   2>&1 | FileCheck %s --check-prefix=SHARED
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/roomy-host-device.json" \
+// RUN:   2>&1 | FileCheck %s --check-prefix=ROOMY
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json report=none" \
+// RUN:   | FileCheck %s --check-prefix=UNDESCRIBED
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-device.json report=json" \
+// RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
+// RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-ranks.json" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-RANKS
+// RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-step.json" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-STEP
+
+// A device's host_cpu (docs/Cluster.md, section 4) prices the CPU a rank
+// needs in a step: its compute (10000 us) at the part of a core it gets
+// while every rank is busy, the host's cost per step (1000 us) and 1 ns per
+// byte sent (a ring allreduce of 1 MiB on 2 ranks sends 1 MiB). The
+// timeline takes 10000 us: the allreduce hides behind the last 2000 us.
+//
+// 4 ranks on 2 cores: 0.5 x 10000 + 1000 + 1048.576 = 7048.576 us a rank,
+// and the 2 cores need twice that for the 4 ranks: the step takes
+// 14097.152 us, not 10000.
+// SHARED: host CPU             7048.576 us a rank; 4 ranks on 2 cores bound the step at 14097.152 us (the bound sets it)
+// SHARED: comm.estimate = {{{.*}}cpu_bound_us = 14097.152 : f64, cpu_us = 7048.576 : f64, {{.*}}step_us = 14097.152 : f64}
+
+// 2 ranks on 8 cores: a rank's busy time is all CPU (12048.576 us), and
+// the cores serve the 2 ranks in a quarter of it: the timeline's step
+// stands.
+// ROOMY: host CPU            12048.576 us a rank; 2 ranks on 8 cores bound the step at 3012.144 us{{$}}
+// ROOMY: comm.estimate = {{{.*}}cpu_bound_us = 3012.1440{{[0-9]*}} : f64, cpu_us = 12048.576{{[0-9]*}} : f64, {{.*}}step_us = 1.000000e+04 : f64}
+
+// A device that describes no host: no CPU figures, no bound.
+// UNDESCRIBED: comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 1.000000e+04 : f64}
+
+// JSON: "step_us": 14097.152
+// JSON: "cpu_us": 7048.576
+// JSON-NEXT: "cpu_bound_us": 14097.152
+
+// BAD-RANKS: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-ranks.json: invalid device description: expected a positive number: host_cpu needs both cores and ranks at device.host_cpu.ranks
+// BAD-STEP: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-step.json: invalid device description: expected a non-negative number at device.host_cpu.step_us
+
+func.func @step() -> tensor<262144xf32> {
+  %g = comm.compute () {cost_us = 8000.0 : f64, layer = 0 : i64, name = "backward", phase = #comm.phase<backward>} : () -> tensor<262144xf32>
+  %t = comm.start %g {channel = 0 : i64, name = "w", reduce = #comm.reduce<avg>} : tensor<262144xf32>
+  comm.compute () {cost_us = 2000.0 : f64, name = "other", phase = #comm.phase<backward>} : () -> ()
+  %r = comm.wait %t : tensor<262144xf32>
+  return %r : tensor<262144xf32>
+}
