@@ -47,7 +47,7 @@ bool LocalWorkRates::operator==(const LocalWorkRates &other) const {
 
 bool BridgeCosts::operator==(const BridgeCosts &other) const {
   return hookUs == other.hookUs && momentumNs == other.momentumNs &&
-         maskNs == other.maskNs;
+         maskNs == other.maskNs && blockingCallUs == other.blockingCallUs;
 }
 
 double HostCpu::busyShare() const {
@@ -85,7 +85,10 @@ static bool verifyBridge(const BridgeCosts &bridge, Path path) {
   return detail::checkNonNegative(bridge.hookUs, path, "hook_us") &&
          detail::checkNonNegative(bridge.momentumNs, path,
                                   "momentum_ns_per_element") &&
-         detail::checkNonNegative(bridge.maskNs, path, "mask_ns_per_element");
+         detail::checkNonNegative(bridge.maskNs, path,
+                                  "mask_ns_per_element") &&
+         detail::checkNonNegative(bridge.blockingCallUs, path,
+                                  "blocking_call_us");
 }
 
 /// Likewise for the host's CPU (its `host_cpu` field): cores and ranks
@@ -150,7 +153,8 @@ static bool fromJSON(const llvm::json::Value &value, BridgeCosts &bridge,
   llvm::json::ObjectMapper mapper(value, path);
   return mapper && mapper.mapOptional("hook_us", bridge.hookUs) &&
          mapper.mapOptional("momentum_ns_per_element", bridge.momentumNs) &&
-         mapper.mapOptional("mask_ns_per_element", bridge.maskNs);
+         mapper.mapOptional("mask_ns_per_element", bridge.maskNs) &&
+         mapper.mapOptional("blocking_call_us", bridge.blockingCallUs);
 }
 
 /// Reads a device description's `host_cpu` object.
@@ -227,7 +231,8 @@ llvm::json::Value DeviceModel::toJSON() const {
       {"bridge",
        llvm::json::Object{{"hook_us", bridge.hookUs},
                           {"momentum_ns_per_element", bridge.momentumNs},
-                          {"mask_ns_per_element", bridge.maskNs}}},
+                          {"mask_ns_per_element", bridge.maskNs},
+                          {"blocking_call_us", bridge.blockingCallUs}}},
       {"host_cpu",
        llvm::json::Object{{"cores", hostCpu.cores},
                           {"ranks", hostCpu.ranks},

@@ -123,8 +123,8 @@ class Step:
                            if e["cat"] == "wait"]
         self.momentum = [(at(e), e["dur"], e["args"]["elements"])
                          for e in events if e["cat"] == "momentum"]
-        self.masks = [(e["dur"], e["args"]["elements"]) for e in events
-                      if e["cat"] == "mask"]
+        self.masks = [(at(e), e["dur"], e["args"]["elements"])
+                      for e in events if e["cat"] == "mask"]
         optimizer = [e for e in events if e["cat"] == "optimizer"]
         self.optimizer = optimizer[0]["dur"] if optimizer else 0.0
         # {collective: {phase: (begin, duration, args)}}
@@ -453,10 +453,15 @@ def fit_device(args, steps):
     if momentum is not None:
         bridge["momentum_ns_per_element"] = momentum
         notes.append(f"momentum {momentum:.3g} ns")
-    mask = rate([(d * 1e3, n) for s in steps for d, n in s.masks])
+    mask = rate([(d * 1e3, n) for s in steps for _, d, n in s.masks])
     if mask is not None:
         bridge["mask_ns_per_element"] = mask
         notes.append(f"mask {mask:.3g} ns")
+    handoffs = [us for step in steps for us in blocking_handoffs(step)]
+    if handoffs:
+        bridge["blocking_call_us"] = median(handoffs)
+        notes.append(f"blocking call {bridge['blocking_call_us']:.3g} us "
+                     f"({len(handoffs)})")
     ranks = sorted({s.rank for s in steps})
     source = (f"commopt-timeline fit of {len(ranks)} rank(s) x "
               f"{len(steps) // len(ranks)} step(s) of "
@@ -586,12 +591,27 @@ def hook_work(step):
         yield max(0.0, duration - inner)
 
 
+def blocking_handoffs(step):
+    """What each blocking collective of `step` took the step thread beyond
+    the runtime's call: its issue's span without the call and the momentum
+    correction and masking the bridge ran within it."""
+    for index, phases in step.phases.items():
+        call = phases.get("call")
+        if call is None or call[2]["channel"] >= 0 or \
+                index not in step.issues:
+            continue
+        begin, duration = step.issues[index]
+        inner = sum(d for t, d, _ in step.momentum + step.masks
+                    if begin <= t and t + d <= begin + duration + 1e-6)
+        yield max(0.0, duration - call[1] - inner)
+
+
 def bridge_us(step):
     """The bridge's work in `step` on the step thread that the cost model
     prices apart from compute (DeviceModel::bridge): the hooks' own work,
     momentum correction and masking."""
     return sum(hook_work(step)) + sum(d for _, d, _ in step.momentum) + \
-        sum(d for d, _ in step.masks)
+        sum(d for _, d, _ in step.masks)
 
 
 def local_us(step):
@@ -601,13 +621,25 @@ def local_us(step):
                for p in LOCAL_PHASES if p in phases)
 
 
-def fit_host_cpu(predicted_of, steps, info, host):
+def profile_compute_us(profile):
+    """A gradient profile's compute per step: its forward (the profile's
+    or its layers'), every layer's backward and the update."""
+    layers = profile.get("layers", [])
+    forward = profile.get("forward_us") or \
+        sum(layer.get("forward_us", 0) for layer in layers)
+    return forward + sum(layer.get("backward_us", 0) for layer in layers) + \
+        profile.get("update_us", 0)
+
+
+def fit_host_cpu(predicted_of, steps, info, host, compute=None):
     """The host's CPU beyond the modelled work (`host_cpu` of the device
     description, over `host`): each traced step's CPU time, less the part
     of a core its busy time had (the step thread's compute, as the pooled
     median the fitted profile prices, plus its own bridge work and its
     collectives' local work), is step_us + ns_per_sent_byte x the bytes its
-    plan sends (the prediction's sent_bytes). Returns (host, note), or
+    plan sends (the prediction's sent_bytes); `compute`, where given, is
+    the model's compute per step (the fitted profile's). Returns (host,
+    note), or
     (None, why) where the traces cannot tell."""
     cores, ranks = info.get("host_cores"), info.get("host_ranks")
     if not cores or not ranks:
@@ -616,9 +648,11 @@ def fit_host_cpu(predicted_of, steps, info, host):
     if not timed:
         return None, "the traces have no CPU time per step"
     share = min(1.0, cores / ranks)
-    # The model's compute of a step: one figure for every plan (the
-    # profile's), without the bridge's work that it prices apart.
-    compute = median(s.compute() - bridge_us(s) for s in timed)
+    # The model's compute of a step, one figure for every plan: `compute`
+    # (the fitted profile's), else the traced steps' median, without the
+    # bridge's work that the model prices apart.
+    if compute is None:
+        compute = median(s.compute() - bridge_us(s) for s in timed)
     samples = []
     for step in timed:
         prediction = predicted_of(step)
@@ -667,11 +701,17 @@ def match_predictions(paths, function):
 def fit(args):
     info, steps = load_steps(args.traces, args.skip_steps)
     device, notes = fit_device(args, steps)
+    profile = None
+    if args.profile:
+        if not args.profile_output:
+            raise ToolError("--profile needs --profile-output")
+        profile = fit_profile(args.profile, steps)
     if args.predicted:
         predicted_of = match_predictions(args.predicted, args.function)
         extra, apart, overlap, beside = fit_in_step(predicted_of, steps)
-        host, note = fit_host_cpu(predicted_of, steps, info,
-                                  device.get("host_cpu", {}))
+        host, note = fit_host_cpu(
+            predicted_of, steps, info, device.get("host_cpu", {}),
+            profile_compute_us(profile) if profile else None)
         if host is not None:
             device["host_cpu"] = host
             device["source"] += "; " + note
@@ -701,10 +741,8 @@ def fit(args):
         raise ToolError("--cluster-output needs --predicted")
     write_json(args.output, device)
     print(f"commopt-timeline fit: {args.output}: " + "; ".join(notes))
-    if args.profile:
-        if not args.profile_output:
-            raise ToolError("--profile needs --profile-output")
-        write_json(args.profile_output, fit_profile(args.profile, steps))
+    if profile:
+        write_json(args.profile_output, profile)
         print(f"commopt-timeline fit: {args.profile_output}: the compute of "
               f"{args.profile} as measured")
 

@@ -100,7 +100,7 @@ TEST(DeviceModel, LocalWorkAndBridgeRoundTrip) {
                      "scatter_ns_per_entry": 30,
                      "dense_ns_per_element": 0.125},
       "bridge": {"hook_us": 12, "momentum_ns_per_element": 1.25,
-                 "mask_ns_per_element": 2.5}})");
+                 "mask_ns_per_element": 2.5, "blocking_call_us": 1800}})");
   ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
   const LocalWorkRates &rates = device->localWork;
   EXPECT_EQ(rates.accumulateNs, 0.5);
@@ -113,6 +113,7 @@ TEST(DeviceModel, LocalWorkAndBridgeRoundTrip) {
   EXPECT_EQ(device->bridge.hookUs, 12.0);
   EXPECT_EQ(device->bridge.momentumNs, 1.25);
   EXPECT_EQ(device->bridge.maskNs, 2.5);
+  EXPECT_EQ(device->bridge.blockingCallUs, 1800.0);
   std::string text;
   llvm::raw_string_ostream(text) << device->toJSON();
   llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
@@ -186,6 +187,9 @@ TEST(DeviceModel, BadFieldsAreNamed) {
       {R"({"peak_tflops": 1, "memory_gbps": 1,
            "bridge": {"mask_ns_per_element": "slow"}})",
        "expected number at device.bridge.mask_ns_per_element"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "bridge": {"blocking_call_us": -3}})",
+       "expected a non-negative number at device.bridge.blocking_call_us"},
       {R"({"peak_tflops": 1, "memory_gbps": 1, "host_cpu": {"ranks": 4}})",
        "host_cpu needs both cores and ranks at device.host_cpu.cores"},
       {R"({"peak_tflops": 1, "memory_gbps": 1,

@@ -59,6 +59,10 @@ struct BridgeCosts {
   /// Momentum factor masking after the sparse allreduce's wait, per
   /// element, in nanoseconds.
   double maskNs = 0;
+  /// What a blocking collective costs the step thread beyond the runtime's
+  /// call, in microseconds: handing the call to the thread that runs it
+  /// (with a timeout) and being woken when it returns.
+  double blockingCallUs = 0;
 
   bool operator==(const BridgeCosts &other) const;
 };

@@ -529,6 +529,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           return failure();
       } else {
         task->blocking = true;
+        // The bridge hands a blocking call to a thread of its own and waits.
+        task->cost.latencyUs += device.bridge.blockingCallUs;
       }
       continue;
     }

@@ -30,7 +30,7 @@ import random
 import sys
 
 # Nanoseconds per element (per entry, per element of the bridge's work),
-# microseconds per hook.
+# microseconds per hook and per blocking call's handoff.
 PLANTED = {
     "local_work": {"accumulate_ns_per_element": 0.8,
                    "select_ns_per_element": {"threshold": 2.5, "topk": 3.1,
@@ -39,7 +39,7 @@ PLANTED = {
                    "scatter_ns_per_entry": 35.0,
                    "dense_ns_per_element": 0.3},
     "bridge": {"hook_us": 12.0, "momentum_ns_per_element": 1.7,
-               "mask_ns_per_element": 2.9},
+               "mask_ns_per_element": 2.9, "blocking_call_us": 1800.0},
 }
 SELECTS = {"topk": 0, "threshold": 1, "chunk": 2}
 DELAY_US = 20000.0
@@ -118,15 +118,13 @@ def fit_traces(folder):
                 momentum = noisy(n * bridge["momentum_ns_per_element"] * 1e-3)
                 writer.span(f"momentum {name}", "momentum", t, momentum,
                             name=name, elements=n)
-                issue = 40.0
-                writer.span(f"issue #{index}", "issue", t + momentum, issue,
-                            collective=index, kind="sparse")
-                hook = noisy(bridge["hook_us"])
-                duration = momentum + issue + hook
-                writer.span(f"hook {name}", "hook", hook_begin, duration,
-                            name=name)
-                # The collective runs blocking here, on the step thread.
-                begin = t + duration
+                # The issue hands the blocking call to the bridge's thread,
+                # which runs it, and the bridge masks the velocity before
+                # the hook returns; the handoff costs the planted time,
+                # half before the call and half after.
+                issue_begin = t + momentum
+                handoff = noisy(bridge["blocking_call_us"])
+                begin = issue_begin + handoff / 2
                 # As the bridge writes it: the commrt_select.
                 kind = SELECTS[select]
                 phases = [
@@ -151,7 +149,14 @@ def fit_traces(folder):
                 mask = noisy(n * bridge["mask_ns_per_element"] * 1e-3)
                 writer.span(f"mask {name}", "mask", at, mask, name=name,
                             elements=n)
-                t = at + mask + 100
+                issue_end = at + mask + handoff / 2
+                writer.span(f"issue #{index}", "issue", issue_begin,
+                            issue_end - issue_begin, collective=index,
+                            kind="sparse")
+                hook = noisy(bridge["hook_us"])
+                writer.span(f"hook {name}", "hook", hook_begin,
+                            issue_end + hook - hook_begin, name=name)
+                t = issue_end + hook + 100
             # A dense collective without a wire type: its division.
             n = 4_000_000
             index = len(sparse)
