@@ -85,8 +85,7 @@ static bool verifyBridge(const BridgeCosts &bridge, Path path) {
   return detail::checkNonNegative(bridge.hookUs, path, "hook_us") &&
          detail::checkNonNegative(bridge.momentumNs, path,
                                   "momentum_ns_per_element") &&
-         detail::checkNonNegative(bridge.maskNs, path,
-                                  "mask_ns_per_element") &&
+         detail::checkNonNegative(bridge.maskNs, path, "mask_ns_per_element") &&
          detail::checkNonNegative(bridge.blockingCallUs, path,
                                   "blocking_call_us");
 }
