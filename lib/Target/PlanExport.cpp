@@ -396,8 +396,9 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
     });
     if (estimate)
       json.attributeObject("estimate", [&] {
-        for (StringRef key : {"step_us", "compute_us", "communication_us",
-                              "exposed_us", "cpu_us", "cpu_bound_us"})
+        for (StringRef key :
+             {"step_us", "compute_us", "communication_us", "exposed_us",
+              "cpu_us", "cpu_bound_us", "network_idle_us", "host_bound_us"})
           if (auto value = estimate.getAs<FloatAttr>(key))
             json.attribute(key, value.getValueAsDouble());
         if (auto mode = estimate.getAs<StringAttr>("mode"))

@@ -240,6 +240,9 @@ LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
                                simulated.timeline.simulatedStepUs);
                 json.attribute("cpu_us", simulated.model.cpuUs);
                 json.attribute("cpu_bound_us", simulated.model.cpuBoundUs);
+                json.attribute("network_idle_us",
+                               simulated.timeline.networkIdleUs);
+                json.attribute("host_bound_us", simulated.timeline.hostBoundUs);
               });
       });
     });

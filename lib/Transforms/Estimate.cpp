@@ -68,6 +68,11 @@ struct FunctionEstimate {
   /// (StepModel::cpuUs, cpuBoundUs); 0 without a described host.
   double cpuUs = 0;
   double cpuBoundUs = 0;
+  /// The time the host's cores idle while every rank waits on the network,
+  /// and the step the host allows (StepTimeline::networkIdleUs,
+  /// hostBoundUs).
+  double networkIdleUs = 0;
+  double hostBoundUs = 0;
   /// Collectives in program order.
   std::vector<CollectiveRow> collectives;
 
@@ -118,6 +123,10 @@ static void attachEstimate(func::FuncOp func, const StepModel &model,
         func->getAttrOfType<DictionaryAttr>("comm.estimate"));
     estimate.set("cpu_us", builder.getF64FloatAttr(model.cpuUs));
     estimate.set("cpu_bound_us", builder.getF64FloatAttr(model.cpuBoundUs));
+    estimate.set("network_idle_us",
+                 builder.getF64FloatAttr(timeline.networkIdleUs));
+    estimate.set("host_bound_us",
+                 builder.getF64FloatAttr(timeline.hostBoundUs));
     func->setAttr("comm.estimate", estimate.getDictionary(func.getContext()));
   }
   // One new attribute dictionary per op: steps have up to 10^5 collectives.
@@ -148,6 +157,8 @@ static FunctionEstimate summarize(StringRef modelName, func::FuncOp func,
   estimate.exposedUs = result.exposedCommunicationUs;
   estimate.cpuUs = model.cpuUs;
   estimate.cpuBoundUs = model.cpuBoundUs;
+  estimate.networkIdleUs = timeline.networkIdleUs;
+  estimate.hostBoundUs = timeline.hostBoundUs;
   estimate.collectives.reserve(model.collectiveOps.size());
   for (auto [index, op] : llvm::enumerate(model.collectiveOps)) {
     const CollectiveTask &task = model.step.collectives[index];
@@ -401,9 +412,11 @@ private:
                        << llvm::format("%g", host.ranks) << " ranks on "
                        << llvm::format("%g", host.cores) << " cores bound the "
                        << period << " at "
-                       << llvm::format("%.3f us", estimate.cpuBoundUs)
-                       << (estimate.cpuBoundUs >= estimate.stepUs
-                               ? " (the bound sets it)"
+                       << llvm::format("%.3f us", estimate.hostBoundUs)
+                       << llvm::format(" (%.3f us of it idle on the network)",
+                                       estimate.networkIdleUs)
+                       << (estimate.hostBoundUs >= estimate.stepUs
+                               ? ", which sets it"
                                : "")
                        << "\n";
     }
@@ -493,6 +506,8 @@ private:
       if (estimate.cpuUs > 0) {
         json.attribute("cpu_us", estimate.cpuUs);
         json.attribute("cpu_bound_us", estimate.cpuBoundUs);
+        json.attribute("network_idle_us", estimate.networkIdleUs);
+        json.attribute("host_bound_us", estimate.hostBoundUs);
       }
       json.attributeArray("collectives", [&] {
         for (const CollectiveRow &row : estimate.collectives)

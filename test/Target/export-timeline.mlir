@@ -18,7 +18,7 @@
 // start and duration in microseconds; events are written one per line.
 
 // CHECK: {"displayTimeUnit": "ms",
-// CHECK-NEXT: "otherData": {"generator":"commopt-translate --export-timeline","model":"toy","cluster":"two-ranks-independent","cluster_source":"option","device":"v100","mode":"step","steps":{"@layers":{"step_us":210,"simulated_step_us":210,"cpu_us":0,"cpu_bound_us":0}}},
+// CHECK-NEXT: "otherData": {"generator":"commopt-translate --export-timeline","model":"toy","cluster":"two-ranks-independent","cluster_source":"option","device":"v100","mode":"step","steps":{"@layers":{"step_us":210,"simulated_step_us":210,"cpu_us":0,"cpu_bound_us":0,"network_idle_us":0,"host_bound_us":0}}},
 // CHECK-NEXT: "traceEvents": [
 // CHECK-NEXT: {"name":"process_name","ph":"M","pid":1,"args":{"name":"toy @layers"}},
 // CHECK-NEXT: {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"compute"}},

@@ -20,21 +20,38 @@
 // 4 ranks on 2 cores: 0.5 x 10000 + 1000 + 1048.576 = 7048.576 us a rank,
 // and the 2 cores need twice that for the 4 ranks: the step takes
 // 14097.152 us, not 10000.
-// SHARED: host CPU             7048.576 us a rank; 4 ranks on 2 cores bound the step at 14097.152 us (the bound sets it)
-// SHARED: comm.estimate = {{{.*}}cpu_bound_us = 14097.152 : f64, cpu_us = 7048.576 : f64, {{.*}}step_us = 14097.152 : f64}
+// SHARED-LABEL: comm-estimate: @step
+// SHARED: host CPU             7048.576 us a rank; 4 ranks on 2 cores bound the step at 14097.152 us (0.000 us of it idle on the network), which sets it
+
+// Blocking, the allreduce's 1034 us hide behind no compute: every rank
+// waits on the network and the cores idle. The timeline takes 11034 us, of
+// which 1034 / 11034 idle; that share of the CPU no task does (1000 us a
+// step and 1048.576 us for the bytes: 191.973 us) fills idle cores. The
+// rest, 6856.603 us a rank, takes the 2 cores 13713.206 us, plus the
+// 1034 us idle: 14747.206 us.
+// SHARED-LABEL: comm-estimate: @blocking
+// SHARED: host CPU             7048.576 us a rank; 4 ranks on 2 cores bound the step at 14747.206 us (1034.000 us of it idle on the network), which sets it
+// SHARED: @step() {{.*}}comm.estimate = {{{.*}}cpu_bound_us = 14097.152 : f64, cpu_us = 7048.576 : f64, {{.*}}host_bound_us = 14097.152 : f64, {{.*}}network_idle_us = 0.000000e+00 : f64, {{.*}}step_us = 14097.152 : f64}
+// SHARED: @blocking() {{.*}}comm.estimate = {{{.*}}cpu_bound_us = 14097.152 : f64, cpu_us = 7048.576 : f64, {{.*}}host_bound_us = 14747.2064{{[0-9]*}} : f64, {{.*}}network_idle_us = 1.034000e+03 : f64, {{.*}}step_us = 14747.2064{{[0-9]*}} : f64}
 
 // 2 ranks on 8 cores: a rank's busy time is all CPU (12048.576 us), and
 // the cores serve the 2 ranks in a quarter of it: the timeline's step
 // stands.
-// ROOMY: host CPU            12048.576 us a rank; 2 ranks on 8 cores bound the step at 3012.144 us{{$}}
-// ROOMY: comm.estimate = {{{.*}}cpu_bound_us = 3012.1440{{[0-9]*}} : f64, cpu_us = 12048.576{{[0-9]*}} : f64, {{.*}}step_us = 1.000000e+04 : f64}
+// ROOMY-LABEL: comm-estimate: @step
+// ROOMY: host CPU            12048.576 us a rank; 2 ranks on 8 cores bound the step at 3012.144 us (0.000 us of it idle on the network){{$}}
+// ROOMY: @step() {{.*}}comm.estimate = {{{.*}}cpu_bound_us = 3012.1440{{[0-9]*}} : f64, cpu_us = 12048.576{{[0-9]*}} : f64, {{.*}}step_us = 1.000000e+04 : f64}
 
 // A device that describes no host: no CPU figures, no bound.
-// UNDESCRIBED: comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 1.000000e+04 : f64}
+// UNDESCRIBED: @step() {{.*}}comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 1.000000e+04 : f64}
 
 // JSON: "step_us": 14097.152
 // JSON: "cpu_us": 7048.576
 // JSON-NEXT: "cpu_bound_us": 14097.152
+// JSON-NEXT: "network_idle_us": 0
+// JSON-NEXT: "host_bound_us": 14097.152
+// JSON: "step_us": 14747.2064
+// JSON: "network_idle_us": 1034
+// JSON-NEXT: "host_bound_us": 14747.2064
 
 // BAD-RANKS: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-ranks.json: invalid device description: expected a positive number: host_cpu needs both cores and ranks at device.host_cpu.ranks
 // BAD-STEP: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-step.json: invalid device description: expected a non-negative number at device.host_cpu.step_us
@@ -44,5 +61,12 @@ func.func @step() -> tensor<262144xf32> {
   %t = comm.start %g {channel = 0 : i64, name = "w", reduce = #comm.reduce<avg>} : tensor<262144xf32>
   comm.compute () {cost_us = 2000.0 : f64, name = "other", phase = #comm.phase<backward>} : () -> ()
   %r = comm.wait %t : tensor<262144xf32>
+  return %r : tensor<262144xf32>
+}
+
+func.func @blocking() -> tensor<262144xf32> {
+  %g = comm.compute () {cost_us = 8000.0 : f64, layer = 0 : i64, name = "backward", phase = #comm.phase<backward>} : () -> tensor<262144xf32>
+  %r = comm.allreduce %g {name = "w", reduce = #comm.reduce<avg>} : tensor<262144xf32> -> tensor<262144xf32>
+  comm.compute () {cost_us = 2000.0 : f64, name = "other", phase = #comm.phase<backward>} : () -> ()
   return %r : tensor<262144xf32>
 }

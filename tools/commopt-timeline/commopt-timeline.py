@@ -284,8 +284,10 @@ def compare(args):
     if host.get("cpu_us") and cpu:
         print(f"host CPU a rank: predicted {host['cpu_us'] / 1e3:.2f} ms, "
               f"measured {cpu / 1e3:.2f} ms (median), "
-              f"{(host['cpu_us'] - cpu) / cpu * 100:+.1f}%; it bounds the "
-              f"step at {host['cpu_bound_us'] / 1e3:.2f} ms")
+              f"{(host['cpu_us'] - cpu) / cpu * 100:+.1f}%; the host bounds "
+              f"the step at {host.get('host_bound_us', 0.0) / 1e3:.2f} ms "
+              f"({host.get('network_idle_us', 0.0) / 1e3:.2f} ms of it idle "
+              "on the network)")
     print("furthest off first (times from the step's start, medians over "
           "ranks and steps):")
     width = max(len(row[0]) for row in rows)

@@ -48,6 +48,11 @@ struct StepModel {
   /// (a sparse allreduce's passes, a dense one's unpacking and wire
   /// conversions), in microseconds.
   SmallVector<double> collectiveLocalUs;
+  /// The part of each collective's time beyond its local work during which
+  /// the host's cores still work, in microseconds: the ranks' arrival (the
+  /// cluster's collective overhead: the last ranks still compute while the
+  /// first wait) and a blocking call's handoff to the bridge's thread.
+  SmallVector<double> collectiveArrivalUs;
   /// Whether the step has per-layer forward tasks, which steady-state
   /// simulation needs to let a layer's forward wait on its gradients only.
   bool hasLayeredForward = false;
@@ -56,17 +61,24 @@ struct StepModel {
   double progressWhileComputing = 1;
   /// The host CPU a rank needs in a step (getStepCpuUs), and the step time
   /// that bounds, with every rank of the host needing as much
-  /// (HostCpu::boundUs); both 0 where the device describes no host.
+  /// (HostCpu::boundUs); both 0 where the device describes no host. The
+  /// simulation adds the time the cores idle while every rank waits on the
+  /// network (StepTimeline::networkIdleUs).
   double cpuUs = 0;
   double cpuBoundUs = 0;
+  /// The part of cpuUs that no task of the step does (the host's cost per
+  /// step and its transport's): spread over the step, what of it falls
+  /// while the cores idle on the network costs no step time.
+  double cpuSpreadUs = 0;
 };
 
 /// The host CPU a rank of `model` needs in a step on `device`: its compute
 /// and its collectives' local work at the part of a core each rank gets
-/// while all are busy (HostCpu::busyShare), the host's cost per step, and
-/// its transport's for the bytes the collectives send; 0 where the device
-/// describes no host.
-double getStepCpuUs(const StepModel &model, const DeviceModel &device);
+/// while all are busy (HostCpu::busyShare), plus `spreadUs`, the host's
+/// cost per step and its transport's for the bytes the collectives send;
+/// 0 where the device describes no host.
+double getStepCpuUs(const StepModel &model, const DeviceModel &device,
+                    double *spreadUs = nullptr);
 
 /// The compute cost in microseconds of `op` on `device`: its `cost_us` when
 /// it is a comm.compute or carries a `comm.cost_us` attribute; otherwise a
@@ -237,9 +249,18 @@ struct StepTimeline {
   size_t numTasks = 0;
   size_t numCollectives = 0;
   /// The step the simulated timeline takes (the compute and collectives'
-  /// events), before the host's CPU bound (StepModel::cpuBoundUs) lengthens
-  /// result.stepUs where that is longer.
+  /// events), before the host's bound (hostBoundUs) lengthens result.stepUs
+  /// where that is longer.
   double simulatedStepUs = 0;
+  /// Where the device describes its host: the time its cores idle in a
+  /// step because every rank waits on the network, no compute beside it:
+  /// each collective's time that no compute hides, less its local work and
+  /// the ranks' arrival (StepModel::collectiveArrivalUs).
+  double networkIdleUs = 0;
+  /// The step the host allows: networkIdleUs plus the time its cores need
+  /// for the ranks' CPU outside those idle times (StepModel::cpuBoundUs
+  /// less the share of cpuSpreadUs that falls in them); 0 without a host.
+  double hostBoundUs = 0;
   /// Prefix sums of the compute events' durations, in execution order:
   /// busyPrefixUs[i] is the busy time of events [0, i).
   std::vector<double> busyPrefixUs;

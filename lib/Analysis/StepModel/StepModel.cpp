@@ -382,6 +382,9 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
       return std::nullopt;
     return step.computeTasks.size() - 1;
   };
+  // The cluster a collective runs on: all of `cluster`'s ranks, or the
+  // ranks of its process group (ClusterModel::forGroup).
+  CollectiveClusters clusters(cluster);
   auto addCollective = [&](Operation *op, ValueRange inputs,
                            CollectiveCost cost, double bytes, double localUs,
                            std::string label) -> CollectiveTask & {
@@ -395,11 +398,10 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     model.collectiveBytes.push_back(bytes);
     model.collectiveMembers.push_back(getMemberNames(op));
     model.collectiveLocalUs.push_back(localUs);
+    model.collectiveArrivalUs.push_back(
+        clusters.get(cast<CollectiveOpInterface>(op)).collectiveOverheadUs);
     return step.collectives.back();
   };
-  // The cluster a collective runs on: all of `cluster`'s ranks, or the
-  // ranks of its process group (ClusterModel::forGroup).
-  CollectiveClusters clusters(cluster);
   // A dense allreduce of `op`'s gradients, each in the type it travels in
   // (a dynamic shape counts 0 bytes), by its algorithm (else the cluster's).
   auto addAllreduce = [&](CollectiveOpInterface op,
@@ -445,6 +447,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   model.collectiveOps.reserve(numCollectives);
   model.collectiveBytes.reserve(numCollectives);
   model.collectiveMembers.reserve(numCollectives);
+  model.collectiveLocalUs.reserve(numCollectives);
+  model.collectiveArrivalUs.reserve(numCollectives);
   step.computeTasks.reserve(numOps - numCollectives);
   model.computeOps.reserve(numOps - numCollectives);
 
@@ -531,6 +535,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         task->blocking = true;
         // The bridge hands a blocking call to a thread of its own and waits.
         task->cost.latencyUs += device.bridge.blockingCallUs;
+        model.collectiveArrivalUs.back() += device.bridge.blockingCallUs;
       }
       continue;
     }
@@ -597,7 +602,7 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         step.collectives[index].waitBefore = step.computeTasks.size() - 1;
   }
 
-  model.cpuUs = getStepCpuUs(model, device);
+  model.cpuUs = getStepCpuUs(model, device, &model.cpuSpreadUs);
   model.cpuBoundUs = device.hostCpu.boundUs(model.cpuUs);
 
   // Without per-layer forward tasks, no forward task waits for a layer's
@@ -614,8 +619,10 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
 }
 
 double mlir::comm::getStepCpuUs(const StepModel &model,
-                                const DeviceModel &device) {
+                                const DeviceModel &device, double *spreadUs) {
   const HostCpu &host = device.hostCpu;
+  if (spreadUs)
+    *spreadUs = 0;
   if (!host.isDescribed())
     return 0;
   double busyUs = 0;
@@ -626,8 +633,10 @@ double mlir::comm::getStepCpuUs(const StepModel &model,
   double sentBytes = 0;
   for (const CollectiveTask &task : model.step.collectives)
     sentBytes += task.cost.sentBytes;
-  return host.busyShare() * busyUs + host.stepUs +
-         sentBytes * host.nsPerSentByte * 1e-3;
+  double spread = host.stepUs + sentBytes * host.nsPerSentByte * 1e-3;
+  if (spreadUs)
+    *spreadUs = spread;
+  return host.busyShare() * busyUs + spread;
 }
 
 StringRef mlir::comm::stringifySimulationMode(SimulationMode mode) {
@@ -707,21 +716,40 @@ mlir::comm::simulateStepModel(const StepModel &model,
     timeline.numIterations = steadyState.measuredIterations;
   }
 
-  // A host that cannot give its ranks the CPU the step needs bounds it,
-  // however the timeline overlaps: the step is at least that long.
-  timeline.simulatedStepUs = timeline.result.stepUs;
-  if (model.cpuBoundUs > timeline.result.stepUs) {
-    timeline.result.stepUs = model.cpuBoundUs;
-    timeline.result.exposedCommunicationUs =
-        std::max(0.0, model.cpuBoundUs - timeline.result.computeUs);
-  }
-
   const TimelineResult &events = timeline.result;
   timeline.busyPrefixUs.reserve(events.computeEvents.size() + 1);
   timeline.busyPrefixUs.push_back(0.0);
   for (const ComputeEvent &event : events.computeEvents)
     timeline.busyPrefixUs.push_back(timeline.busyPrefixUs.back() +
                                     (event.endUs - event.startUs));
+
+  // A host that cannot give its ranks the CPU the step needs bounds it,
+  // however the timeline overlaps; and while every rank waits on the
+  // network with nothing to compute, its cores idle on top of that.
+  timeline.simulatedStepUs = timeline.result.stepUs;
+  if (model.cpuBoundUs > 0 && model.cpuUs > 0) {
+    for (size_t index = 0; index < timeline.numCollectives; ++index) {
+      const CollectiveEvent &event = timeline.getFirstShownEvent(index);
+      timeline.networkIdleUs +=
+          std::max(0.0, timeline.getComputeIdleUs(event.startUs, event.endUs) -
+                            model.collectiveLocalUs[index] -
+                            model.collectiveArrivalUs[index]);
+    }
+    // The CPU no task does runs spread over the step; what of it falls in
+    // the idle times fills idle cores.
+    double simulatedUs = timeline.simulatedStepUs;
+    double idleShare = simulatedUs > 0
+                           ? std::min(1.0, timeline.networkIdleUs / simulatedUs)
+                           : 0.0;
+    double busyCpuUs = model.cpuUs - model.cpuSpreadUs * idleShare;
+    timeline.hostBoundUs =
+        model.cpuBoundUs * (busyCpuUs / model.cpuUs) + timeline.networkIdleUs;
+    if (timeline.hostBoundUs > timeline.result.stepUs) {
+      timeline.result.stepUs = timeline.hostBoundUs;
+      timeline.result.exposedCommunicationUs =
+          std::max(0.0, timeline.hostBoundUs - timeline.result.computeUs);
+    }
+  }
 
   // The first shown iteration starts with its first compute task, or
   // earlier with a collective issued at the start of the iteration.
