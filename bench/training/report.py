@@ -31,7 +31,8 @@ ORDER = ["ddp", "ddp-fp16", "ddp-powersgd-2", "commopt-f32", "commopt-f16",
          "commopt-threshold-0.01", "commopt-threshold-0.001",
          "commopt-topk-0.001", "commopt-chunk-0.01", "commopt-chunk-0.001",
          "commopt-threshold-0.001-mc", "commopt-topk-0.001-mc",
-         "commopt-chunk-0.001-mc", "compute-only"]
+         "commopt-chunk-0.001-mc", "commopt-threshold-0.001-warmup",
+         "commopt-chunk-0.001-warmup", "compute-only"]
 
 
 def load_runs(pattern):

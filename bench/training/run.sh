@@ -24,6 +24,9 @@
 #     exporter's profile, the default device) give the "before" estimates;
 #  4. fidelity: every run trains $EPOCHS epochs of $TRAIN_SAMPLES samples on
 #     shared memory, batch 16 per rank, and reports test accuracy per epoch;
+#     so do threshold and chunk selection at 0.001 with Deep Gradient
+#     Compression's warm-up over the first epoch (-warmup: density 0.25
+#     falling to 0.001 over $WARMUP_STEPS steps);
 #  5. speed: every run takes $SPEED_STEPS steps on the emulated
 #     4 x 1 Gbit/s cluster (bench/cluster/emulate.sh, root) at each batch
 #     size of $SPEED_BATCHES, with its measured timeline, and so does a
@@ -38,7 +41,8 @@
 # Usage: bench/training/run.sh [fidelity] [speed]   (default: both; root:
 # both phases plan with a model calibrated on the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/training), EPOCHS
-# (3), TRAIN_SAMPLES (20000), SPEED_STEPS (40), SPEED_BATCHES ("16 4"),
+# (3), TRAIN_SAMPLES (20000), WARMUP_STEPS (one epoch at batch 16:
+# TRAIN_SAMPLES / 64), SPEED_STEPS (40), SPEED_BATCHES ("16 4"),
 # CALIBRATION_STEPS (20), CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), HOST_DEVICE (default
 # bench/cluster/host-2core-4ranks.json, what calibration starts from), RATE
@@ -54,6 +58,7 @@ source "$(dirname "$0")/../common.sh"
 OUT=${OUT:-$BUILD/training}
 EPOCHS=${EPOCHS:-3}
 TRAIN_SAMPLES=${TRAIN_SAMPLES:-20000}
+WARMUP_STEPS=${WARMUP_STEPS:-$((TRAIN_SAMPLES / 64))}
 SPEED_STEPS=${SPEED_STEPS:-40}
 SPEED_BATCHES=${SPEED_BATCHES:-16 4}
 CALIBRATION_STEPS=${CALIBRATION_STEPS:-20}
@@ -91,6 +96,16 @@ for entry in "${PLANS[@]}"; do
   case ${entry%%|*} in
   threshold-0.001 | topk-0.001 | chunk-0.001)
     MC_PLANS+=("${entry%%|*}-mc|${entry#*|} momentum-correction=true")
+    ;;
+  esac
+done
+# Deep Gradient Compression's warm-up, for accuracy: after it the plans
+# are the ones above, so the speed phase leaves them out.
+WARMUP_PLANS=()
+for entry in "${PLANS[@]}"; do
+  case ${entry%%|*} in
+  threshold-0.001 | chunk-0.001)
+    WARMUP_PLANS+=("${entry%%|*}-warmup|${entry#*|} sparse-warmup-steps=$WARMUP_STEPS sparse-warmup-density=0.25")
     ;;
   esac
 done
@@ -165,7 +180,7 @@ make_plans() {
     --base "$HOST_DEVICE" -o "$dir/device.json" "${predicted[@]}" \
     --cluster-base "$CLUSTER" --cluster-output "$dir/cluster.json" \
     --profile "$dir/profile.json" --profile-output "$dir/profile-fitted.json"
-  for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
+  for entry in "${PLANS[@]}" "${MC_PLANS[@]}" "${WARMUP_PLANS[@]}"; do
     plan_kind "$dir" "$dir/profile-fitted.json" "$dir/cluster.json" \
       "$dir/device.json" "$entry"
   done
@@ -182,6 +197,11 @@ for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
   name=${entry%%|*}
   RUNS+=("commopt-$name|--plan @PLANS@/$name.json")
 done
+FIDELITY_RUNS=("${RUNS[@]}")
+for entry in "${WARMUP_PLANS[@]}"; do
+  name=${entry%%|*}
+  FIDELITY_RUNS+=("commopt-$name|--plan @PLANS@/$name.json")
+done
 
 # Whether run $1 is selected by ONLY.
 selected() {
@@ -194,7 +214,7 @@ for phase in $PHASES; do
   fidelity)
     BATCH=16
     make_plans $BATCH
-    for run in "${RUNS[@]}"; do
+    for run in "${FIDELITY_RUNS[@]}"; do
       label=${run%%|*}
       selected "$label" || continue
       echo "== fidelity: $label" >&2

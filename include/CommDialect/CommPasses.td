@@ -695,8 +695,17 @@ def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {
     compute thread, which the step model prices with the device's bridge
     costs, and `--export-plan` tells the bridge to do it.
 
+    With `sparse-warmup-steps=N`, it records Deep Gradient Compression's
+    warm-up of the sparse gradients (`comm.sparse_warmup = {steps = N,
+    start_density = D}`): the training bridge sends each sparse gradient at
+    density `D` in the first step and lowers it geometrically to the plan's
+    density over the first `N` steps (a gradient whose density is at least
+    `D` keeps it). The estimate prices the steps after the warm-up.
+
     ```mlir
-    module attributes {comm.cluster = "ethernet10-16"} { ... }
+    module attributes {comm.cluster = "ethernet10-16",
+                       comm.sparse_warmup = {start_density = 2.500000e-01 : f64,
+                                             steps = 400 : i64}} { ... }
     ```
   }];
   let options = [
@@ -704,7 +713,14 @@ def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {
     Option<"momentumCorrection", "momentum-correction", "bool",
            /*default=*/"false",
            "Record that the plan trains with momentum correction of its "
-           "sparse gradients (default: false)">
+           "sparse gradients (default: false)">,
+    Option<"sparseWarmupSteps", "sparse-warmup-steps", "int64_t",
+           /*default=*/"0",
+           "Record a warm-up of the sparse gradients over this many steps "
+           "(0: none) (default: 0)">,
+    Option<"sparseWarmupDensity", "sparse-warmup-density", "double",
+           /*default=*/"0.25",
+           "The density the warm-up starts at, in (0, 1] (default: 0.25)">
   ];
 }
 

@@ -183,6 +183,19 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
                      "(comm-record-cluster's momentum-correction) (default: "
                      "false)"),
       llvm::cl::init(false)};
+  Option<int64_t> sparseWarmupSteps{
+      *this, "sparse-warmup-steps",
+      llvm::cl::desc("Deep Gradient Compression's warm-up: the bridge "
+                     "lowers each sparse gradient's density from "
+                     "sparse-warmup-density to the plan's over this many "
+                     "steps (comm-record-cluster's sparse-warmup-steps) "
+                     "(0: none) (default: 0)"),
+      llvm::cl::init(0)};
+  Option<double> sparseWarmupDensity{
+      *this, "sparse-warmup-density",
+      llvm::cl::desc("The density the warm-up starts at, in (0, 1] "
+                     "(default: 0.25)"),
+      llvm::cl::init(0.25)};
   Option<bool> sparseOverlap{
       *this, "sparse-overlap",
       llvm::cl::desc("Start sparse allreduces on a channel "

@@ -98,6 +98,16 @@ LogicalResult comm::verifyOptimizeOptions(
     return fail("sparse-chunk-elements",
                 "expected a positive element count, got " +
                     Twine(options.sparseChunkElements));
+  if (options.sparseWarmupSteps < 0)
+    return fail("sparse-warmup-steps",
+                "expected a non-negative step count, got " +
+                    Twine(options.sparseWarmupSteps));
+  if (!(options.sparseWarmupDensity > 0.0 &&
+        options.sparseWarmupDensity <= 1.0))
+    return fail(
+        "sparse-warmup-density",
+        "expected a fraction in (0, 1], got " +
+            llvm::formatv("{0}", options.sparseWarmupDensity.getValue()));
   if (!(options.lossyMargin >= 0.0 && options.lossyMargin < 1.0))
     return fail("lossy-margin",
                 "expected a fraction of the step in [0, 1), got " +
@@ -189,6 +199,8 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
   CommRecordClusterOptions record;
   record.cluster = options.cluster;
   record.momentumCorrection = options.momentumCorrection;
+  record.sparseWarmupSteps = options.sparseWarmupSteps;
+  record.sparseWarmupDensity = options.sparseWarmupDensity;
   pm.addPass(createCommRecordCluster(record));
   pm.addPass(createPlanSearchPass(options));
   if (options.estimate != EstimateMode::None) {

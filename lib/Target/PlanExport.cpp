@@ -322,6 +322,34 @@ static void writeCollective(llvm::json::OStream &json,
   });
 }
 
+namespace {
+/// A plan's sparse warm-up (comm-record-cluster's sparse-warmup-steps).
+struct SparseWarmup {
+  int64_t steps;
+  double startDensity;
+};
+} // namespace
+
+/// The module's comm.sparse_warmup, if any; an error where it is not
+/// {steps = N : i64, start_density = D : f64} with N > 0 and D in (0, 1].
+static FailureOr<std::optional<SparseWarmup>> getSparseWarmup(ModuleOp module) {
+  Attribute attr = module->getAttr(kSparseWarmupAttrName);
+  if (!attr)
+    return std::optional<SparseWarmup>();
+  auto dict = dyn_cast<DictionaryAttr>(attr);
+  auto steps = dict ? dict.getAs<IntegerAttr>("steps") : IntegerAttr();
+  auto start = dict ? dict.getAs<FloatAttr>("start_density") : FloatAttr();
+  if (!steps || !start || steps.getInt() <= 0 ||
+      !(start.getValueAsDouble() > 0.0 && start.getValueAsDouble() <= 1.0))
+    return module.emitError()
+           << "export-plan: " << kSparseWarmupAttrName
+           << " must be {steps = N : i64, start_density = D : f64} with N > 0 "
+              "and D in (0, 1], got "
+           << attr;
+  return std::optional<SparseWarmup>(
+      SparseWarmup{steps.getInt(), start.getValueAsDouble()});
+}
+
 LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
                                      const PlanExportOptions &options) {
   FailureOr<func::FuncOp> step = findStep(module, options.function);
@@ -364,6 +392,9 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
   FailureOr<SmallVector<PlannedCollective>> plan = collectPlan(func);
   if (failed(plan) || failed(verifyCoverage(func, *plan)))
     return failure();
+  FailureOr<std::optional<SparseWarmup>> warmup = getSparseWarmup(module);
+  if (failed(warmup))
+    return failure();
   std::string modelName = getModelName(module);
   if (failed(detail::checkExportedName(module, "export-plan", "the model name",
                                        modelName)) ||
@@ -383,6 +414,11 @@ LogicalResult mlir::comm::exportPlan(ModuleOp module, raw_ostream &os,
     // momentum of the sparse gradients by default.
     if (isMomentumCorrected(module))
       json.attribute("momentum_correction", true);
+    if (*warmup)
+      json.attributeObject("sparse_warmup", [&] {
+        json.attribute("steps", (*warmup)->steps);
+        json.attribute("start_density", (*warmup)->startDensity);
+      });
     json.attributeObject("cluster", [&] {
       json.attribute("name", clusterName);
       json.attribute("ranks", worldSize);

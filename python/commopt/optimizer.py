@@ -17,10 +17,31 @@ import torch
 
 from . import collectives as _collectives, runtime, state as _state
 from .errors import CommoptError
-from .plan import default_plan, dtype_name
+from .plan import SparseWarmup, default_plan, dtype_name
 from .timeline import Timeline
 
 _ELEMENT_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
+
+
+def _as_warmup(value):
+    """`value` of DistributedOptimizer's sparse_warmup as a SparseWarmup
+    ((steps, start_density): a positive step count and a density in
+    (0, 1]), or None for a false one; CommoptError otherwise."""
+    if not value:
+        return None
+    try:
+        steps, start = value
+    except (TypeError, ValueError):
+        raise CommoptError(f"sparse_warmup={value!r}: expected (steps, "
+                           "start_density)") from None
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise CommoptError(f"sparse_warmup: steps {steps!r} is not a "
+                           "positive integer")
+    if isinstance(start, bool) or not isinstance(start, (int, float)) or \
+            not 0 < start <= 1:
+        raise CommoptError(f"sparse_warmup: start density {start!r} is not "
+                           "in (0, 1]")
+    return SparseWarmup(steps, float(start))
 
 
 def _wait_timeout_s():
@@ -66,6 +87,12 @@ class DistributedOptimizer:
     applies the reduced update without momentum of its own, so those
     parameters move to a param group of their own with `momentum` 0.
 
+    Deep Gradient Compression's warm-up: where the plan has one
+    (comm-optimize sparse-warmup-steps=N), or with `sparse_warmup=(N, D)`,
+    step 0 sends each sparse gradient at density D and the density falls
+    geometrically to the plan's over the first N steps (`steps` counts
+    them, and a checkpoint keeps the count).
+
     Gradient accumulation, as Horovod's `backward_passes_per_step` and
     DDP's `no_sync()` do it: with `backward_passes_per_step=k`, the
     gradients of k backward passes add up in param.grad and the plan's
@@ -81,7 +108,8 @@ class DistributedOptimizer:
     """
 
     def __init__(self, optimizer, named_parameters, plan=None,
-                 momentum_correction=None, backward_passes_per_step=1):
+                 momentum_correction=None, backward_passes_per_step=1,
+                 sparse_warmup=None):
         if isinstance(backward_passes_per_step, bool) or \
                 not isinstance(backward_passes_per_step, int) or \
                 backward_passes_per_step < 1:
@@ -131,6 +159,10 @@ class DistributedOptimizer:
                 self.residuals[name] = torch.zeros_like(
                     self._params[name], memory_format=torch.contiguous_format)
         self.velocities = {}
+        if sparse_warmup is not None:
+            # Recorded in the plan: its fingerprint, which the ranks
+            # compare, covers it.
+            self.plan.sparse_warmup = _as_warmup(sparse_warmup)
         if momentum_correction is None:
             momentum_correction = self.plan.momentum_correction
         if momentum_correction:
@@ -426,8 +458,11 @@ class DistributedOptimizer:
                               timeline.now(), name=g.name,
                               elements=g.count)
         sparse = collective.sparse
+        density = sparse["density"]
+        if self.plan.sparse_warmup:
+            density = self.plan.sparse_warmup.density(density, self.steps)
         arguments = (grad.data_ptr(), residual.data_ptr(), g.count,
-                     sparse["density"], runtime.SELECTS[sparse["select"]],
+                     density, runtime.SELECTS[sparse["select"]],
                      runtime.EXCHANGES[sparse["exchange"]],
                      runtime.REDUCES[collective.reduce],
                      sparse["chunk_elements"])

@@ -3,6 +3,7 @@
 default plan of a model that has none.
 """
 
+import collections
 import json
 import math
 
@@ -80,16 +81,37 @@ class Collective:
         return f"collective #{self.index} ({self.kind}: {shown})"
 
 
+class SparseWarmup(collections.namedtuple("SparseWarmup",
+                                          ["steps", "start_density"])):
+    """Deep Gradient Compression's warm-up of a plan's sparse gradients:
+    the first step sends each at `start_density`, and its density falls
+    geometrically to the plan's over `steps` steps."""
+
+    def density(self, target, step):
+        """The density of a sparse gradient of density `target` in step
+        `step` (from 0): start_density * (target / start_density) **
+        (step / steps) during the warm-up, `target` after it and for a
+        gradient at least as dense as the start."""
+        if step >= self.steps or target >= self.start_density:
+            return target
+        return self.start_density * \
+            (target / self.start_density) ** (step / self.steps)
+
+
 class Plan:
     """A plan: its collectives in issue order, and what it was made for."""
 
     def __init__(self, collectives, world_size=None, model="", cluster=None,
-                 estimate=None, source="plan", momentum_correction=False):
+                 estimate=None, source="plan", momentum_correction=False,
+                 sparse_warmup=None):
         self.collectives = collectives
         self.world_size = world_size
         # Whether the plan was priced with momentum correction of its sparse
         # gradients (comm-optimize momentum-correction=true).
         self.momentum_correction = momentum_correction
+        # Deep Gradient Compression's warm-up of the sparse gradients
+        # (comm-optimize sparse-warmup-steps=N), or None.
+        self.sparse_warmup = sparse_warmup
         self.model = model
         self.cluster = cluster or {}
         self.estimate = estimate or {}
@@ -119,14 +141,17 @@ class Plan:
         prescale, channel, sparse settings) in order, and momentum
         correction. The estimate and the plan's file are left out."""
         from .state import digest
-        return digest({
+        agreed = {}
+        if self.sparse_warmup:
+            agreed["sparse_warmup"] = list(self.sparse_warmup)
+        return digest(dict(agreed, **{
             "momentum_correction": bool(self.momentum_correction),
             "collectives": [
                 [c.kind, c.reduce, c.wire, c.prescale, c.channel,
                  c.priority, c.sparse,
                  [[g.name, list(g.shape), g.dtype, g.offset, g.count,
                    g.narrowed] for g in c.gradients]]
-                for c in self.collectives]})
+                for c in self.collectives]}))
 
     def parameters(self):
         """{name: (shape, dtype)} of every parameter the plan carries."""
@@ -299,9 +324,18 @@ def parse_plan(document, source="plan"):
     _check_coverage(collectives, source)
     momentum_correction = _field(document, "momentum_correction", bool,
                                  source, False)
+    warmup = _field(document, "sparse_warmup", dict, source, None)
+    if warmup is not None:
+        where = source + ".sparse_warmup"
+        steps = _field(warmup, "steps", int, where)
+        start = _field(warmup, "start_density", (int, float), where)
+        _require(steps > 0, where, f"steps {steps} is not positive")
+        _require(0 < start <= 1, where,
+                 f"start_density {start} is not in (0, 1]")
+        warmup = SparseWarmup(steps, float(start))
     return Plan(collectives, world_size, document.get("model", ""),
                 document.get("cluster"), document.get("estimate"), source,
-                momentum_correction)
+                momentum_correction, warmup)
 
 
 def _check_coverage(collectives, source):

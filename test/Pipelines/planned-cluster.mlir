@@ -31,6 +31,26 @@
 // MOMENTUM-PLAN-NEXT: "momentum_correction": true,
 // NO-MOMENTUM-PLAN-NOT: momentum_correction
 
+// A sparse warm-up (Deep Gradient Compression's) is recorded likewise and
+// exported for the bridge; a bad one is an option error.
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse-warmup-steps=400 estimate=step" | FileCheck %s --check-prefix=WARMUP
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 sparse-warmup-steps=400 sparse-warmup-density=0.1 estimate=step" | commopt-translate --export-plan | FileCheck %s --check-prefix=WARMUP-PLAN
+// RUN: commopt-opt %s --comm-optimize="cluster=ethernet10-16 estimate=step" | commopt-translate --export-plan | FileCheck %s --check-prefix=NO-WARMUP-PLAN
+// RUN: not commopt-opt %s --comm-optimize="sparse-warmup-density=0" 2>&1 | FileCheck %s --check-prefix=WARMUP-DENSITY
+// RUN: not commopt-opt %s --comm-optimize="sparse-warmup-steps=-2" 2>&1 | FileCheck %s --check-prefix=WARMUP-STEPS
+// RUN: not commopt-opt %s --comm-record-cluster="sparse-warmup-density=1.5" 2>&1 | FileCheck %s --check-prefix=RECORD-DENSITY
+// RUN: not commopt-opt %s --comm-record-cluster="sparse-warmup-steps=-1" 2>&1 | FileCheck %s --check-prefix=RECORD-STEPS
+// WARMUP: module attributes {comm.cluster = "ethernet10-16", comm.sparse_warmup = {start_density = 2.500000e-01 : f64, steps = 400 : i64}}
+// WARMUP-PLAN: "world_size": 16,
+// WARMUP-PLAN-NEXT: "sparse_warmup": {
+// WARMUP-PLAN-NEXT:  "steps": 400,
+// WARMUP-PLAN-NEXT:  "start_density": 0.1
+// NO-WARMUP-PLAN-NOT: sparse_warmup
+// WARMUP-DENSITY: error: comm-optimize: option 'sparse-warmup-density': expected a fraction in (0, 1], got 0
+// WARMUP-STEPS: error: comm-optimize: option 'sparse-warmup-steps': expected a non-negative step count, got -2
+// RECORD-DENSITY: error: comm-record-cluster: option 'sparse-warmup-density': expected a fraction in (0, 1], got 1.5
+// RECORD-STEPS: error: comm-record-cluster: option 'sparse-warmup-steps': expected a non-negative step count, got -1
+
 // Re-planning for another cluster records the new one.
 // RUN: commopt-opt %t.planned.mlir --comm-optimize="cluster=ib56-16" 2>&1 | FileCheck %s --check-prefix=REPLAN
 // REPLAN: warning: comm-record-cluster: the module was planned for cluster 'ethernet10-16'; using 'ib56-16' as the cluster option says

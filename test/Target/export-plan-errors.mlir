@@ -123,3 +123,25 @@ func.func @step(%a: tensor<2x3xf32>) -> tensor<2xf32>
   %r = comm.allreduce %p {name = "w"} : tensor<2xf32> -> tensor<2xf32>
   return %r : tensor<2xf32>
 }
+
+// -----
+
+// expected-error @+1 {{export-plan: comm.sparse_warmup must be {steps = N : i64, start_density = D : f64} with N > 0 and D in (0, 1], got {start_density = 2.500000e-01 : f64, steps = 0 : i64}}}
+module attributes {comm.sparse_warmup = {steps = 0 : i64, start_density = 0.25 : f64}} {
+func.func @step(%a: tensor<4xf32>) -> tensor<4xf32>
+    attributes {comm.estimate = {cluster = "nvlink-8", ranks = 8 : i64, step_us = 1.0 : f64}} {
+  %r = comm.allreduce %a {name = "w"} : tensor<4xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+}
+
+// -----
+
+// expected-error @+1 {{export-plan: comm.sparse_warmup must be {steps = N : i64, start_density = D : f64} with N > 0 and D in (0, 1], got 3 : i64}}
+module attributes {comm.sparse_warmup = 3 : i64} {
+func.func @step(%a: tensor<4xf32>) -> tensor<4xf32>
+    attributes {comm.estimate = {cluster = "nvlink-8", ranks = 8 : i64, step_us = 1.0 : f64}} {
+  %r = comm.allreduce %a {name = "w"} : tensor<4xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+}

@@ -190,6 +190,10 @@ std::string getModelName(ModuleOp module);
 /// runs on the compute thread (DeviceModel::bridge).
 inline constexpr llvm::StringLiteral kMomentumCorrectionAttrName =
     "comm.momentum_correction";
+/// The module attribute of a sparse warm-up (comm-record-cluster's
+/// sparse-warmup-steps): {steps, start_density}.
+inline constexpr llvm::StringLiteral kSparseWarmupAttrName =
+    "comm.sparse_warmup";
 
 /// Whether the module of `op` (or `op`, a module) records momentum
 /// correction.
