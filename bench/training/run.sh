@@ -23,7 +23,9 @@
 #     estimate; the same kinds planned as before calibration (the
 #     exporter's profile, the default device) give the "before" estimates;
 #  4. fidelity: every run trains $EPOCHS epochs of $TRAIN_SAMPLES samples on
-#     shared memory, batch 16 per rank, and reports test accuracy per epoch;
+#     shared memory, batch 16 per rank, once per seed of $SEEDS (the
+#     model's initialisation and the data order), and reports test
+#     accuracy per epoch;
 #     so do threshold and chunk selection at 0.001 with Deep Gradient
 #     Compression's warm-up over the first epoch (-warmup: density 0.25
 #     falling to 0.001 over $WARMUP_STEPS steps);
@@ -41,9 +43,9 @@
 # Usage: bench/training/run.sh [fidelity] [speed]   (default: both; root:
 # both phases plan with a model calibrated on the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/training), EPOCHS
-# (3), TRAIN_SAMPLES (20000), WARMUP_STEPS (one epoch at batch 16:
-# TRAIN_SAMPLES / 64), SPEED_STEPS (40), SPEED_BATCHES ("16 4"),
-# CALIBRATION_STEPS (20), CLUSTER (default
+# (3), SEEDS ("0 1 2"), TRAIN_SAMPLES (20000), WARMUP_STEPS (one epoch
+# at batch 16: TRAIN_SAMPLES / 64), SPEED_STEPS (40), SPEED_BATCHES
+# ("16 4"), CALIBRATION_STEPS (20), CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), HOST_DEVICE (default
 # bench/cluster/host-2core-4ranks.json, what calibration starts from), RATE
 # (1gbit), PYTHON, ONLY (run only the runs with these labels, e.g. "ddp
@@ -57,6 +59,7 @@ set -euo pipefail
 source "$(dirname "$0")/../common.sh"
 OUT=${OUT:-$BUILD/training}
 EPOCHS=${EPOCHS:-3}
+SEEDS=${SEEDS:-0 1 2}
 TRAIN_SAMPLES=${TRAIN_SAMPLES:-20000}
 WARMUP_STEPS=${WARMUP_STEPS:-$((TRAIN_SAMPLES / 64))}
 SPEED_STEPS=${SPEED_STEPS:-40}
@@ -221,9 +224,11 @@ for phase in $PHASES; do
       arguments=${run#*|}
       arguments=${arguments//@PLANS@/$OUT/plans/b$BATCH}
       # shellcheck disable=SC2086
-      mpirun -np 4 "$PYTHON" "$TRAIN" $arguments --batch-size $BATCH \
-        --epochs "$EPOCHS" --train-samples "$TRAIN_SAMPLES" --label "$label" \
-        --json "$OUT/fidelity/$label.json"
+      for seed in $SEEDS; do
+        mpirun -np 4 "$PYTHON" "$TRAIN" $arguments --batch-size $BATCH \
+          --epochs "$EPOCHS" --train-samples "$TRAIN_SAMPLES" --seed "$seed" \
+          --label "$label" --json "$OUT/fidelity/$label.seed$seed.json"
+      done
     done
     ;;
   speed)

@@ -244,6 +244,7 @@ def main(argv):
               f"{arguments.batch_size}, {steps} steps per epoch", flush=True)
 
     history = []
+    run_started = time.perf_counter()
     for epoch in range(1, arguments.epochs + 1):
         order = torch.randperm(len(train_x), generator=torch.Generator()
                                .manual_seed(arguments.seed * 1000 + epoch))
@@ -293,6 +294,9 @@ def main(argv):
                        "comm": arguments.comm, "plan": arguments.plan,
                        "description": sync.description,
                        "ranks": sync.size, "batch_size": arguments.batch_size,
+                       "seed": arguments.seed,
+                       "train_samples": samples,
+                       "seconds": time.perf_counter() - run_started,
                        "epochs": history}, handle, indent=1)
             handle.write("\n")
 
