@@ -42,6 +42,7 @@ Medians are taken over every rank's steps after the first --skip-steps
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -183,10 +184,15 @@ def median(values):
 # -- compare ------------------------------------------------------------------
 
 
+# A predicted step: its time and compute, {collective: args and times},
+# and the host's figures (cpu_us, host_bound_us, ...; empty without).
+Prediction = collections.namedtuple(
+    "Prediction", ["step", "compute", "collectives", "host"])
+
+
 def load_predicted(path, function):
-    """The predicted step of `function` (or the only one) in an
-    --export-timeline trace: (step, compute, {collective: args and times},
-    {the host's CPU: cpu_us, cpu_bound_us, ...; empty without})."""
+    """The Prediction of `function` (or the only one) in an
+    --export-timeline trace."""
     document = read_json(path)
     events = document.get("traceEvents", [])
     names = {e["pid"]: e["args"]["name"] for e in events
@@ -222,7 +228,7 @@ def load_predicted(path, function):
                 "local": args.get("local_us", 0.0),
                 "sent": args.get("sent_bytes", 0.0),
                 "exchange": e["dur"] - args.get("local_us", 0.0)}
-    return step, compute, collectives, host
+    return Prediction(step, compute, collectives, host)
 
 
 def measured_collective(steps, index):
@@ -552,7 +558,7 @@ def exchanges(predicted_of, steps):
         prediction = predicted_of(step)
         if prediction is None:
             continue
-        predicted = prediction[2]
+        predicted = prediction.collectives
         for index, phases in step.phases.items():
             exchange = phases.get("exchange")
             if exchange is None or index not in predicted:
@@ -582,15 +588,20 @@ def fit_in_step(predicted_of, steps):
         None if rho is None else min(1.0, max(0.01, rho)), len(beside)
 
 
+def nested_us(begin, duration, spans):
+    """The time of the (start, duration, ...) `spans` that lie within
+    [begin, begin + duration]."""
+    return sum(span[1] for span in spans
+               if begin <= span[0] and
+               span[0] + span[1] <= begin + duration + 1e-6)
+
+
 def hook_work(step):
     """Each hook's own work in `step`: its span without the collectives it
     issued and the momentum correction it ran."""
-    nested = sorted([(t, d) for t, d in step.issues.values()] +
-                    [(t, d) for t, d, _ in step.momentum])
+    nested = list(step.issues.values()) + step.momentum
     for begin, duration, _ in step.hooks:
-        inner = sum(d for t, d in nested
-                    if begin <= t and t + d <= begin + duration + 1e-6)
-        yield max(0.0, duration - inner)
+        yield max(0.0, duration - nested_us(begin, duration, nested))
 
 
 def blocking_handoffs(step):
@@ -603,8 +614,7 @@ def blocking_handoffs(step):
                 index not in step.issues:
             continue
         begin, duration = step.issues[index]
-        inner = sum(d for t, d, _ in step.momentum + step.masks
-                    if begin <= t and t + d <= begin + duration + 1e-6)
+        inner = nested_us(begin, duration, step.momentum + step.masks)
         yield max(0.0, duration - call[1] - inner)
 
 
@@ -636,13 +646,12 @@ def profile_compute_us(profile):
 def fit_host_cpu(predicted_of, steps, info, host, compute=None):
     """The host's CPU beyond the modelled work (`host_cpu` of the device
     description, over `host`): each traced step's CPU time, less the part
-    of a core its busy time had (the step thread's compute, as the pooled
-    median the fitted profile prices, plus its own bridge work and its
-    collectives' local work), is step_us + ns_per_sent_byte x the bytes its
-    plan sends (the prediction's sent_bytes); `compute`, where given, is
-    the model's compute per step (the fitted profile's). Returns (host,
-    note), or
-    (None, why) where the traces cannot tell."""
+    of a core its busy time had (the model's compute per step: `compute`,
+    the fitted profile's, else the traced steps' median; plus the step's
+    own bridge work and its collectives' local work), is step_us +
+    ns_per_sent_byte x the bytes its plan sends (the prediction's
+    sent_bytes). Returns (host, note), or (None, why) where the traces
+    cannot tell."""
     cores, ranks = info.get("host_cores"), info.get("host_ranks")
     if not cores or not ranks:
         return None, "the traces do not say the host's cores and ranks"
@@ -660,7 +669,7 @@ def fit_host_cpu(predicted_of, steps, info, host, compute=None):
         prediction = predicted_of(step)
         if prediction is None:
             continue
-        sent = sum(c["sent"] for c in prediction[2].values())
+        sent = sum(c["sent"] for c in prediction.collectives.values())
         busy = compute + bridge_us(step) + local_us(step)
         samples.append((step.cpu - share * busy, 1.0, sent))
     if not samples:
