@@ -195,6 +195,8 @@ SparseSelectScheme selectScheme(commrt_select select) {
     return SparseSelectScheme::Topk;
   case COMMRT_SELECT_THRESHOLD:
     return SparseSelectScheme::Threshold;
+  case COMMRT_SELECT_ROWS:
+    return SparseSelectScheme::Rows;
   case COMMRT_SELECT_CHUNK:
     break;
   }

@@ -51,10 +51,12 @@ def Comm_PhaseAttr : EnumAttr<Comm_Dialect, Comm_Phase, "phase"> {
 def Comm_SelectTopk : I32EnumAttrCase<"topk", 0>;
 def Comm_SelectThreshold : I32EnumAttrCase<"threshold", 1>;
 def Comm_SelectChunk : I32EnumAttrCase<"chunk", 2>;
+def Comm_SelectRows : I32EnumAttrCase<"rows", 3>;
 
 def Comm_SelectKind : I32EnumAttr<"SelectKind",
     "how a sparse collective selects the entries it sends",
-    [Comm_SelectTopk, Comm_SelectThreshold, Comm_SelectChunk]> {
+    [Comm_SelectTopk, Comm_SelectThreshold, Comm_SelectChunk,
+     Comm_SelectRows]> {
   let cppNamespace = "::mlir::comm";
   let genSpecializedAttr = 0;
 }
@@ -69,6 +71,9 @@ def Comm_SelectKindAttr : EnumAttr<Comm_Dialect, Comm_SelectKind, "select"> {
     `#comm.select<chunk>`: whole chunks of consecutive entries, chosen by
     their norms so that all ranks agree on them (GradientFlow's
     coarse-grained selection); goes with `#comm.exchange<chunk>`.
+    `#comm.select<rows>`: lossless, for gradients that are sparse by nature
+    (an embedding's): every row with a nonzero entry, whole, and no
+    residual; goes with `#comm.exchange<allgather>` or `<hash>`.
   }];
   let assemblyFormat = "`<` $value `>`";
 }

@@ -36,6 +36,17 @@ std::optional<int64_t> getGradientBytes(Type type, Type wire = {});
 /// COMMRT_DEFAULT_CHUNK_ELEMENTS).
 inline constexpr int64_t kDefaultSparseChunkElements = 32768;
 
+/// On a comm.allreduce of a gradient that is sparse by nature (an
+/// embedding's), from its profile: `array<f64: d1, d2, d4, ...>`, the
+/// fraction of the gradient's rows that a step touches on 1, 2, 4, ...
+/// ranks together (docs/GradProfile.md). comm-exchange-rows prices the
+/// lossless rows exchange with it.
+inline constexpr llvm::StringLiteral kRowsTouchedAttrName = "comm.rows_touched";
+
+/// On a comm.allreduce whose gradient PyTorch produces as a sparse COO
+/// tensor (`nn.Embedding(sparse=True)`): a unit attribute, from its profile.
+inline constexpr llvm::StringLiteral kCooGradientAttrName = "comm.coo_gradient";
+
 /// Whether `op` is a blocking collective in tensor form, which
 /// comm-schedule-overlap splits into a start and a wait (a sparse one only
 /// with `sparse`, that pass's option).

@@ -160,14 +160,18 @@ def Comm_SparseCollectiveOpInterface
     : OpInterface<"SparseCollectiveOpInterface"> {
   let cppNamespace = "::mlir::comm";
   let description = [{
-    A sparsified allreduce of one gradient with a residual, blocking
-    (comm.sparse_allreduce) or started (comm.sparse_start): what the step
-    model, the lowering and the plan export ask of either form.
+    A sparse allreduce of one gradient, blocking (comm.sparse_allreduce) or
+    started (comm.sparse_start), compressed with a residual or lossless by
+    rows: what the step model, the lowering and the plan export ask of
+    either form.
   }];
   let methods = [
     InterfaceMethod<"The gradient.", "::mlir::Value", "getGrad", (ins),
       [{ return $_op.getGrad(); }]>,
-    InterfaceMethod<"The residual carried in from the previous step.",
+    InterfaceMethod<[{
+        The residual carried in from the previous step; null for the
+        lossless rows exchange.
+      }],
       "::mlir::Value", "getResidualIn", (ins),
       [{ return $_op.getResidualIn(); }]>,
     InterfaceMethod<"The fraction of entries (or chunks) sent.",
@@ -181,11 +185,29 @@ def Comm_SparseCollectiveOpInterface
       [{ return $_op.getExchange(); }]>,
     InterfaceMethod<[{
         The chunk size of chunk selection: `chunk_elements`, else the
-        documented default.
+        documented default; for rows selection, the length of a row (the
+        product of the gradient's dimensions after the first, 1 for a 1-D
+        gradient), which the runtime takes in the same argument.
       }],
       "int64_t", "getChunkElementCount", (ins), [{
+        if ($_op.getSelect() == ::mlir::comm::SelectKind::rows) {
+          auto type = ::llvm::cast<::mlir::ShapedType>($_op.getGrad().getType());
+          int64_t row = 1;
+          for (int64_t size : type.getShape().drop_front())
+            row *= size;
+          return row;
+        }
         return static_cast<int64_t>($_op.getChunkElements().value_or(
             ::mlir::comm::kDefaultSparseChunkElements));
+      }]>,
+    InterfaceMethod<[{
+        The measured fraction of rows (or entries) some rank sends, if the
+        plan recorded it.
+      }],
+      "std::optional<double>", "getUnionDensityValue", (ins), [{
+        if (auto attr = $_op.getUnionDensityAttr())
+          return attr.getValueAsDouble();
+        return std::nullopt;
       }]>,
     InterfaceMethod<"Whether `chunk_elements` is given.",
       "bool", "hasChunkElements", (ins),

@@ -215,7 +215,7 @@ def Comm_WaitOp : Comm_Op<"wait", [
 
 // The operands and attributes of a sparse allreduce, blocking or started.
 defvar Comm_SparseArgs = (ins Comm_FloatGradient:$grad,
-                              Comm_FloatGradient:$residual_in,
+                              Optional<Comm_FloatGradient>:$residual_in,
                               F64Attr:$density,
                               Comm_SelectKindAttr:$select,
                               Comm_ExchangeKindAttr:$exchange,
@@ -223,6 +223,7 @@ defvar Comm_SparseArgs = (ins Comm_FloatGradient:$grad,
                                   "::mlir::comm::ReduceKind::sum">:$reduce,
                               OptionalAttr<ConfinedAttr<I64Attr,
                                   [IntPositive]>>:$chunk_elements,
+                              OptionalAttr<F64Attr>:$union_density,
                               OptionalAttr<StrAttr>:$name,
                               OptionalAttr<Comm_GroupAttr>:$group);
 
@@ -239,12 +240,15 @@ defvar Comm_SparseTraits = [
     Comm_SparseCollectiveOpInterface];
 
 def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", Comm_SparseTraits> {
-  let summary = "Sparsified allreduce of one gradient with a residual";
+  let summary = "Sparse allreduce of one gradient: compressed with a "
+                "residual, or lossless by rows";
   let description = [{
     Residual gradient compression (RedSync, GradientFlow, Zen): each rank
     sends only a small part of its gradient and keeps the rest in a residual
     that is added to the next step's gradient, so that nothing is lost, only
-    delayed.
+    delayed. Or, with `select = rows` and no residual, the lossless exchange
+    of a gradient that is sparse by nature (an embedding's, Zen): see the
+    end.
 
     On every rank, with `numel` the number of elements of `grad`:
 
@@ -307,7 +311,35 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", Comm_SparseTraits> {
     both:   reduced  = [0,   0.8, -0.3, 0, 0,   -0.7,   0, 0  ]
     ```
 
-    With `reduce = avg`, `reduced` would be half of that. The residuals live
+    With `reduce = avg`, `reduced` would be half of that.
+
+    `select = rows` is lossless and takes no `residual_in` (every other
+    selection needs one): `grad` is seen as rows, along its first dimension
+    (a 1-D gradient's rows are its entries), and every row holding an entry
+    other than zero (NaN included) is sent whole, with its row index, by the
+    `allgather` or `hash` exchange (whose owners own rows). `reduced` is the
+    dense allreduce's result up to the order of summation. `density` is the
+    fraction of rows the plan expects a rank's step to touch: the cost model
+    prices the exchange with it, and the result does not depend on it. With
+    tensors the op returns `reduced` alone; with memrefs `grad` receives it.
+
+    `union_density`, in [`density`, 1], is the fraction of rows (or
+    entries) that some rank of the collective sends: what the hash
+    exchange's owners reduce and gather. A plan made from a profile records
+    the measured figure (an embedding's popular rows are touched by every
+    rank); without it the cost model takes the ranks' choices as
+    independent, `1 - (1 - density)^ranks`. Like `density`, it changes the
+    cost, not the result.
+
+    ```mlir
+    %reduced = comm.sparse_allreduce %emb_grad
+        {density = 2.000000e-02 : f64, exchange = #comm.exchange<hash>,
+         name = "embedding.weight", reduce = #comm.reduce<avg>,
+         select = #comm.select<rows>}
+        : tensor<100000x64xf32> -> tensor<100000x64xf32>
+    ```
+
+    The residuals live
     across steps in state that `comm-sparsify` creates
     (`ml_program.global`s):
 
@@ -335,16 +367,16 @@ def Comm_SparseAllReduceOp : Comm_Op<"sparse_allreduce", Comm_SparseTraits> {
   let arguments = Comm_SparseArgs;
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
-    $grad `,` $residual_in attr-dict `:` type($grad) `,` type($residual_in)
-    (`->` type($results)^)?
+    $grad (`,` $residual_in^)? attr-dict `:` type($grad)
+    (`,` type($residual_in)^)? (`->` type($results)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The reduced gradient (tensor form), or null (buffer form).
     ::mlir::Value getReduced() {
-      return getResults().size() == 2 ? getResults()[0] : ::mlir::Value();
+      return getResults().empty() ? ::mlir::Value() : getResults()[0];
     }
-    /// The new residual (tensor form), or null (buffer form).
+    /// The new residual (tensor form with a residual), or null.
     ::mlir::Value getResidualOut() {
       return getResults().size() == 2 ? getResults()[1] : ::mlir::Value();
     }
@@ -359,8 +391,8 @@ def Comm_SparseStartOp : Comm_Op<"sparse_start", !listconcat(Comm_SparseTraits,
     sparse allreduce of `grad` with `residual_in` (same attributes and
     semantics) on `channel` and returns a token. Exactly one `comm.wait`
     consumes the token and yields, in tensor form, the reduced gradient and
-    the new residual (in buffer form nothing: `grad` and `residual_in` hold
-    them). `channel` and `priority` are those of `comm.start`.
+    the new residual (the reduced gradient alone with `select = rows`; in
+    buffer form nothing: `grad` and `residual_in` hold them). `channel` and `priority` are those of `comm.start`.
 
     Example:
 
@@ -380,7 +412,8 @@ def Comm_SparseStartOp : Comm_Op<"sparse_start", !listconcat(Comm_SparseTraits,
                             OptionalAttr<I64Attr>:$priority));
   let results = (outs Comm_TokenType:$token);
   let assemblyFormat = [{
-    $grad `,` $residual_in attr-dict `:` type($grad) `,` type($residual_in)
+    $grad (`,` $residual_in^)? attr-dict `:` type($grad)
+    (`,` type($residual_in)^)?
   }];
   let hasVerifier = 1;
 }

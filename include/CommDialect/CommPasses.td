@@ -724,6 +724,71 @@ def CommRecordCluster : Pass<"comm-record-cluster", "::mlir::ModuleOp"> {
   ];
 }
 
+def CommExchangeRows : Pass<"comm-exchange-rows", "::mlir::func::FuncOp"> {
+  let summary = "Exchange the rows of gradients that are sparse by nature, "
+                "losslessly, where the cost model says it pays";
+  let description = [{
+    An embedding's gradient touches only the rows its batch used. For every
+    `comm.allreduce` that its profile marks so (`comm.rows_touched`, the
+    fraction of rows a step touches on 1, 2, 4, ... ranks together; see
+    docs/GradProfile.md), the pass prices, on the ranks the allreduce runs
+    among (its group's, when it has one):
+
+    - the dense allreduce, every zero included (with its `algorithm`);
+    - `comm.sparse_allreduce` with `select = rows` and the allgather
+      exchange: every rank gathers every rank's touched rows, a volume that
+      grows with the ranks;
+    - the same with Zen's hash-balanced exchange: each row goes to the rank
+      that owns its hash partition and the owners' sums are gathered, a
+      volume that follows the rows all ranks touch together.
+
+    A rank touches `d = rows_touched[0]` of the rows; the ranks together
+    touch `u`, read from `rows_touched` at the collective's rank count
+    (linear in log2 of the ranks between the measured powers of two; past
+    the last, the ranks beyond it are taken as independent:
+    `1 - (1 - u_last)^(p / p_last)`). The rows exchanges are priced as
+    comm-estimate prices the op: every message the runtime sends, and the
+    local steps (finding the touched rows, copying them, adding the received
+    ones) at the rates of `device`, on a channel with `sparse-overlap`.
+
+    With `exchange=auto` (the default) the cheapest wins, dense on a tie:
+    the exchange is lossless, so only its cost decides, and a plan never
+    gets slower than the dense one by the model. `allgather`, `hash` or
+    `dense` make every marked gradient take that one (for measurements).
+    The new op gets `density = d` and `union_density = u`, and keeps the
+    allreduce's `reduce`, `name` and `group`:
+
+    ```mlir
+    %r = comm.sparse_allreduce %g {density = 1.000000e-02 : f64,
+        exchange = #comm.exchange<hash>, name = "embedding.weight",
+        reduce = #comm.reduce<avg>, select = #comm.select<rows>,
+        union_density = 6.000000e-02 : f64}
+        : tensor<100000x64xf32> -> tensor<100000x64xf32>
+    ```
+
+    Allreduces without `comm.rows_touched`, in buffer form, of dynamic shape,
+    with a `wire` type or `prescale`, or reducing other than by `sum` or
+    `avg` are left alone. A malformed `comm.rows_touched` (not an
+    `array<f64>` of nondecreasing fractions in (0, 1]) is an error naming
+    the op.
+  }];
+  let options = [
+    CommClusterOption,
+    CommChoiceOption<"exchange", "exchange", "RowsExchangeChoice", "Auto",
+                     "Exchange of the gradients that are sparse by nature "
+                     "(default: auto)",
+                     "COMMOPT_ROWS_EXCHANGE_VALUES">,
+    Option<"device", "device", "std::string", /*default=*/"\"v100\"",
+           "Device preset or JSON file that finds, copies and adds the rows "
+           "(default: v100)">,
+    Option<"sparseOverlap", "sparse-overlap", "bool", /*default=*/"true",
+           "Price the rows exchanges started on a channel, as "
+           "comm-schedule-overlap's sparse=true will run them (default: "
+           "true)">
+  ];
+  let dependentDialects = ["::mlir::comm::CommDialect"];
+}
+
 def CommSparsify : Pass<"comm-sparsify", "::mlir::ModuleOp"> {
   let summary = "Turn allreduces into sparse allreduces where the cost model "
                 "says it pays";

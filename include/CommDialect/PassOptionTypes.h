@@ -35,6 +35,11 @@ enum class ReportFormat { Text, Json, None };
 /// model.
 enum class SparseExchangeChoice { Auto, Allgather, Hash, Chunk };
 
+/// comm-exchange-rows's exchange for gradients that are sparse by nature
+/// (`exchange`): the cheapest of dense, allgather and hash, or one of the
+/// rows exchanges for every such gradient.
+enum class RowsExchangeChoice { Auto, Allgather, Hash, Dense };
+
 /// comm-select-algorithm's allreduce algorithm (`algorithm`): the cheapest
 /// by the cost model per collective, or one for all.
 enum class AlgorithmChoice { Auto, Ring, Tree, Hierarchical };
@@ -81,6 +86,15 @@ getChoiceHint<SparseSelectChoice>(llvm::StringRef value) {
                  "hash-balanced exchange"),                                    \
       clEnumValN(::mlir::comm::SparseExchangeChoice::Chunk, "chunk",           \
                  "chunked exchange")
+#define COMMOPT_ROWS_EXCHANGE_VALUES                                           \
+  clEnumValN(::mlir::comm::RowsExchangeChoice::Auto, "auto",                   \
+             "the cheapest by the cost model, dense included"),                \
+      clEnumValN(::mlir::comm::RowsExchangeChoice::Allgather, "allgather",     \
+                 "allgather of every rank's touched rows"),                    \
+      clEnumValN(::mlir::comm::RowsExchangeChoice::Hash, "hash",               \
+                 "Zen's hash-balanced exchange of the touched rows"),          \
+      clEnumValN(::mlir::comm::RowsExchangeChoice::Dense, "dense",             \
+                 "the dense allreduce, every zero included")
 #define COMMOPT_ALGORITHM_VALUES                                               \
   clEnumValN(::mlir::comm::AlgorithmChoice::Auto, "auto",                      \
              "per collective, the cheapest by the cost model"),                \
@@ -109,6 +123,7 @@ COMMOPT_CHOICE_PARSER(EstimateMode)
 COMMOPT_CHOICE_PARSER(ReportFormat)
 COMMOPT_CHOICE_PARSER(SparseExchangeChoice)
 COMMOPT_CHOICE_PARSER(SparseSelectChoice)
+COMMOPT_CHOICE_PARSER(RowsExchangeChoice)
 COMMOPT_CHOICE_PARSER(AlgorithmChoice)
 #undef COMMOPT_CHOICE_PARSER
 

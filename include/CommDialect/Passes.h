@@ -138,6 +138,13 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
                      "collective, or one for all (default: auto)"),
       llvm::cl::init(CommSelectAlgorithmOptions().algorithm),
       llvm::cl::values(COMMOPT_ALGORITHM_VALUES)};
+  Option<RowsExchangeChoice> rowsExchange{
+      *this, "rows-exchange",
+      llvm::cl::desc("How gradients that are sparse by nature (their profile "
+                     "measured comm.rows_touched) are exchanged, losslessly "
+                     "(comm-exchange-rows's exchange) (default: auto)"),
+      llvm::cl::init(CommExchangeRowsOptions().exchange),
+      llvm::cl::values(COMMOPT_ROWS_EXCHANGE_VALUES)};
   Option<bool> sparse{
       *this, "sparse",
       llvm::cl::desc("Let gradients go sparse where the cost model says it "

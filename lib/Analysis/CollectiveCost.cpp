@@ -236,6 +236,25 @@ SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
     // collect.
     work.selectBytes = 5 * n * v;
     break;
+  case SparseSelectScheme::Rows: {
+    // No residual to add; one pass to find the touched rows, which are
+    // copied into the pairs; the received rows are added into the zeroed
+    // result (a read and a write each).
+    double row =
+        static_cast<double>(std::max<int64_t>(gradient.rowElements, 1));
+    double rows = n / row;
+    double touched = gradient.density * rows;
+    double received = static_cast<double>(ranks) * touched;
+    if (scheme == SparseExchangeScheme::Hash)
+      received = std::min(rows * gradient.reducedDensity.value_or(
+                                     unionDensity(gradient.density, ranks)),
+                          rows);
+    work.accumulateBytes = 0;
+    work.selectBytes = n * v;
+    work.scatterBytes += touched * row * 2 * v + received * row * 3 * v;
+    work.entries = received * row;
+    return work;
+  }
   case SparseSelectScheme::Chunk: {
     // One pass for the chunk norms; the chosen chunks are packed, unpacked
     // into the result and cleared from the residual.
@@ -264,6 +283,22 @@ SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
   return work;
 }
 
+double comm::rowsTouchedAt(llvm::ArrayRef<double> rowsTouched, int64_t ranks) {
+  assert(!rowsTouched.empty() && ranks >= 1 && "nothing to read");
+  double at = std::log2(static_cast<double>(ranks));
+  auto last = static_cast<double>(rowsTouched.size() - 1);
+  if (at >= last) {
+    // Past the measured ranks, the others are taken as independent: each
+    // further group of 2^last ranks misses a row with the same chance.
+    double missed = 1.0 - rowsTouched.back();
+    return 1.0 - std::pow(missed, std::exp2(at - last));
+  }
+  auto below = static_cast<size_t>(std::floor(at));
+  double weight = at - static_cast<double>(below);
+  return rowsTouched[below] +
+         weight * (rowsTouched[below + 1] - rowsTouched[below]);
+}
+
 double comm::unionDensity(double density, int64_t ranks) {
   assert(density >= 0 && density <= 1 && "density out of [0, 1]");
   // 1 - (1 - d)^p, written to stay accurate for tiny d.
@@ -281,9 +316,12 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
   int64_t p = cluster.ranks;
   if (p <= 1)
     return {};
-  double n = static_cast<double>(gradient.denseElements);
-  double valueBytes = static_cast<double>(gradient.valueBytes);
-  // Expected number of elements each rank selects.
+  // A pair carries one index and `rowElements` values: an entry of a lossy
+  // selection, or a whole row of the lossless one.
+  double row = static_cast<double>(std::max<int64_t>(gradient.rowElements, 1));
+  double n = static_cast<double>(gradient.denseElements) / row;
+  double valueBytes = static_cast<double>(gradient.valueBytes) * row;
+  // Expected number of pairs each rank sends.
   double k = gradient.density * n;
 
   // Every collective the runtime issues (lib/Runtime/Sparse.cpp) is priced:

@@ -456,20 +456,50 @@ static LogicalResult verifySparse(SparseCollectiveOpInterface op,
       failed(verifyByteSize(op, op.getGrad())))
     return failure();
   auto gradType = cast<ShapedType>(op.getGrad().getType());
-  auto residualType = cast<ShapedType>(op.getResidualIn().getType());
   bool isTensor = isa<RankedTensorType>(gradType);
-  if (isa<RankedTensorType>(residualType) != isTensor)
-    return op->emitOpError("expects grad and residual_in to be both tensors "
-                           "or both memrefs, but grad is ")
-           << gradType << " and residual_in is " << residualType;
+  bool lossless = op.getSelect() == SelectKind::rows;
+  Value residual = op.getResidualIn();
+  if (lossless && residual)
+    return op->emitOpError("select <rows> is lossless and takes no "
+                           "residual_in, but has one");
+  if (!lossless && !residual)
+    return op->emitOpError("select <")
+           << stringifySelectKind(op.getSelect())
+           << "> keeps what it does not send in a residual: expected "
+              "residual_in";
+  if (lossless && gradType.getRank() == 0)
+    return op->emitOpError("select <rows> needs a gradient with rows (rank "
+                           ">= 1), but grad is ")
+           << gradType;
+  // One result per operand in tensor form: the reduced gradient, and the
+  // new residual where there is one.
+  const size_t tensorResults = residual ? 2 : 1;
 
-  if (isTensor) {
-    if (residualType != gradType)
+  if (residual) {
+    auto residualType = cast<ShapedType>(residual.getType());
+    if (isa<RankedTensorType>(residualType) != isTensor)
+      return op->emitOpError("expects grad and residual_in to be both tensors "
+                             "or both memrefs, but grad is ")
+             << gradType << " and residual_in is " << residualType;
+    if (isTensor && residualType != gradType)
       return op->emitOpError("expects residual_in to have the type of grad (")
              << gradType << "), but it has " << residualType;
-    if (results && results->size() != 2)
-      return op->emitOpError("on tensors returns the reduced gradient and "
-                             "the new residual (2 results), but has ")
+    // Bufferization may give the two buffers different layouts.
+    if (!isTensor &&
+        (residualType.getShape() != gradType.getShape() ||
+         residualType.getElementType() != gradType.getElementType()))
+      return op->emitOpError("expects residual_in to have the shape and "
+                             "element type of grad (")
+             << gradType << "), but it is " << residualType;
+  }
+
+  if (isTensor) {
+    if (results && results->size() != tensorResults)
+      return op->emitOpError(residual
+                                 ? "on tensors returns the reduced gradient "
+                                   "and the new residual (2 results), but has "
+                                 : "on tensors without a residual returns the "
+                                   "reduced gradient (1 result), but has ")
              << results->size();
     if (results)
       for (auto [index, resultType] : llvm::enumerate(*results))
@@ -477,28 +507,31 @@ static LogicalResult verifySparse(SparseCollectiveOpInterface op,
           return op->emitOpError("result #")
                  << index << " has type " << resultType
                  << ", but the gradient has type " << gradType;
-  } else {
-    // Bufferization may give the two buffers different layouts.
-    if (residualType.getShape() != gradType.getShape() ||
-        residualType.getElementType() != gradType.getElementType())
-      return op->emitOpError("expects residual_in to have the shape and "
-                             "element type of grad (")
-             << gradType << "), but it is " << residualType;
-    if (results && !results->empty())
-      return op->emitOpError("on memrefs updates grad and residual_in in "
-                             "place and has no results, but has ")
-             << results->size();
+  } else if (results && !results->empty()) {
+    return op->emitOpError("on memrefs updates its operands in place and has "
+                           "no results, but has ")
+           << results->size();
   }
 
   double density = op.getDensityValue();
   if (!(density > 0.0 && density <= 1.0))
     return op->emitOpError("density must be in (0, 1], got ") << density;
+  if (std::optional<double> unionDensity = op.getUnionDensityValue();
+      unionDensity && !(*unionDensity >= density && *unionDensity <= 1.0))
+    return op->emitOpError("union_density must be in [density, 1] = [")
+           << density << ", 1], got " << *unionDensity
+           << ": the ranks together send at least what one sends";
 
   ReduceKind reduce = collective.getReduceKind();
   if (reduce != ReduceKind::sum && reduce != ReduceKind::avg)
     return op->emitOpError("reduce must be <sum> or <avg>, got <")
            << stringifyReduceKind(reduce)
            << ">: ranks exchange selected entries and add them up";
+  if (lossless && op.getExchange() != ExchangeKind::allgather &&
+      op.getExchange() != ExchangeKind::hash)
+    return op->emitOpError("select <rows> goes with exchange <allgather> or "
+                           "<hash>, got exchange <")
+           << stringifyExchangeKind(op.getExchange()) << ">";
 
   bool chunkSelect = op.getSelect() == SelectKind::chunk;
   bool chunkExchange = op.getExchange() == ExchangeKind::chunk;

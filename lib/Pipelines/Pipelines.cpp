@@ -132,6 +132,14 @@ LogicalResult comm::verifyOptimizeOptions(
 
 void comm::buildBucketingPasses(OpPassManager &pm,
                                 const OptimizeOptions &options) {
+  // Lossless and priced (dense wins ties), so always on; a no-op without
+  // gradients whose profile measured comm.rows_touched.
+  CommExchangeRowsOptions rows;
+  rows.cluster = options.cluster;
+  rows.exchange = options.rowsExchange;
+  rows.device = options.device;
+  rows.sparseOverlap = options.sparseOverlap;
+  pm.addNestedPass<func::FuncOp>(createCommExchangeRows(rows));
   if (options.sparse) {
     CommSparsifyOptions sparsify;
     sparsify.cluster = options.cluster;

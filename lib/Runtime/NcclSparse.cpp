@@ -98,6 +98,9 @@ commrt_status NcclSparse::locate(const SparseArguments &args,
   bool residualOnDevice = false;
   COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
   COMMRT_TRY(locateBuffer("grad", args.grad, device, gradOnDevice));
+  // The lossless rows exchange has no residual.
+  if (args.select == COMMRT_SELECT_ROWS)
+    return COMMRT_SUCCESS;
   COMMRT_TRY(locateBuffer("residual", args.residual, device, residualOnDevice));
   if (gradOnDevice != residualOnDevice)
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "grad is ",
@@ -123,11 +126,27 @@ commrt_status NcclSparse::runOnDevice(const SparseArguments &args) {
   // An error of an earlier failed CUDA call would otherwise be reported by
   // the kernel launches below, which read the last error.
   (void)cudaGetLastError();
+  if (args.select == COMMRT_SELECT_ROWS)
+    return rowsOnDevice(args);
   commrt_status local = accumulate(args);
   // Failed or not, every rank goes on to the same agreements.
   COMMRT_TRY(args.select == COMMRT_SELECT_CHUNK ? chunksOnDevice(local, args)
                                                 : pairsOnDevice(local, args));
   // No collective follows: a rank failing from here on fails alone.
+  if (args.reduce == COMMRT_AVG)
+    COMMRT_TRY(
+        checkCuda("divide", cuda::divide(args.grad, args.count,
+                                         static_cast<float>(size), stream)));
+  return checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+}
+
+commrt_status NcclSparse::rowsOnDevice(const SparseArguments &args) {
+  // The result the rows exchange gives, from a dense allreduce: the rows
+  // exchange itself is built on the host only so far.
+  COMMRT_TRY(checkNccl("ncclAllReduce",
+                       ncclAllReduce(args.grad, args.grad, args.count,
+                                     ncclFloat32, ncclSum, comm, stream),
+                       comm));
   if (args.reduce == COMMRT_AVG)
     COMMRT_TRY(
         checkCuda("divide", cuda::divide(args.grad, args.count,
@@ -275,7 +294,7 @@ commrt_status NcclSparse::bucketPairs(int64_t selected, Buckets &buckets) {
                                        selected * sizeof(float),
                                        cudaMemcpyDeviceToHost, stream)));
   COMMRT_TRY(checkCuda("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
-  buckets.sendCounts = bucketByOwner(stagedIndices, stagedValues, selected,
+  buckets.sendCounts = bucketByOwner(stagedIndices, stagedValues, selected, 1,
                                      size, bucketedIndices, bucketedValues);
   COMMRT_TRY(sendIndices.reserve(selected * sizeof(int64_t), stream));
   COMMRT_TRY(sendValues.reserve(selected * sizeof(float), stream));

@@ -76,6 +76,8 @@ private:
 
   /// The device path, with acc = grad + residual in `args.residual`.
   commrt_status runOnDevice(const SparseArguments &args);
+  /// The lossless rows exchange of device memory, reduced dense.
+  commrt_status rowsOnDevice(const SparseArguments &args);
 
   /// Reserves the search and count buffers and enqueues acc = grad +
   /// residual into `args.residual`.

@@ -2,7 +2,9 @@
 //
 // Residual gradient compression as commrt_sparse_allreduce describes it:
 // RedSync's top-k and threshold selection with an allgather of pairs, Zen's
-// hash-balanced exchange, GradientFlow's chunked selection and exchange.
+// hash-balanced exchange, GradientFlow's chunked selection and exchange; and
+// the lossless exchange of the nonzero rows of a gradient that is sparse by
+// nature (an embedding's), by allgather or by Zen's exchange.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,10 +27,55 @@ using namespace commrt;
 namespace {
 
 /// The selected entries of one rank, or the reduced entries of an owner, as
-/// (index, value) pairs in two arrays.
+/// (index, value) pairs in two arrays: `width` values per index (1 for an
+/// entry, the row length for a row).
 struct Pairs {
+  explicit Pairs(int64_t width) : width(width) {}
+  int64_t width;
   std::vector<int64_t> indices;
   std::vector<float> values;
+
+  int64_t size() const { return static_cast<int64_t>(indices.size()); }
+  void resize(int64_t pairs) {
+    indices.resize(pairs);
+    values.resize(pairs * width);
+  }
+};
+
+/// MPI's type for the `width` values of one pair: MPI_FLOAT for an entry, a
+/// contiguous type for a row, so that counts stay counts of pairs (ints for
+/// MPI). Frees what it made.
+class PairValueType {
+public:
+  explicit PairValueType(int64_t width) {
+    if (width > 1 && width <= INT_MAX &&
+        MPI_Type_contiguous(static_cast<int>(width), MPI_FLOAT, &type) ==
+            MPI_SUCCESS &&
+        MPI_Type_commit(&type) == MPI_SUCCESS)
+      made = true;
+    else if (width > 1)
+      failed = true;
+  }
+  ~PairValueType() {
+    if (made)
+      MPI_Type_free(&type);
+  }
+  PairValueType(const PairValueType &) = delete;
+  PairValueType &operator=(const PairValueType &) = delete;
+
+  /// Fails where the type could not be made (a row longer than an int).
+  commrt_status check(int64_t width) const {
+    if (failed)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "rows of ", width,
+                  " elements exceed what one MPI datatype describes");
+    return COMMRT_SUCCESS;
+  }
+  MPI_Datatype get() const { return made ? type : MPI_FLOAT; }
+
+private:
+  MPI_Datatype type = MPI_FLOAT;
+  bool made = false;
+  bool failed = false;
 };
 
 /// Fails on every rank alike when a count that MPI takes as an int, here
@@ -56,7 +103,9 @@ int64_t displacements(const std::vector<int> &counts,
 commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   int size;
   MPI_Comm_size(comm, &size);
-  int64_t mine = static_cast<int64_t>(local.indices.size());
+  PairValueType valueType(local.width);
+  COMMRT_TRY(valueType.check(local.width));
+  int64_t mine = local.size();
   // Counts in 64 bits, so that every rank sees the same total, in range or
   // not, and fails or goes on alike.
   std::vector<int64_t> wide(size);
@@ -71,8 +120,7 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   COMMRT_TRY(checkIntCount(total, "the pairs of all ranks"));
   std::vector<int> counts(wide.begin(), wide.end()), displs;
   displacements(counts, displs);
-  all.indices.resize(total);
-  all.values.resize(total);
+  all.resize(total);
   // Indices and values travel at once.
   MPI_Request requests[2];
   if (int error =
@@ -82,37 +130,38 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
     return failMpi("MPI_Iallgatherv", error);
   if (int error =
           MPI_Iallgatherv(local.values.data(), static_cast<int>(mine),
-                          MPI_FLOAT, all.values.data(), counts.data(),
-                          displs.data(), MPI_FLOAT, comm, &requests[1])) {
+                          valueType.get(), all.values.data(), counts.data(),
+                          displs.data(), valueType.get(), comm, &requests[1])) {
     waitAll(comm, 1, requests, "MPI_Iallgatherv");
     return failMpi("MPI_Iallgatherv", error);
   }
   return waitAll(comm, 2, requests, "MPI_Iallgatherv");
 }
 
-/// Zen's exchange: `local`'s pairs go to their owners, which add them up,
-/// into `scratch` (`count` zeros), and the owners' sums are gathered into
-/// `all` (each index at most once).
-commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
+/// Zen's exchange: `local`'s pairs (indices below `indexCount`) go to their
+/// owners, which add them up, and the owners' sums are gathered into `all`
+/// (each index at most once).
+commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
                            MPI_Comm comm) {
   int size;
   MPI_Comm_size(comm, &size);
+  const int64_t width = local.width;
+  PairValueType valueType(width);
+  COMMRT_TRY(valueType.check(width));
   // What an owner receives is at most what all ranks send: when that fits
   // the int counts of MPI, so does everything after.
-  int64_t total = static_cast<int64_t>(local.indices.size());
+  int64_t total = local.size();
   MPI_Request request;
   if (int error = MPI_Iallreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM,
                                  comm, &request))
     return failMpi("MPI_Iallreduce", error);
   COMMRT_TRY(waitFor(comm, request, "MPI_Iallreduce"));
   COMMRT_TRY(checkIntCount(total, "the pairs of all ranks"));
-  Pairs outgoing;
-  outgoing.indices.resize(local.indices.size());
-  outgoing.values.resize(local.indices.size());
-  std::vector<int64_t> bucketSizes =
-      bucketByOwner(local.indices.data(), local.values.data(),
-                    static_cast<int64_t>(local.indices.size()), size,
-                    outgoing.indices.data(), outgoing.values.data());
+  Pairs outgoing(width);
+  outgoing.resize(local.size());
+  std::vector<int64_t> bucketSizes = bucketByOwner(
+      local.indices.data(), local.values.data(), local.size(), width, size,
+      outgoing.indices.data(), outgoing.values.data());
   std::vector<int> sendCounts(bucketSizes.begin(), bucketSizes.end());
   std::vector<int> sendDispls;
   displacements(sendCounts, sendDispls);
@@ -124,9 +173,8 @@ commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
   COMMRT_TRY(waitFor(comm, request, "MPI_Ialltoall"));
   std::vector<int> recvDispls;
   int64_t received = displacements(recvCounts, recvDispls);
-  Pairs incoming;
-  incoming.indices.resize(received);
-  incoming.values.resize(received);
+  Pairs incoming(width);
+  incoming.resize(received);
   MPI_Request requests[2];
   if (int error = MPI_Ialltoallv(
           outgoing.indices.data(), sendCounts.data(), sendDispls.data(),
@@ -135,27 +183,31 @@ commrt_status hashExchange(const Pairs &local, int64_t count, Pairs &all,
     return failMpi("MPI_Ialltoallv", error);
   if (int error = MPI_Ialltoallv(
           outgoing.values.data(), sendCounts.data(), sendDispls.data(),
-          MPI_FLOAT, incoming.values.data(), recvCounts.data(),
-          recvDispls.data(), MPI_FLOAT, comm, &requests[1])) {
+          valueType.get(), incoming.values.data(), recvCounts.data(),
+          recvDispls.data(), valueType.get(), comm, &requests[1])) {
     waitAll(comm, 1, requests, "MPI_Ialltoallv");
     return failMpi("MPI_Ialltoallv", error);
   }
   COMMRT_TRY(waitAll(comm, 2, requests, "MPI_Ialltoallv"));
 
-  // Reduce in rank order, as the allgather exchange does.
-  std::vector<float> sums(count, 0.0f);
-  std::vector<char> seen(count, 0);
-  Pairs reduced;
+  // Reduce in rank order, as the allgather exchange does: each index's
+  // first pair is copied to its slot among the reduced ones, later ones are
+  // added there.
+  std::vector<int64_t> slot(indexCount, -1);
+  Pairs reduced(width);
   for (int64_t i = 0; i < received; ++i) {
     int64_t index = incoming.indices[i];
-    sums[index] += incoming.values[i];
-    if (!seen[index]) {
-      seen[index] = 1;
+    const float *values = incoming.values.data() + i * width;
+    if (slot[index] < 0) {
+      slot[index] = reduced.size();
       reduced.indices.push_back(index);
+      reduced.values.insert(reduced.values.end(), values, values + width);
+      continue;
     }
+    float *sums = reduced.values.data() + slot[index] * width;
+    for (int64_t j = 0; j < width; ++j)
+      sums[j] += values[j];
   }
-  for (int64_t index : reduced.indices)
-    reduced.values.push_back(sums[index]);
   return allgatherPairs(reduced, all, comm);
 }
 
@@ -167,13 +219,44 @@ void average(const SparseArguments &args, int size) {
     args.grad[i] /= static_cast<float>(size);
 }
 
+/// Exchanges the `local` pairs among the `size` ranks of `comm` as
+/// `args.exchange` says, and writes their sums, dense, to `args.grad`
+/// (`indexCount` indices of `local.width` elements), averaged where the
+/// reduction says so.
+commrt_status exchangePairs(const SparseArguments &args, const Pairs &local,
+                            int64_t indexCount, MPI_Comm comm, int size) {
+  Pairs all(local.width);
+  {
+    TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
+    COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
+                   ? hashExchange(local, indexCount, all, comm)
+                   : allgatherPairs(local, all, comm));
+    exchange.selected = local.size();
+    exchange.received = all.size();
+  }
+
+  TracePhase scatter(args.trace, COMMRT_PHASE_SCATTER, size);
+  scatter.selected = local.size();
+  scatter.received = all.size();
+  std::fill(args.grad, args.grad + args.count, 0.0f);
+  const int64_t width = local.width;
+  for (int64_t i = 0; i < all.size(); ++i) {
+    float *to = args.grad + all.indices[i] * width;
+    const float *from = all.values.data() + i * width;
+    for (int64_t j = 0; j < width; ++j)
+      to[j] += from[j];
+  }
+  average(args, size);
+  return COMMRT_SUCCESS;
+}
+
 /// Selects and exchanges pairs among the `size` ranks of `comm`; `acc` is in
 /// `residual`.
 commrt_status pairAllreduce(const SparseArguments &args, MPI_Comm comm,
                             int size) {
   const float *acc = args.residual;
   int64_t k = selectionSize(args.density, args.count);
-  Pairs local;
+  Pairs local(/*width=*/1);
   {
     TracePhase select(args.trace, COMMRT_PHASE_SELECT, size);
     local.indices = args.select == COMMRT_SELECT_TOPK
@@ -181,29 +264,31 @@ commrt_status pairAllreduce(const SparseArguments &args, MPI_Comm comm,
                         : selectThreshold(acc, args.count, k);
     for (int64_t index : local.indices)
       local.values.push_back(acc[index]);
-    select.selected = static_cast<int64_t>(local.indices.size());
+    select.selected = local.size();
   }
-
-  Pairs all;
-  {
-    TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
-    COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
-                   ? hashExchange(local, args.count, all, comm)
-                   : allgatherPairs(local, all, comm));
-    exchange.selected = static_cast<int64_t>(local.indices.size());
-    exchange.received = static_cast<int64_t>(all.indices.size());
-  }
-
-  TracePhase scatter(args.trace, COMMRT_PHASE_SCATTER, size);
-  scatter.selected = static_cast<int64_t>(local.indices.size());
-  scatter.received = static_cast<int64_t>(all.indices.size());
-  std::fill(args.grad, args.grad + args.count, 0.0f);
-  for (size_t i = 0; i < all.indices.size(); ++i)
-    args.grad[all.indices[i]] += all.values[i];
+  COMMRT_TRY(exchangePairs(args, local, args.count, comm, size));
   for (int64_t index : local.indices)
     args.residual[index] = 0.0f;
-  average(args, size);
   return COMMRT_SUCCESS;
+}
+
+/// The lossless exchange of `grad`'s nonzero rows among the `size` ranks of
+/// `comm`.
+commrt_status rowsAllreduce(const SparseArguments &args, MPI_Comm comm,
+                            int size) {
+  const int64_t width = args.chunkElements;
+  const int64_t rows = args.count / width;
+  Pairs local(width);
+  {
+    TracePhase select(args.trace, COMMRT_PHASE_SELECT, size);
+    local.indices = nonzeroRows(args.grad, rows, width);
+    local.values.reserve(local.indices.size() * width);
+    for (int64_t row : local.indices)
+      local.values.insert(local.values.end(), args.grad + row * width,
+                          args.grad + (row + 1) * width);
+    select.selected = local.size();
+  }
+  return exchangePairs(args, local, rows, comm, size);
 }
 
 /// GradientFlow's chunked selection and exchange among the `size` ranks of
@@ -303,6 +388,20 @@ std::vector<int64_t> commrt::selectThreshold(const float *acc, int64_t count,
   return selected;
 }
 
+std::vector<int64_t> commrt::nonzeroRows(const float *grad, int64_t rows,
+                                         int64_t rowElements) {
+  std::vector<int64_t> touched;
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *begin = grad + row * rowElements;
+    // `x != 0` holds for NaN too: a NaN row is sent, as a dense allreduce
+    // would carry it.
+    if (std::any_of(begin, begin + rowElements,
+                    [](float x) { return x != 0.0f; }))
+      touched.push_back(row);
+  }
+  return touched;
+}
+
 std::vector<double> commrt::chunkNorms(const float *acc, int64_t count,
                                        int64_t chunkElements) {
   const int64_t chunks = (count - 1) / chunkElements + 1;
@@ -339,7 +438,8 @@ std::vector<int64_t> commrt::pickChunks(const std::vector<double> &norms,
 
 std::vector<int64_t> commrt::bucketByOwner(const int64_t *indices,
                                            const float *values, int64_t count,
-                                           int size, int64_t *outIndices,
+                                           int64_t width, int size,
+                                           int64_t *outIndices,
                                            float *outValues) {
   std::vector<int> owners(count);
   std::vector<int64_t> bucketSizes(size, 0);
@@ -351,7 +451,8 @@ std::vector<int64_t> commrt::bucketByOwner(const int64_t *indices,
   for (int64_t i = 0; i < count; ++i) {
     int64_t slot = next[owners[i]]++;
     outIndices[slot] = indices[i];
-    outValues[slot] = values[i];
+    std::copy(values + i * width, values + (i + 1) * width,
+              outValues + slot * width);
   }
   return bucketSizes;
 }
@@ -361,6 +462,8 @@ commrt_status commrt::sparseAllreduce(const SparseArguments &args,
   int size;
   MPI_Comm_size(comm, &size);
   TracePhase call(args.trace, COMMRT_PHASE_CALL, size);
+  if (args.select == COMMRT_SELECT_ROWS)
+    return rowsAllreduce(args, comm, size);
   {
     // acc = grad + residual, kept in the residual buffer until the result
     // is scattered.

@@ -21,7 +21,9 @@ namespace commrt {
 
 /// The validated arguments of a sparse allreduce: `count` > 0, `density` in
 /// (0, 1], `select` and `exchange` a valid pairing, `reduce` SUM or AVG and
-/// `chunkElements` > 0 for chunk selection.
+/// `chunkElements` > 0 for chunk selection; for rows selection,
+/// `chunkElements` is the row length (dividing `count`) and `residual` is
+/// not used (it may be null).
 struct SparseArguments {
   float *grad;
   float *residual;
@@ -56,13 +58,19 @@ std::vector<double> chunkNorms(const float *acc, int64_t count,
 std::vector<int64_t> pickChunks(const std::vector<double> &norms,
                                 int64_t picked);
 
-/// Buckets the `count` pairs (`indices`, `values`) by their owner among
-/// `size` ranks (hashOwner), in rank order and index order within a bucket,
-/// into `outIndices` and `outValues` (`count` entries each); returns the
-/// size of each bucket.
+/// Buckets the `count` pairs (`indices`, `values`, `width` values per index)
+/// by their owner among `size` ranks (hashOwner), in rank order and index
+/// order within a bucket, into `outIndices` and `outValues` (`count` and
+/// `count * width` entries); returns the size of each bucket.
 std::vector<int64_t> bucketByOwner(const int64_t *indices, const float *values,
-                                   int64_t count, int size, int64_t *outIndices,
-                                   float *outValues);
+                                   int64_t count, int64_t width, int size,
+                                   int64_t *outIndices, float *outValues);
+
+/// The rows, in order, of the `rows` x `rowElements` row-major `grad` that
+/// hold an entry other than zero (NaN included): what the lossless rows
+/// exchange sends.
+std::vector<int64_t> nonzeroRows(const float *grad, int64_t rows,
+                                 int64_t rowElements);
 
 /// Runs the sparse allreduce `args` over `comm`, collectively. Failures set
 /// the last error without naming the entry point.

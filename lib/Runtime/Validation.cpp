@@ -118,16 +118,19 @@ commrt_status checkSparse(const float *grad, const float *residual,
   if (!grad && count > 0)
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "grad is null but count is ",
                 count);
-  if (!residual && count > 0)
+  COMMRT_TRY(checkEnum("select", select, "commrt_select", COMMRT_SELECT_TOPK,
+                       COMMRT_SELECT_ROWS));
+  // The lossless rows exchange keeps no residual.
+  const bool lossless = select == COMMRT_SELECT_ROWS;
+  if (!residual && count > 0 && !lossless)
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "residual is null but count is ",
                 count);
-  if (count > 0 && grad < residual + count && residual < grad + count)
+  if (count > 0 && !lossless && grad < residual + count &&
+      residual < grad + count)
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "grad and residual overlap");
   if (!(density > 0.0 && density <= 1.0))
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "density ", density,
                 " is not in (0, 1]");
-  COMMRT_TRY(checkEnum("select", select, "commrt_select", COMMRT_SELECT_TOPK,
-                       COMMRT_SELECT_CHUNK));
   COMMRT_TRY(checkEnum("exchange", exchange, "commrt_exchange",
                        COMMRT_EXCHANGE_ALLGATHER, COMMRT_EXCHANGE_CHUNK));
   if (reduce != COMMRT_SUM && reduce != COMMRT_AVG)
@@ -138,9 +141,13 @@ commrt_status checkSparse(const float *grad, const float *residual,
                 " does not go with exchange ", exchange,
                 ": chunk selection (2) goes with the chunk exchange (2) and "
                 "only with it");
-  if (select == COMMRT_SELECT_CHUNK && chunkElements <= 0)
+  if ((select == COMMRT_SELECT_CHUNK || lossless) && chunkElements <= 0)
     return fail(COMMRT_ERROR_INVALID_ARGUMENT, "chunk_elements ", chunkElements,
                 " is not positive");
+  if (lossless && count % chunkElements != 0)
+    return fail(COMMRT_ERROR_INVALID_ARGUMENT, "count ", count,
+                " is not a whole number of rows of chunk_elements (",
+                chunkElements, ")");
   return COMMRT_SUCCESS;
 }
 

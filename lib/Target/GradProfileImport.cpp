@@ -47,6 +47,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 
 using namespace mlir;
 using namespace mlir::comm;
@@ -70,7 +71,25 @@ struct ParamSpec {
   std::vector<std::string> aliases;
   /// Whether it got no gradient in the exported step.
   std::optional<bool> unused;
+  /// For a gradient that is sparse by nature: the fraction of rows a step
+  /// touches on 1, 2, 4, ... ranks together, and whether PyTorch gives it
+  /// as a sparse COO tensor (`"sparse": {"rows_touched": [...], "coo": b}`).
+  std::vector<double> rowsTouched;
+  bool coo = false;
+  bool hasSparse = false;
 };
+
+/// A param's `sparse` object.
+struct SparseSpec {
+  std::vector<double> rowsTouched;
+  std::optional<bool> coo;
+};
+
+bool fromJSON(const json::Value &value, SparseSpec &sparse, json::Path path) {
+  json::ObjectMapper mapper(value, path);
+  return mapper && mapper.map("rows_touched", sparse.rowsTouched) &&
+         mapper.map("coo", sparse.coo);
+}
 
 /// A layer, as the profile lists it.
 struct LayerSpec {
@@ -108,11 +127,18 @@ bool fromJSON(const json::Value &value, ParamSpec &param, json::Path path) {
   json::ObjectMapper mapper(value, path);
   // `"aliases": null` counts as absent, as for every optional field.
   std::optional<std::vector<std::string>> aliases;
+  std::optional<SparseSpec> sparse;
   if (!mapper || !mapper.map("name", param.name) ||
       !mapper.map("shape", param.shape) || !mapper.map("dtype", param.dtype) ||
-      !mapper.map("aliases", aliases) || !mapper.map("unused", param.unused))
+      !mapper.map("aliases", aliases) || !mapper.map("unused", param.unused) ||
+      !mapper.map("sparse", sparse))
     return false;
   param.aliases = std::move(aliases).value_or(std::vector<std::string>());
+  if (sparse) {
+    param.hasSparse = true;
+    param.rowsTouched = std::move(sparse->rowsTouched);
+    param.coo = sparse->coo.value_or(false);
+  }
   return true;
 }
 
@@ -450,6 +476,10 @@ private:
   /// Checks that `count`, if given, is a finite, non-negative number of
   /// FLOPs or bytes.
   LogicalResult checkWork(std::optional<double> count, json::Path path);
+  /// Checks a param's `sparse` object at `path`: a gradient with rows, and
+  /// `rows_touched` a nondecreasing list of fractions in (0, 1], one per
+  /// power of two of ranks up to 2^30.
+  LogicalResult checkRowsTouched(const ParamSpec &param, json::Path path);
   /// Replaces the times of a checked profile by `device`'s roofline times of
   /// the counted work; fails naming the first layer without its counts.
   LogicalResult applyDevice(const DeviceModel &device, ProfileSpec &profile);
@@ -629,6 +659,42 @@ LogicalResult GradProfileImporter::applyDevice(const DeviceModel &device,
   return success();
 }
 
+/// `value` with at most 6 significant digits, as a person would write it.
+static std::string shortNumber(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
+}
+
+LogicalResult GradProfileImporter::checkRowsTouched(const ParamSpec &param,
+                                                    json::Path path) {
+  if (param.shape.empty())
+    return fail(path, "a scalar has no rows to touch");
+  json::Path rowsPath = path.field("rows_touched");
+  if (param.rowsTouched.empty())
+    return fail(rowsPath, "expected at least one fraction (1 rank's)");
+  if (param.rowsTouched.size() > 31)
+    return fail(rowsPath,
+                llvm::formatv("expected at most 31 fractions (1 to 2^30 "
+                              "ranks), got {0}",
+                              param.rowsTouched.size()));
+  for (auto [index, fraction] : llvm::enumerate(param.rowsTouched)) {
+    if (!(fraction > 0.0 && fraction <= 1.0))
+      return fail(rowsPath.index(index),
+                  llvm::formatv("expected a fraction of rows in (0, 1], "
+                                "got {0}",
+                                shortNumber(fraction)));
+    if (index > 0 && fraction < param.rowsTouched[index - 1])
+      return fail(rowsPath.index(index),
+                  llvm::formatv("{0} is less than the {1} of half as many "
+                                "ranks: more ranks touch at least the rows "
+                                "fewer do",
+                                shortNumber(fraction),
+                                shortNumber(param.rowsTouched[index - 1])));
+  }
+  return success();
+}
+
 LogicalResult GradProfileImporter::checkHeader(const json::Value &value) {
   json::Path rootPath(root);
   json::ObjectMapper mapper(value, rootPath);
@@ -758,6 +824,9 @@ LogicalResult GradProfileImporter::checkProfile(const ProfileSpec &profile) {
       };
       if (failed(checkUnique(param.name, paramPath.field("name"))))
         return failure();
+      if (param.hasSparse &&
+          failed(checkRowsTouched(param, paramPath.field("sparse"))))
+        return failure();
       json::Path aliasesPath = paramPath.field("aliases");
       for (auto [aliasIndex, alias] : llvm::enumerate(param.aliases))
         if (failed(checkUnique(alias, aliasesPath.index(aliasIndex))))
@@ -850,7 +919,8 @@ OwningOpRef<ModuleOp> GradProfileImporter::build(const ProfileSpec &profile) {
     for (const ParamSpec &param : layer.params)
       gradients.push_back(
           {param.name,
-           RankedTensorType::get(param.shape, getElementType(param.dtype))});
+           RankedTensorType::get(param.shape, getElementType(param.dtype)),
+           param.rowsTouched, param.coo});
     step.addBackward(fileLoc, layer.name, layer.backwardUs,
                      numLayers - 1 - static_cast<int64_t>(position), gradients);
   }

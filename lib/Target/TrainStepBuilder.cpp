@@ -61,15 +61,19 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
                                 /*outputs=*/ValueRange(),
                                 builder.getF64FloatAttr(costUs), nameAttr,
                                 layerAttr, cast<PhaseAttr>(backwardAttr));
-  for (auto [gradient, value] : llvm::zip_equal(gradients, step.getResults()))
-    reduced.push_back(AllReduceOp::create(builder, loc, gradient.type, value,
-                                          cast<ReduceKindAttr>(averageAttr),
-                                          /*wire=*/nullptr,
-                                          /*prescale=*/nullptr,
-                                          builder.getStringAttr(gradient.name),
-                                          /*group=*/nullptr,
-                                          /*algorithm=*/nullptr)
-                          .getResult());
+  for (auto [gradient, value] : llvm::zip_equal(gradients, step.getResults())) {
+    auto allreduce = AllReduceOp::create(
+        builder, loc, gradient.type, value, cast<ReduceKindAttr>(averageAttr),
+        /*wire=*/nullptr, /*prescale=*/nullptr,
+        builder.getStringAttr(gradient.name), /*group=*/nullptr,
+        /*algorithm=*/nullptr);
+    if (!gradient.rowsTouched.empty())
+      allreduce->setAttr(kRowsTouchedAttrName,
+                         builder.getDenseF64ArrayAttr(gradient.rowsTouched));
+    if (gradient.coo)
+      allreduce->setAttr(kCooGradientAttrName, builder.getUnitAttr());
+    reduced.push_back(allreduce.getResult());
+  }
 }
 
 void TrainStepBuilder::addUpdate(Location loc, double costUs) {

@@ -28,6 +28,13 @@ struct GradientSpec {
   StringRef name;
   /// The gradient's type (the parameter's shape and element type).
   RankedTensorType type;
+  /// For a gradient that is sparse by nature: the fraction of its rows that
+  /// a step touches on 1, 2, 4, ... ranks together (`comm.rows_touched` on
+  /// its allreduce); empty otherwise.
+  ArrayRef<double> rowsTouched = {};
+  /// Whether PyTorch produces it as a sparse COO tensor
+  /// (`comm.coo_gradient`).
+  bool coo = false;
 };
 
 /// Builds the module of one imported training step.

@@ -55,6 +55,8 @@ static bool mayReadGlobal(Operation *op, FlatSymbolRefAttr name, Value loaded,
 static std::optional<ResidualCopies>
 matchResidualCopies(SparseCollectiveOpInterface sparse) {
   Value residual = sparse.getResidualIn();
+  if (!residual)
+    return std::nullopt;
   auto buffer = residual.getDefiningOp<memref::AllocOp>();
   if (!buffer)
     return std::nullopt;

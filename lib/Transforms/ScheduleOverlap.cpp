@@ -269,7 +269,8 @@ private:
         builder, op.getLoc(), TokenType::get(builder.getContext()),
         op.getGrad(), op.getResidualIn(), op.getDensityAttr(),
         op.getSelectAttr(), op.getExchangeAttr(), op.getReduceAttr(),
-        op.getChunkElementsAttr(), op.getNameAttr(), op.getGroupAttr(),
+        op.getChunkElementsAttr(), op.getUnionDensityAttr(), op.getNameAttr(),
+        op.getGroupAttr(),
         /*channel=*/0, [&]() -> IntegerAttr {
           std::optional<int64_t> priority = getPriority(op.getGrad());
           return priority ? builder.getI64IntegerAttr(*priority)

@@ -207,7 +207,8 @@ private:
         SelectKindAttr::get(context, chunked ? SelectKind::chunk : selectKind),
         ExchangeKindAttr::get(context, exchange), allreduce.getReduceAttr(),
         chunked ? builder.getI64IntegerAttr(chunkElements) : IntegerAttr(),
-        allreduce.getNameAttr(), allreduce.getGroupAttr());
+        /*union_density=*/FloatAttr(), allreduce.getNameAttr(),
+        allreduce.getGroupAttr());
     ml_program::GlobalStoreOp::create(builder, loc, symbolRef,
                                       sparse.getResidualOut());
     allreduce.getResult().replaceAllUsesWith(sparse.getReduced());

@@ -153,8 +153,11 @@ class DistributedOptimizer:
             for g in collective.gradients:
                 self._carriers[g.name].append(collective)
         self.residuals = {}
+        # The dense buffers that sparse COO gradients of the lossless rows
+        # exchanges are written into, by name, made at their first step.
+        self._dense_rows = {}
         for collective in self.plan.collectives:
-            if collective.kind == "sparse":
+            if collective.kind == "sparse" and not collective.is_lossless:
                 name = collective.gradients[0].name
                 self.residuals[name] = torch.zeros_like(
                     self._params[name], memory_format=torch.contiguous_format)
@@ -440,7 +443,64 @@ class DistributedOptimizer:
         runtime.check(status, collective.describe())
         self._issued.append(_Issued(collective, handle))
 
+    def _rows_gradient(self, name):
+        """The gradient of `name` as one dense contiguous f32 tensor, in
+        param.grad: a sparse COO gradient (nn.Embedding(sparse=True)) is
+        added, duplicate indices summed, into a dense buffer kept across
+        steps, which becomes param.grad (the optimizer then updates with
+        the reduced dense gradient, as DDP's sparse allreduce leaves a
+        gradient every rank holds whole)."""
+        param = self._params[name]
+        grad = param.grad
+        if grad is None or not grad.is_sparse:
+            return self._gradient(name, "f32")
+        if grad.dtype != torch.float32:
+            raise CommoptError(
+                f"the gradient of '{name}' is {grad.dtype}, the plan says "
+                "f32")
+        dense = self._dense_rows.get(name)
+        if dense is None or dense.shape != grad.shape:
+            dense = torch.empty(grad.shape, dtype=torch.float32,
+                                device=grad.device)
+            self._dense_rows[name] = dense
+        with torch.no_grad():
+            dense.zero_()
+            if grad._nnz():
+                indices = grad._indices()
+                values = grad._values()
+                if indices.shape[0] == 1:
+                    # Rows: index_add_ sums duplicate rows.
+                    dense.index_add_(0, indices[0], values)
+                else:
+                    dense.add_(grad.coalesce().to_dense())
+        param.grad = dense
+        return dense
+
+    def _rows(self, collective):
+        """The lossless exchange of a gradient's touched rows: no residual,
+        no warm-up (the density is only the plan's expectation) and no
+        momentum correction."""
+        g = collective.gradients[0]
+        grad = self._rows_gradient(g.name)
+        sparse = collective.sparse
+        arguments = (grad.data_ptr(), None, g.count, sparse["density"],
+                     runtime.SELECTS["rows"],
+                     runtime.EXCHANGES[sparse["exchange"]],
+                     runtime.REDUCES[collective.reduce],
+                     sparse["chunk_elements"])
+        if collective.channel is None:
+            self._bounded(collective,
+                          lambda: runtime.sparse_allreduce(*arguments))
+            return
+        status, handle = runtime.sparse_allreduce_start(*arguments,
+                                                        collective.channel)
+        runtime.check(status, collective.describe())
+        self._issued.append(_Issued(collective, handle))
+
     def _sparse(self, collective):
+        if collective.is_lossless:
+            self._rows(collective)
+            return
         g = collective.gradients[0]
         grad = self._gradient(g.name, "f32")
         residual = self.residuals[g.name]

@@ -17,7 +17,7 @@ _TORCH_DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
 _ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 _WIRES = ("none", "f16", "bf16")
 _REDUCES = ("sum", "avg", "max", "min")
-_SELECTS = ("topk", "threshold", "chunk")
+_SELECTS = ("topk", "threshold", "chunk", "rows")
 _EXCHANGES = ("allgather", "hash", "chunk")
 
 
@@ -68,6 +68,12 @@ class Collective:
     @property
     def names(self):
         return [g.name for g in self.gradients]
+
+    @property
+    def is_lossless(self):
+        """Whether it is the lossless exchange of a gradient's touched rows
+        (a gradient that is sparse by nature), which keeps no residual."""
+        return self.kind == "sparse" and self.sparse["select"] == "rows"
 
     @property
     def is_mixed_wire(self):
@@ -224,6 +230,8 @@ def _parse_sparse(obj, where):
     _require(0 < density <= 1, where, f"density {density} is not in (0, 1]")
     _require((select == "chunk") == (exchange == "chunk"), where,
              "chunk selection goes with the chunk exchange and only with it")
+    _require(select != "rows" or "chunk_elements" in obj, where,
+             "rows selection needs chunk_elements, the length of a row")
     chunk = _field(obj, "chunk_elements", int, where + ".sparse", 32768)
     _require(chunk > 0, where, f"chunk_elements {chunk} is not positive")
     return {"select": select, "exchange": exchange, "density": float(density),
@@ -312,6 +320,12 @@ def parse_plan(document, source="plan"):
             _require(gradients[0].dtype == "f32", where,
                      f"sparse gradients are f32, '{gradients[0].name}' is "
                      f"{gradients[0].dtype}")
+            row = math.prod(gradients[0].shape[1:])
+            _require(sparse["select"] != "rows" or
+                     (gradients[0].shape and sparse["chunk_elements"] == row),
+                     where, f"rows of '{gradients[0].name}' (shape "
+                     f"{gradients[0].shape}) have {row} elements, the plan "
+                     f"says {sparse['chunk_elements']}")
         dtypes = {g.dtype for g in gradients}
         _require(len(dtypes) == 1, where,
                  f"gradients of several element types ({sorted(dtypes)})")

@@ -15,7 +15,7 @@ SUCCESS = 0
 DTYPES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3}
 WIRE_NONE = -1
 REDUCES = {"sum": 0, "avg": 1, "max": 2, "min": 3}
-SELECTS = {"topk": 0, "threshold": 1, "chunk": 2}
+SELECTS = {"topk": 0, "threshold": 1, "chunk": 2, "rows": 3}
 EXCHANGES = {"allgather": 0, "hash": 1, "chunk": 2}
 ERROR_BACKEND = 3
 # commrt_trace_phase, in order, and commrt_trace_event.kind's offset of a

@@ -114,3 +114,17 @@
 // RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-total-too-large.json 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=TOTAL-TOO-LARGE
 // TOTAL-TOO-LARGE: grad-profile-total-too-large.json:7:3: error: num_elements: a count must be at most 9223372036854775807, got 1e+19
+
+// A param's `sparse` object (a gradient that is sparse by nature).
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-sparse-empty.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPARSE-EMPTY
+// SPARSE-EMPTY: grad-profile-sparse-empty.json:1:1: error: layers[0].params[0].sparse.rows_touched: expected at least one fraction (1 rank's)
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-sparse-not-increasing.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPARSE-DECREASING
+// SPARSE-DECREASING: grad-profile-sparse-not-increasing.json:1:1: error: layers[0].params[0].sparse.rows_touched[1]: 0.005 is less than the 0.01 of half as many ranks: more ranks touch at least the rows fewer do
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-sparse-out-of-range.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPARSE-RANGE
+// SPARSE-RANGE: grad-profile-sparse-out-of-range.json:1:1: error: layers[0].params[0].sparse.rows_touched[0]: expected a fraction of rows in (0, 1], got 0
+// RUN: not commopt-translate --import-grad-profile %S/Inputs/grad-profile-sparse-scalar.json 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPARSE-SCALAR
+// SPARSE-SCALAR: grad-profile-sparse-scalar.json:1:1: error: layers[0].params[0].sparse: a scalar has no rows to touch

@@ -82,3 +82,13 @@
 // TOTALS-NEXT: comm.allreduce {{.*}}name = "aux.weight"
 // TOTALS-NEXT: comm.allreduce {{.*}}name = "aux.bias"
 // TOTALS-NEXT: return
+
+// A gradient that is sparse by nature keeps what the profile measured on its
+// allreduce: the fraction of rows touched on 1, 2, 4 ranks, and whether
+// PyTorch gives it as a sparse COO tensor. A gradient without `sparse` gets
+// neither.
+// RUN: commopt-translate --import-grad-profile %S/Inputs/grad-profile-sparse.json \
+// RUN:   | FileCheck %s --check-prefix=SPARSE
+// SPARSE: comm.allreduce %{{.*}} {name = "fc.weight", reduce = #comm.reduce<avg>}
+// SPARSE: comm.allreduce %{{.*}} {comm.coo_gradient, comm.rows_touched = array<f64: 1.000000e-02, 1.800000e-02, 3.100000e-02>, name = "embedding.weight", reduce = #comm.reduce<avg>} : tensor<100000x64xf32>
+// SPARSE: comm.allreduce %{{.*}} {comm.rows_touched = array<f64: 5.000000e-01>, name = "offsets.weight", reduce = #comm.reduce<avg>} : tensor<500xf32>

@@ -436,8 +436,8 @@ TEST_F(SparseErrorTest, RejectsInvalidArguments) {
   EXPECT_TRUE(fails(invalid, "density 0 is not in (0, 1]", 0.0));
   EXPECT_TRUE(fails(invalid, "density 1.5 is not in (0, 1]", 1.5));
   EXPECT_TRUE(fails(invalid, "density nan is not in (0, 1]", NAN));
-  EXPECT_TRUE(fails(invalid, "select 3 is not a commrt_select (expected 0..2)",
-                    0.5, 3));
+  EXPECT_TRUE(fails(invalid, "select 4 is not a commrt_select (expected 0..3)",
+                    0.5, 4));
   EXPECT_TRUE(fails(invalid,
                     "exchange -1 is not a commrt_exchange (expected 0..2)", 0.5,
                     COMMRT_SELECT_TOPK, -1));

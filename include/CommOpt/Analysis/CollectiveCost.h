@@ -13,6 +13,7 @@
 #define COMMOPT_ANALYSIS_COLLECTIVECOST_H
 
 #include "CommOpt/Analysis/ClusterModel.h"
+#include "llvm/ADT/ArrayRef.h"
 
 #include <cstdint>
 #include <optional>
@@ -94,8 +95,12 @@ struct SparseGradient {
   /// Number of elements of the dense gradient.
   int64_t denseElements = 0;
   /// Fraction of elements each rank selects (Allgather, Hash), or fraction of
-  /// chunks selected (Chunk); in (0, 1].
+  /// chunks selected (Chunk), or fraction of rows each rank touches (the
+  /// lossless Rows selection); in (0, 1].
   double density = 1;
+  /// Values per pair: 1 for the lossy selections, which send entries; the
+  /// row length for the Rows selection, which sends whole rows.
+  int64_t rowElements = 1;
   /// Bytes per value on the wire (4 for f32, 2 for f16/bf16).
   int64_t valueBytes = 4;
   /// Bytes per index on the wire (the runtime sends 64-bit indices).
@@ -114,6 +119,13 @@ struct SparseGradient {
 /// `density` each: 1 - (1 - density)^ranks.
 double unionDensity(double density, int64_t ranks);
 
+/// The fraction of a naturally sparse gradient's rows that `ranks` (>= 1)
+/// ranks touch together, from `rowsTouched` (nonempty), the fractions
+/// measured on 1, 2, 4, ... ranks: linear in log2(ranks) between measured
+/// powers of two; past the last, the further ranks are taken as
+/// independent, 1 - (1 - last)^(ranks / measured ranks).
+double rowsTouchedAt(llvm::ArrayRef<double> rowsTouched, int64_t ranks);
+
 /// Cost of exchanging (and summing) a sparsified gradient with `scheme`:
 /// every collective the runtime issues for it, counts included
 /// (docs/CostModel.md, section 2.5).
@@ -129,6 +141,9 @@ enum class SparseSelectScheme {
   Threshold,
   /// Whole chunks of largest norm, with the Chunk exchange (GradientFlow).
   Chunk,
+  /// Lossless: every row with a nonzero entry, no residual (a gradient that
+  /// is sparse by nature), with the Allgather or Hash exchange.
+  Rows,
 };
 
 /// The local work of one rank in a sparse allreduce, by the phases of the

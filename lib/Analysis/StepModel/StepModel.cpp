@@ -154,6 +154,8 @@ SparseSelectScheme mlir::comm::getSparseSelectScheme(SelectKind select) {
     return SparseSelectScheme::Threshold;
   case SelectKind::chunk:
     return SparseSelectScheme::Chunk;
+  case SelectKind::rows:
+    return SparseSelectScheme::Rows;
   }
   llvm_unreachable("unknown select kind");
 }
@@ -164,6 +166,7 @@ double mlir::comm::getSparseLocalUs(const DeviceModel &device,
   if (work.totalBytes() <= 0)
     return 0;
   const LocalWorkRates &rates = device.localWork;
+  // Finding the touched rows is one streaming pass, as the chunk norms are.
   double selectNs = select == SelectKind::topk        ? rates.topkSelectNs
                     : select == SelectKind::threshold ? rates.thresholdSelectNs
                                                       : rates.chunkSelectNs;
@@ -175,8 +178,10 @@ double mlir::comm::getSparseLocalUs(const DeviceModel &device,
     return bytes / (device.memoryGBps * 1e3);
   };
   double us = device.launchOverheadUs;
-  us += rates.accumulateNs > 0 ? work.elements * rates.accumulateNs * 1e-3
-                               : traffic(work.accumulateBytes);
+  // The lossless rows exchange has no residual to accumulate.
+  if (select != SelectKind::rows)
+    us += rates.accumulateNs > 0 ? work.elements * rates.accumulateNs * 1e-3
+                                 : traffic(work.accumulateBytes);
   us += selectNs > 0 ? work.elements * selectNs * 1e-3
                      : traffic(work.selectBytes);
   us += scatterMeasured ? (work.elements * rates.scatterNs +
@@ -496,15 +501,19 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                                  "dynamic shape");
     SparseGradient gradient = describeSparseGradient(
         type, sparse.getDensityValue(), sparse.getChunkElementCount());
+    if (sparse.getSelect() == SelectKind::rows)
+      gradient.rowElements = sparse.getChunkElementCount();
+    gradient.reducedDensity = sparse.getUnionDensityValue();
     auto collective = cast<CollectiveOpInterface>(sparse.getOperation());
     double localUs;
     CollectiveCost cost = getSparseAllreduceCost(
         clusters.get(collective), device, sparse.getSelect(),
         sparse.getExchange(), collective.getReduceKind(), gradient,
         /*onChannel=*/isa<SparseStartOp>(sparse.getOperation()), &localUs);
-    if (momentumCorrection) {
+    if (momentumCorrection && sparse.getSelect() != SelectKind::rows) {
       // The bridge corrects the gradient in its hook and masks the velocity
-      // once the collective is waited for.
+      // once the collective is waited for (not for the lossless rows
+      // exchange, which keeps no residual).
       double elements = static_cast<double>(type.getNumElements());
       addBridgeUs(sparse.getGrad(), elements * device.bridge.momentumNs * 1e-3);
       maskUs.push_back(

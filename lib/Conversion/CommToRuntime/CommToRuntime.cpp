@@ -745,14 +745,23 @@ struct SparseCall {
     auto sparse = cast<SparseCollectiveOpInterface>(op);
     Location loc = op->getLoc();
     SparseCall call;
-    call.staged = StagedBuffers::stage(b, loc, ValueRange{grad, residual});
+    // The lossless rows exchange has no residual: the runtime takes null.
+    SmallVector<Value, 2> buffers = {grad};
+    if (residual)
+      buffers.push_back(residual);
+    call.staged = StagedBuffers::stage(b, loc, buffers);
     Value contiguousGrad = call.staged.contiguous[0];
     auto i32 = [&](int64_t value) -> Value {
       return arith::ConstantIntOp::create(b, loc, value, 32);
     };
+    Value gradPointer = getDataPointer(b, loc, contiguousGrad);
+    Value residualPointer =
+        residual ? getDataPointer(b, loc, call.staged.contiguous[1])
+                 : LLVM::ZeroOp::create(
+                       b, loc, LLVM::LLVMPointerType::get(b.getContext()));
     call.arguments = {
-        getDataPointer(b, loc, contiguousGrad),
-        getDataPointer(b, loc, call.staged.contiguous[1]),
+        gradPointer,
+        residualPointer,
         b.createOrFold<arith::IndexCastOp>(
             loc, b.getI64Type(), getElementCount(b, loc, contiguousGrad)),
         arith::ConstantOp::create(b, loc,

@@ -66,7 +66,7 @@ func.func @buffer_element_type(%g: memref<4xf32>, %r: memref<4xf64>) {
 // -----
 
 func.func @buffer_with_results(%g: memref<4xf32>, %r: memref<4xf32>) {
-  // expected-error @+1 {{'comm.sparse_allreduce' op on memrefs updates grad and residual_in in place and has no results, but has 2}}
+  // expected-error @+1 {{'comm.sparse_allreduce' op on memrefs updates its operands in place and has no results, but has 2}}
   %0:2 = comm.sparse_allreduce %g, %r {density = 0.5, select = #comm.select<topk>, exchange = #comm.exchange<allgather>}
       : memref<4xf32>, memref<4xf32> -> tensor<4xf32>, tensor<4xf32>
   return

@@ -187,6 +187,9 @@ typedef enum commrt_select {
   COMMRT_SELECT_TOPK = 0,
   COMMRT_SELECT_THRESHOLD = 1,
   COMMRT_SELECT_CHUNK = 2,
+  /* Lossless: every row holding a nonzero entry, whole, for gradients that
+   * are sparse by nature (an embedding's). */
+  COMMRT_SELECT_ROWS = 3,
 } commrt_select;
 
 /* How commrt_sparse_allreduce exchanges the selected entries. Values are part
@@ -443,6 +446,17 @@ int32_t commrt_wait(int64_t handle);
  *       rank's chunk) counts as the largest: it is sent, so the NaN reaches
  *       every rank's gradient, as a dense allreduce would carry it, and
  *       leaves the residuals. Goes with COMMRT_EXCHANGE_CHUNK only.
+ *     - COMMRT_SELECT_ROWS: lossless, for a gradient that is sparse by
+ *       nature. Steps 1 and 5 are skipped (`residual` is not read or written
+ *       and may be null): acc is grad, seen as count / chunk_elements rows of
+ *       `chunk_elements` (> 0, dividing count) entries, and every row with
+ *       an entry other than zero (NaN included) is sent whole as a pair of
+ *       its row index and its row. `density` (in (0, 1]) is only what the
+ *       plan expected of the fraction of rows touched; the result does not
+ *       depend on it. Goes with COMMRT_EXCHANGE_ALLGATHER or
+ *       COMMRT_EXCHANGE_HASH (whose owners own rows). The result is the
+ *       dense allreduce's up to the order of summation: exact where every
+ *       row is touched by at most one rank, or for integer-valued data.
  *  3. The selected entries are exchanged, as `exchange` says:
  *     - COMMRT_EXCHANGE_ALLGATHER: every rank gathers every rank's (index,
  *       value) pairs (MPI_Allgather of the counts, MPI_Allgatherv of the

@@ -1,0 +1,216 @@
+//===- MpiRowsTest.cpp - The lossless rows exchange across MPI ranks
+//-------===//
+//
+// COMMRT_SELECT_ROWS under mpirun (CTest uses 2 and 4 ranks): a gradient
+// that is sparse by nature, as an embedding's, exchanged row by row by
+// allgather or by Zen's hash-balanced exchange. Entries are small integers,
+// so the result must equal the dense allreduce's exactly, whatever the order
+// of summation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtils.h"
+
+#include <mpi.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace commrt::testing;
+
+namespace {
+
+/// Which rows of a `rows`-row gradient a rank touches in a test case.
+enum class Touch {
+  /// A few rows, some shared with other ranks (a Zipf-like head that every
+  /// rank uses, and a tail of the rank's own).
+  Colliding,
+  /// Every row, on every rank.
+  All,
+  /// None on odd ranks, a few rows on even ones.
+  EmptyOnSomeRanks,
+};
+
+/// A small integer entry of rank `r`'s row `row`, column `column`, or 0
+/// where the rank does not touch the row.
+float entryAt(Touch touch, int r, int64_t rows, int64_t row, int64_t column) {
+  bool touched = false;
+  switch (touch) {
+  case Touch::All:
+    touched = true;
+    break;
+  case Touch::Colliding:
+    // Rows 0-2 on every rank; then each rank's own stride.
+    touched = row < 3 || row % (7 + r) == static_cast<int64_t>(r);
+    break;
+  case Touch::EmptyOnSomeRanks:
+    touched = r % 2 == 0 && (row * 5 + r) % 11 == 0;
+    break;
+  }
+  if (!touched || row >= rows)
+    return 0.0f;
+  // Nonzero, so that a touched row never looks untouched.
+  return static_cast<float>((row * 3 + column * 7 + r * 5) % 19 + 1) *
+         (column % 2 ? -1.0f : 1.0f);
+}
+
+/// A whole gradient of `rows` rows of `width` entries.
+std::vector<float> gradient(Touch touch, int r, int64_t rows, int64_t width) {
+  std::vector<float> grad(rows * width);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t column = 0; column < width; ++column)
+      grad[row * width + column] = entryAt(touch, r, rows, row, column);
+  return grad;
+}
+
+using RowsCase = std::tuple<commrt_exchange, commrt_reduce, Touch, int64_t>;
+
+std::string rowsCaseName(const ::testing::TestParamInfo<RowsCase> &info) {
+  auto [exchange, reduce, touch, width] = info.param;
+  static const char *const touches[] = {"colliding", "all", "emptyonsome"};
+  return std::string(exchange == COMMRT_EXCHANGE_HASH ? "hash" : "allgather") +
+         "_" + reduceName(reduce) + "_" + touches[static_cast<int>(touch)] +
+         "_width" + std::to_string(width);
+}
+
+class RowsTest : public ::testing::TestWithParam<RowsCase> {
+protected:
+  static constexpr int64_t kRows = 300;
+};
+
+TEST_P(RowsTest, EqualsTheDenseAllreduce) {
+  auto [exchange, reduce, touch, width] = GetParam();
+  std::vector<float> grad = gradient(touch, rank(), kRows, width);
+  std::vector<float> dense = grad;
+  ASSERT_EQ(commrt_allreduce(dense.data(), static_cast<int64_t>(dense.size()),
+                             COMMRT_F32, reduce),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  // No residual: the exchange is lossless. The density is only what the
+  // plan expected; a wrong guess changes nothing.
+  ASSERT_EQ(commrt_sparse_allreduce(
+                grad.data(), nullptr, static_cast<int64_t>(grad.size()), 0.01,
+                COMMRT_SELECT_ROWS, exchange, reduce, width),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(grad, dense);
+}
+
+TEST_P(RowsTest, StartAndWaitGiveTheBlockingResult) {
+  auto [exchange, reduce, touch, width] = GetParam();
+  std::vector<float> grad = gradient(touch, rank(), kRows, width);
+  std::vector<float> started = grad;
+  const auto count = static_cast<int64_t>(grad.size());
+  ASSERT_EQ(commrt_sparse_allreduce(grad.data(), nullptr, count, 0.5,
+                                    COMMRT_SELECT_ROWS, exchange, reduce,
+                                    width),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  int64_t handle = 0;
+  ASSERT_EQ(commrt_sparse_allreduce_start(started.data(), nullptr, count, 0.5,
+                                          COMMRT_SELECT_ROWS, exchange, reduce,
+                                          width, channels() - 1, &handle),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
+  EXPECT_EQ(started, grad);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Exchanges, RowsTest,
+    ::testing::Combine(::testing::Values(COMMRT_EXCHANGE_ALLGATHER,
+                                         COMMRT_EXCHANGE_HASH),
+                       ::testing::Values(COMMRT_SUM, COMMRT_AVG),
+                       ::testing::Values(Touch::Colliding, Touch::All,
+                                         Touch::EmptyOnSomeRanks),
+                       ::testing::Values(int64_t(1), int64_t(16))),
+    rowsCaseName);
+
+TEST(Rows, NoRankTouchesAnything) {
+  for (commrt_exchange exchange :
+       {COMMRT_EXCHANGE_ALLGATHER, COMMRT_EXCHANGE_HASH}) {
+    std::vector<float> grad(64, 0.0f);
+    ASSERT_EQ(commrt_sparse_allreduce(grad.data(), nullptr, 64, 0.1,
+                                      COMMRT_SELECT_ROWS, exchange, COMMRT_AVG,
+                                      8),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    EXPECT_EQ(grad, std::vector<float>(64, 0.0f));
+  }
+}
+
+TEST(Rows, ANaNRowReachesEveryRank) {
+  // As a dense allreduce carries a NaN, so does the rows exchange: a row
+  // with a NaN counts as touched.
+  for (commrt_exchange exchange :
+       {COMMRT_EXCHANGE_ALLGATHER, COMMRT_EXCHANGE_HASH}) {
+    std::vector<float> grad(40, 0.0f);
+    if (rank() == 0)
+      grad[4 * 3 + 1] = NAN;
+    ASSERT_EQ(commrt_sparse_allreduce(grad.data(), nullptr, 40, 0.1,
+                                      COMMRT_SELECT_ROWS, exchange, COMMRT_SUM,
+                                      4),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    EXPECT_TRUE(std::isnan(grad[13]));
+    EXPECT_EQ(grad[12], 0.0f);
+    EXPECT_EQ(grad[0], 0.0f);
+  }
+}
+
+TEST(Rows, AGroupReducesAmongItsRanks) {
+  if (size() < 2)
+    GTEST_SKIP() << "needs two ranks";
+  // Two groups: even and odd ranks.
+  int32_t group = 0;
+  ASSERT_EQ(commrt_group_split(/*id=*/7301, rank() % 2, rank(), &group),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  const int64_t rows = 50, width = 3;
+  std::vector<float> grad = gradient(Touch::Colliding, rank(), rows, width);
+  std::vector<float> expected(grad.size(), 0.0f);
+  for (int r = rank() % 2; r < size(); r += 2) {
+    std::vector<float> theirs = gradient(Touch::Colliding, r, rows, width);
+    for (size_t i = 0; i < expected.size(); ++i)
+      expected[i] += theirs[i];
+  }
+  ASSERT_EQ(commrt_group_sparse_allreduce(
+                group, grad.data(), nullptr, rows * width, 0.2,
+                COMMRT_SELECT_ROWS, COMMRT_EXCHANGE_HASH, COMMRT_SUM, width),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(grad, expected);
+}
+
+TEST(Rows, RejectsRowsThatDoNotDivideTheCount) {
+  ASSERT_EQ(commrt_set_consistency_checks(1), COMMRT_SUCCESS);
+  std::vector<float> grad(10, 1.0f);
+  EXPECT_TRUE(failedWith(
+      commrt_sparse_allreduce(grad.data(), nullptr, 10, 0.5, COMMRT_SELECT_ROWS,
+                              COMMRT_EXCHANGE_HASH, COMMRT_SUM, 4),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_sparse_allreduce: count 10 is not a whole number of rows of "
+      "chunk_elements (4)"));
+  EXPECT_TRUE(failedWith(
+      commrt_sparse_allreduce(grad.data(), nullptr, 10, 0.5, COMMRT_SELECT_ROWS,
+                              COMMRT_EXCHANGE_HASH, COMMRT_SUM, 0),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_sparse_allreduce: chunk_elements 0 is not positive"));
+  EXPECT_TRUE(failedWith(
+      commrt_sparse_allreduce(grad.data(), nullptr, 10, 0.5, COMMRT_SELECT_ROWS,
+                              COMMRT_EXCHANGE_CHUNK, COMMRT_SUM, 5),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_sparse_allreduce: select 3 does not go with exchange 2: chunk "
+      "selection (2) goes with the chunk exchange (2) and only with it"));
+  // A lossy selection still needs its residual.
+  EXPECT_TRUE(failedWith(
+      commrt_sparse_allreduce(grad.data(), nullptr, 10, 0.5, COMMRT_SELECT_TOPK,
+                              COMMRT_EXCHANGE_HASH, COMMRT_SUM, 0),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_sparse_allreduce: residual is null but count is 10"));
+  commrt_set_consistency_checks(0);
+}
+
+} // namespace
