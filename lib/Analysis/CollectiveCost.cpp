@@ -287,7 +287,9 @@ double comm::rowsTouchedAt(llvm::ArrayRef<double> rowsTouched, int64_t ranks) {
   assert(!rowsTouched.empty() && ranks >= 1 && "nothing to read");
   double at = std::log2(static_cast<double>(ranks));
   auto last = static_cast<double>(rowsTouched.size() - 1);
-  if (at >= last) {
+  if (at == last)
+    return rowsTouched.back();
+  if (at > last) {
     // Past the measured ranks, the others are taken as independent: each
     // further group of 2^last ranks misses a row with the same chance.
     double missed = 1.0 - rowsTouched.back();

@@ -153,8 +153,8 @@ class DistributedOptimizer:
             for g in collective.gradients:
                 self._carriers[g.name].append(collective)
         self.residuals = {}
-        # The dense buffers that sparse COO gradients of the lossless rows
-        # exchanges are written into, by name, made at their first step.
+        # The dense buffers that sparse COO gradients are added into before
+        # their collectives, by name, made at their first step.
         self._dense_rows = {}
         for collective in self.plan.collectives:
             if collective.kind == "sparse" and not collective.is_lossless:
@@ -387,7 +387,9 @@ class DistributedOptimizer:
         grad = param.grad
         if grad is None:
             raise CommoptError(f"parameter '{name}' has no gradient")
-        if grad.is_sparse or not grad.is_contiguous():
+        if grad.is_sparse:
+            grad = self._densify(name, grad)
+        if not grad.is_contiguous():
             raise CommoptError(
                 f"the gradient of '{name}' is not a dense contiguous tensor")
         if dtype_name(grad) != dtype:
@@ -443,37 +445,28 @@ class DistributedOptimizer:
         runtime.check(status, collective.describe())
         self._issued.append(_Issued(collective, handle))
 
-    def _rows_gradient(self, name):
-        """The gradient of `name` as one dense contiguous f32 tensor, in
-        param.grad: a sparse COO gradient (nn.Embedding(sparse=True)) is
+    def _densify(self, name, grad):
+        """A sparse COO gradient (nn.Embedding(sparse=True)) of `name`
         added, duplicate indices summed, into a dense buffer kept across
-        steps, which becomes param.grad (the optimizer then updates with
-        the reduced dense gradient, as DDP's sparse allreduce leaves a
-        gradient every rank holds whole)."""
-        param = self._params[name]
-        grad = param.grad
-        if grad is None or not grad.is_sparse:
-            return self._gradient(name, "f32")
-        if grad.dtype != torch.float32:
-            raise CommoptError(
-                f"the gradient of '{name}' is {grad.dtype}, the plan says "
-                "f32")
+        steps, which becomes param.grad: the optimizer then updates with
+        the reduced dense gradient, as every rank holds it whole after
+        DDP's sparse allreduce."""
         dense = self._dense_rows.get(name)
-        if dense is None or dense.shape != grad.shape:
-            dense = torch.empty(grad.shape, dtype=torch.float32,
+        if dense is None or dense.shape != grad.shape or \
+                dense.dtype != grad.dtype:
+            dense = torch.empty(grad.shape, dtype=grad.dtype,
                                 device=grad.device)
             self._dense_rows[name] = dense
         with torch.no_grad():
             dense.zero_()
             if grad._nnz():
                 indices = grad._indices()
-                values = grad._values()
                 if indices.shape[0] == 1:
                     # Rows: index_add_ sums duplicate rows.
-                    dense.index_add_(0, indices[0], values)
+                    dense.index_add_(0, indices[0], grad._values())
                 else:
                     dense.add_(grad.coalesce().to_dense())
-        param.grad = dense
+        self._params[name].grad = dense
         return dense
 
     def _rows(self, collective):
@@ -481,7 +474,7 @@ class DistributedOptimizer:
         no warm-up (the density is only the plan's expectation) and no
         momentum correction."""
         g = collective.gradients[0]
-        grad = self._rows_gradient(g.name)
+        grad = self._gradient(g.name, "f32")
         sparse = collective.sparse
         arguments = (grad.data_ptr(), None, g.count, sparse["density"],
                      runtime.SELECTS["rows"],

@@ -111,6 +111,21 @@ parameters too keeps those where they are, and its unused ones follow at
 the end in an entry of the same name with forward and backward times of 0.
 A note on standard error names them.
 
+Gradients that are sparse by nature. An embedding's gradient touches only
+the rows its batch used. After the measured steps the exporter runs one
+more forward and backward pass and looks at every parameter's gradient: a
+sparse COO gradient (nn.Embedding(sparse=True)), or a dense one whose
+nonzero rows (along the first dimension) are at most half of its rows,
+makes the parameter a candidate. It then runs --sparse-ranks passes in all
+(a power of two, default 16; 0 skips this), each on a new batch from
+--example-inputs (which should draw a new one per call), standing for the
+batches of that many ranks, and records per candidate the mean fraction
+of rows that 1, 2, 4, ... consecutive passes touch together: the param's
+`"sparse": {"rows_touched": [...], "coo": true|false}` (docs/GradProfile.md),
+with which commopt prices the lossless exchange of the touched rows. A
+parameter whose fraction reaches 1/2 on one pass is left dense. These passes
+are not timed.
+
 Totals. The profile's header gives `num_layers`, `num_params` (each
 parameter once, aliases aside) and `num_elements` (over those parameters),
 which the importer checks against the layers, so that a profile cut short
@@ -231,6 +246,11 @@ def parse_arguments(argv):
         "--dtype", choices=DTYPE_CHOICES, default=None,
         help="convert the model and its floating-point inputs to this dtype "
         "(default: the model's own)")
+    parser.add_argument(
+        "--sparse-ranks", type=int, default=16,
+        help="passes that sample the rows a gradient that is sparse by "
+        "nature touches on 1, 2, 4, ... ranks; a power of two, 0 to skip "
+        "(default 16)")
     parser.add_argument("--threads", type=positive_int, default=None,
                         help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--name", default=None,
@@ -242,6 +262,10 @@ def parse_arguments(argv):
     arguments = parser.parse_args(argv)
     if arguments.warmup < 0:
         parser.error(f"argument --warmup: {arguments.warmup} is negative")
+    ranks = arguments.sparse_ranks
+    if ranks < 0 or (ranks & (ranks - 1)) != 0:
+        parser.error(f"argument --sparse-ranks: {ranks} is not 0 or a power "
+                     "of two")
     return arguments
 
 
@@ -802,6 +826,94 @@ def run_steps(model, layers, dtype, arguments, reporter):
     return samples, counter.layer_work(len(layers))
 
 
+# A gradient whose nonzero rows are at most this fraction of its rows in a
+# pass is a candidate for the lossless rows exchange.
+SPARSE_ROWS_LIMIT = 0.5
+
+
+def touched_rows(grad):
+    """The rows (first dimension) of `grad` that hold a nonzero entry, as a
+    boolean tensor: a COO gradient's indices, a dense one's nonzero rows."""
+    import torch
+
+    rows = grad.shape[0]
+    if grad.is_sparse:
+        mask = torch.zeros(rows, dtype=torch.bool)
+        grad = grad.coalesce()
+        values = grad.values().reshape(grad.values().shape[0], -1)
+        mask[grad.indices()[0][(values != 0).any(dim=1)]] = True
+        return mask
+    return (grad.detach().reshape(rows, -1) != 0).any(dim=1).cpu()
+
+
+def sample_rows_touched(model, layers, dtype, arguments, reporter):
+    """{param name: {"rows_touched": [...], "coo": bool}} for the
+    parameters whose gradients are sparse by nature (see the module
+    comment)."""
+    import torch
+
+    passes = arguments.sparse_ranks
+    if passes == 0:
+        return {}
+    loss_function = None
+    if arguments.loss is not None:
+        loss_function = import_function(arguments.loss, "--loss")
+    params = [p for layer in layers for p in layer.params
+              if p.tensor.dim() >= 1]
+    masks = {}
+    coo = {}
+    for index in range(passes):
+        model.zero_grad(set_to_none=True)
+        inputs = make_inputs(arguments, dtype)
+        output = call_model(model, inputs)
+        compute_loss(loss_function, arguments.loss, output, inputs,
+                     dtype).backward()
+        for param in params:
+            grad = param.tensor.grad
+            if index and param.name not in masks:
+                continue
+            if grad is None:
+                masks.pop(param.name, None)
+                continue
+            mask = touched_rows(grad)
+            if index == 0:
+                fraction = mask.float().mean().item()
+                if not grad.is_sparse and fraction > SPARSE_ROWS_LIMIT:
+                    continue
+                masks[param.name] = []
+                coo[param.name] = bool(grad.is_sparse)
+            masks[param.name].append(mask)
+        if not masks:
+            break
+    model.zero_grad(set_to_none=True)
+    found = {}
+    for name, per_pass in masks.items():
+        fractions = []
+        group = 1
+        while group <= len(per_pass):
+            unions = [torch.stack(per_pass[i:i + group]).any(dim=0)
+                      for i in range(0, len(per_pass) - group + 1, group)]
+            fractions.append(statistics.mean(
+                max(u.float().mean().item(), 1.0 / u.numel())
+                for u in unions))
+            group *= 2
+        # Rounded up to the profile's precision, and never less than fewer
+        # ranks touched (the means of different groups may dip).
+        rounded = []
+        for fraction in fractions:
+            value = math.ceil(fraction * 1e6) / 1e6
+            rounded.append(max([value] + rounded[-1:]))
+        found[name] = {"rows_touched": rounded, "coo": coo[name]}
+    if found:
+        reporter.progress(
+            f"{plural(len(found), 'gradient')} sparse by nature: " +
+            ", ".join(f"{name} ({entry['rows_touched'][0]:.2%} of rows per "
+                      f"rank, {entry['rows_touched'][-1]:.2%} on "
+                      f"{2 ** (len(entry['rows_touched']) - 1)})"
+                      for name, entry in found.items()))
+    return found
+
+
 def compute_loss(loss_function, spec, output, inputs, dtype):
     """The scalar to differentiate: --loss's, or the surrogate."""
     import torch
@@ -851,7 +963,7 @@ def backward_times(layers, unused, sample):
     return order, backward_us
 
 
-def param_entry(param, unused):
+def param_entry(param, unused, sparse):
     dtype = DTYPES.get(str(param.tensor.dtype))
     if dtype is None:
         fail(f"parameter {param.name} has dtype {param.tensor.dtype}, which "
@@ -862,10 +974,12 @@ def param_entry(param, unused):
         entry["aliases"] = list(param.aliases)
     if param.name in unused:
         entry["unused"] = True
+    if param.name in sparse:
+        entry["sparse"] = sparse[param.name]
     return entry
 
 
-def layer_entry(name, forward_us, backward_us, work, params, unused):
+def layer_entry(name, forward_us, backward_us, work, params, unused, sparse):
     return {"name": name,
             "forward_us": round(max(forward_us, 0.0), 3),
             "backward_us": round(max(backward_us, 0.0), 3),
@@ -873,10 +987,10 @@ def layer_entry(name, forward_us, backward_us, work, params, unused):
             "backward_flops": work.backward_flops,
             "forward_bytes": work.forward_bytes,
             "backward_bytes": work.backward_bytes,
-            "params": [param_entry(p, unused) for p in params]}
+            "params": [param_entry(p, unused, sparse) for p in params]}
 
 
-def build_profile(name, layers, samples, work, unused):
+def build_profile(name, layers, samples, work, unused, sparse):
     """The profile: the layers in the backward order of the last step, with
     the medians of their times and their `work`, then the unused
     parameters."""
@@ -893,7 +1007,8 @@ def build_profile(name, layers, samples, work, unused):
         backward = statistics.median(t[1][index] for t in times)
         used = [p for p in layer.params if p.name not in unused]
         entries.append(layer_entry(layer.name, forward_median(index),
-                                   backward, work[index], used, unused))
+                                   backward, work[index], used, unused,
+                                   sparse))
     # Ready at the end of backward: after every other layer, taking no
     # backward time (nor work) of their own.
     for index, layer in enumerate(layers):
@@ -906,7 +1021,7 @@ def build_profile(name, layers, samples, work, unused):
                 idle_work = Work(work[index].forward_flops,
                                  work[index].forward_bytes)
             entries.append(layer_entry(layer.name, forward, 0.0, idle_work,
-                                       idle, unused))
+                                       idle, unused, sparse))
     params = [p for e in entries for p in e["params"]]
     return {
         "format": "commopt-grad-profile",
@@ -976,7 +1091,8 @@ def main(argv):
             f"measured steps: {', '.join(names)}; treated as ready at the end "
             "of backward")
     name = arguments.name or arguments.model.rpartition(":")[2]
-    profile = build_profile(name, layers, samples, work, unused)
+    sparse = sample_rows_touched(model, layers, dtype, arguments, reporter)
+    profile = build_profile(name, layers, samples, work, unused, sparse)
     text = json.dumps(profile, indent=1) + "\n"
     # Under mpirun every rank measures, so that the layers are timed under
     # the load of a data-parallel job on this machine; rank 0 writes.

@@ -446,3 +446,96 @@ TEST(CollectiveCost, SparseLocalBytesFreeOnOneRank) {
 }
 
 } // namespace
+
+// The lossless rows exchange of a gradient that is sparse by nature: the
+// test gradient as 1e5 rows of 10 entries, each rank touching 1% of them.
+SparseGradient testRows() {
+  SparseGradient gradient = testGradient();
+  gradient.rowElements = 10;
+  return gradient;
+}
+
+TEST(CollectiveCost, RowsAllgather) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  // A pair is one 4-byte index and a row of 10 values (40 B). The 16 counts
+  // (128 B), the p k = 1.6e4 rows' indices (6.4e4 B) and rows (6.4e5 B):
+  // 3 * 150 of latency, 15/16 * 704128 * 1e-3 = 660.12.
+  expectCost(
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, testRows()),
+      450, 660.12);
+}
+
+TEST(CollectiveCost, RowsLocalBytes) {
+  // No residual to accumulate; one pass to find the touched rows (4e6 B);
+  // the zeroed result (4e6 B); the 1e3 touched rows copied (a read and a
+  // write, 8e4 B); the p k = 1.6e4 received rows added in (three 4-byte
+  // accesses per entry, 1.92e6 B).
+  EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Rows,
+                                    SparseExchangeScheme::Allgather, testRows(),
+                                    16, /*average=*/false),
+                   4e6 + 4e6 + 8e4 + 1.92e6);
+  SparseLocalWork work = sparseLocalWork(
+      SparseSelectScheme::Rows, SparseExchangeScheme::Hash,
+      [] {
+        SparseGradient gradient = testRows();
+        gradient.reducedDensity = 0.05;
+        return gradient;
+      }(),
+      16, /*average=*/false);
+  EXPECT_DOUBLE_EQ(work.accumulateBytes, 0);
+  // The hash exchange receives the 5e3 rows the ranks touch together.
+  EXPECT_DOUBLE_EQ(work.entries, 5e3 * 10);
+}
+
+// Zen's analysis, as the model has it: the allgather's volume grows with
+// the ranks, the hash exchange's follows the rows all ranks touch together,
+// and the dense allreduce wins once the gradient is dense enough.
+TEST(CollectiveCost, RowsExchangesScaleAsZenSays) {
+  SparseGradient gradient = testRows();
+  gradient.reducedDensity = 0.05;
+  auto costAt = [&](SparseExchangeScheme scheme, int64_t ranks) {
+    ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring, ranks);
+    cluster.ranksPerNode = 1;
+    return sparseAllreduceCost(cluster, scheme, gradient).bandwidthUs;
+  };
+  // From 4 to 16 ranks the allgather receives 4 times the rows; the hash
+  // exchange sends each rank's rows once either way and gathers the same
+  // union, (p - 1) / p of it: 15/16 against 3/4, 1.25 times.
+  EXPECT_GT(costAt(SparseExchangeScheme::Allgather, 16),
+            3.5 * costAt(SparseExchangeScheme::Allgather, 4));
+  EXPECT_LT(costAt(SparseExchangeScheme::Hash, 16),
+            1.26 * costAt(SparseExchangeScheme::Hash, 4));
+  EXPECT_LT(costAt(SparseExchangeScheme::Hash, 16),
+            costAt(SparseExchangeScheme::Allgather, 16));
+
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  double denseUs = allreduceCost(cluster, 4e6).totalUs();
+  for (double density : {0.001, 0.01, 0.1, 0.9}) {
+    SCOPED_TRACE("density " + std::to_string(density));
+    SparseGradient rows = testRows();
+    rows.density = density;
+    double bestRowsUs = std::min(
+        sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, rows)
+            .totalUs(),
+        sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, rows)
+            .totalUs());
+    EXPECT_EQ(bestRowsUs < denseUs, density <= 0.1);
+  }
+}
+
+TEST(CollectiveCost, RowsTouchedAt) {
+  const double measured[] = {0.01, 0.018, 0.031};
+  // The measured powers of two as they are.
+  EXPECT_DOUBLE_EQ(rowsTouchedAt(measured, 1), 0.01);
+  EXPECT_DOUBLE_EQ(rowsTouchedAt(measured, 2), 0.018);
+  EXPECT_DOUBLE_EQ(rowsTouchedAt(measured, 4), 0.031);
+  // Between them, linear in log2 of the ranks.
+  EXPECT_DOUBLE_EQ(rowsTouchedAt(measured, 3),
+                   0.018 + (std::log2(3.0) - 1) * 0.013);
+  // Past the last, further groups of 4 ranks as independent:
+  // 1 - 0.969^(16 / 4).
+  EXPECT_NEAR(rowsTouchedAt(measured, 16), 1 - std::pow(0.969, 4), 1e-15);
+  // Never past every row.
+  const double all[] = {1.0};
+  EXPECT_DOUBLE_EQ(rowsTouchedAt(all, 64), 1.0);
+}

@@ -167,3 +167,40 @@ class Counted(nn.Module):
 
 def counted():
     return Counted()
+
+
+BAG_ROWS = 50000
+
+
+class BagOfWords(nn.Module):
+    """A large embedding, averaged over a sample's tokens, and a classifier:
+    the embedding's gradient touches only the rows of the batch's tokens."""
+
+    def __init__(self, sparse):
+        super().__init__()
+        self.embedding = nn.Embedding(BAG_ROWS, 16, sparse=sparse)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, tokens):
+        return self.fc(self.embedding(tokens).mean(dim=1))
+
+
+def bag_of_words():
+    """Dense, mostly-zero embedding gradients."""
+    return BagOfWords(sparse=False)
+
+
+def bag_of_words_coo():
+    """Sparse COO embedding gradients (nn.Embedding(sparse=True))."""
+    return BagOfWords(sparse=True)
+
+
+_zipf = torch.Generator().manual_seed(5)
+
+
+def zipf_tokens(batch_size):
+    """--example-inputs: a new batch of 16 token ids per sample on every
+    call, Zipf-like (id ~ 1/u), so that popular ids recur across batches."""
+    u = torch.rand((batch_size, 16), generator=_zipf)
+    return (1.0 / u.clamp_min(1.0 / BAG_ROWS)).to(torch.int64).clamp(
+        0, BAG_ROWS - 1)

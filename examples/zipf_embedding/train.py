@@ -1,0 +1,138 @@
+"""Trains a bag-of-words model with a large embedding on Zipf token data,
+its gradients synchronised by commopt or by PyTorch DDP, and reports the
+step time.
+
+The model: nn.Embedding(vocab, dim) (sparse COO gradients with --coo, as
+users of large embeddings run it), the mean over a sample's tokens, and a
+linear classifier. Each rank trains on its shard of ZipfTokens
+(zipf_data.py), SGD without momentum.
+
+    mpirun -np 4 python3 train.py --comm commopt --plan plan.json --coo
+    mpirun -np 4 python3 train.py --comm ddp --coo    # gloo, sparse allreduce
+    mpirun -np 4 python3 train.py --comm local        # no communication
+
+--comm local trains each rank alone: the compute-only step, the lower bound
+of the others in the same run. --json writes the run's figures: the median
+step time over the timed steps (after --warmup-steps), the loss and the
+largest difference between the ranks' parameters (0 when they agree).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bag_of_words import CLASSES, DIM, VOCAB, BagOfWords  # noqa: E402
+from zipf_data import ZipfTokens, loader  # noqa: E402
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--comm", choices=("commopt", "ddp", "local"),
+                        default="commopt")
+    parser.add_argument("--plan", help="a plan from commopt-translate "
+                        "--export-plan (default: commopt's default plan)")
+    parser.add_argument("--coo", action="store_true",
+                        help="nn.Embedding(sparse=True): COO gradients")
+    parser.add_argument("--vocab", type=int, default=VOCAB)
+    parser.add_argument("--dim", type=int, default=DIM)
+    parser.add_argument("--sequence", type=int, default=32)
+    parser.add_argument("--exponent", type=float, default=1.1)
+    parser.add_argument("--classes", type=int, default=CLASSES)
+    parser.add_argument("--batch-size", type=int, default=32,
+                        help="samples per rank and step")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup-steps", type=int, default=5)
+    parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--master-addr", default="127.0.0.1")
+    parser.add_argument("--master-port", default="29591")
+    parser.add_argument("--label", default="")
+    parser.add_argument("--json", help="write the run's figures here")
+    return parser.parse_args(argv)
+
+
+def main(argv):
+    args = parse(argv)
+    torch.set_num_threads(1)
+    import commopt
+    commopt.init()
+    rank, size = commopt.rank(), commopt.size()
+    if args.comm == "ddp":
+        os.environ.setdefault("MASTER_ADDR", args.master_addr)
+        os.environ.setdefault("MASTER_PORT", args.master_port)
+        dist.init_process_group("gloo", rank=rank, world_size=size,
+                                timeout=datetime.timedelta(seconds=300))
+
+    torch.manual_seed(args.seed)
+    model = BagOfWords(args.vocab, args.dim, args.classes, coo=args.coo)
+    total = (args.warmup_steps + args.steps) * args.batch_size * size
+    data = ZipfTokens(total, args.vocab, args.sequence, args.exponent,
+                      args.classes, seed=args.seed + 1)
+    batches = loader(data, args.batch_size, rank, size, seed=args.seed)
+    sgd = torch.optim.SGD(model.parameters(), lr=args.lr)
+    if args.comm == "ddp":
+        trained = nn.parallel.DistributedDataParallel(model)
+        optimizer = sgd
+    else:
+        trained = model
+        optimizer = sgd
+        if args.comm == "commopt":
+            plan = commopt.load_plan(args.plan) if args.plan else None
+            optimizer = commopt.DistributedOptimizer(
+                sgd, named_parameters=model.named_parameters(), plan=plan)
+
+    times, losses = [], []
+    for step, (tokens, labels) in enumerate(batches):
+        began = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(trained(tokens), labels)
+        loss.backward()
+        optimizer.step()
+        if step >= args.warmup_steps:
+            times.append((time.perf_counter() - began) * 1e3)
+        losses.append(loss.item())
+
+    # The ranks' parameters agree unless they trained alone.
+    spread = 0.0
+    for param in model.parameters():
+        mine = param.detach().double().contiguous()
+        low, high = mine.clone(), mine.clone()
+        commopt.runtime.check(commopt.runtime.fused_allreduce(
+            [low.data_ptr()], [low.numel()], commopt.runtime.DTYPES["f64"],
+            commopt.runtime.REDUCES["min"], commopt.runtime.WIRE_NONE, 1.0),
+            "min")
+        commopt.runtime.check(commopt.runtime.fused_allreduce(
+            [high.data_ptr()], [high.numel()], commopt.runtime.DTYPES["f64"],
+            commopt.runtime.REDUCES["max"], commopt.runtime.WIRE_NONE, 1.0),
+            "max")
+        spread = max(spread, (high - low).abs().max().item())
+    figures = {"label": args.label or args.comm, "ranks": size,
+               "batch_size": args.batch_size, "steps": len(times),
+               "step_ms": statistics.median(times), "step_ms_all": times,
+               "first_loss": losses[0], "last_loss": losses[-1],
+               "parameter_spread": spread, "coo": args.coo,
+               "vocab": args.vocab, "dim": args.dim}
+    if rank == 0:
+        print(f"{figures['label']}: {size} ranks x batch {args.batch_size}, "
+              f"{len(times)} timed steps, median {figures['step_ms']:.2f} ms; "
+              f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; ranks' parameters "
+              f"{'agree' if spread == 0 else f'differ by up to {spread:.3g}'}",
+              flush=True)
+        if args.json:
+            with open(args.json, "w") as out:
+                json.dump(figures, out, indent=1)
+    if args.comm == "ddp":
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,92 @@
+"""Token data with a Zipf distribution, for models with a large embedding.
+
+Natural-language and recommendation data are heavy-tailed: a few ids are
+in most samples, most ids are rare. `ZipfTokens` generates such a data set
+deterministically from a seed: each sample is `sequence` token ids drawn
+with P(rank r) proportional to 1 / (r + 1)^s (r = 0 the most frequent),
+the ranks mapped to ids by a fixed random permutation (popular ids are
+spread over the table, as a tokenizer's are), and a label the bag of its
+tokens decides: each id has a topic (id mod classes), and the label is the
+topic of largest weight among the sample's tokens, a token weighing
+log(2 + its rank) (rare words say more than common ones, as in tf-idf; the
+lowest topic on a tie), so that a bag-of-words model can learn it and the
+classes are about equally common.
+
+`loader(...)` is the training loader, sharded by rank as DDP users shard
+(torch's DistributedSampler over a TensorDataset); `example_batch` is the
+`--example-inputs` function of commopt-export.py, a new batch per call.
+"""
+
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def topic_labels(tokens, ranks, classes):
+    """Each sample's topic of largest weight: token id mod `classes`, each
+    token weighing log(2 + its frequency rank); the lowest topic on a
+    tie."""
+    weights = torch.log(2.0 + ranks.to(torch.float64))
+    topics = torch.zeros((tokens.shape[0], classes), dtype=torch.float64)
+    topics.scatter_add_(1, tokens % classes, weights)
+    # argmax returns the first maximum: the lowest topic on a tie.
+    return topics.argmax(dim=1)
+
+
+class ZipfTokens:
+    """`samples` samples of `sequence` token ids from a vocabulary of
+    `vocab`, Zipf exponent `exponent`, labels in `classes` topics; the same
+    for the same arguments."""
+
+    def __init__(self, samples, vocab=100000, sequence=32, exponent=1.1,
+                 classes=4, seed=0):
+        if samples < 1 or vocab < 2 or sequence < 1 or classes < 1:
+            raise ValueError(
+                f"ZipfTokens: samples {samples}, vocab {vocab}, sequence "
+                f"{sequence} and classes {classes} must be positive (vocab "
+                "at least 2)")
+        if not exponent > 0:
+            raise ValueError(f"ZipfTokens: exponent {exponent} must be > 0")
+        self.vocab, self.sequence, self.exponent = vocab, sequence, exponent
+        self.classes = classes
+        generator = torch.Generator().manual_seed(seed)
+        weights = 1.0 / torch.arange(1, vocab + 1,
+                                     dtype=torch.float64) ** exponent
+        cdf = torch.cumsum(weights, 0)
+        cdf /= cdf[-1].clone()
+        # Ids by rank: rank r is id permutation[r].
+        self.permutation = torch.randperm(vocab, generator=generator)
+        u = torch.rand((samples, sequence), generator=generator,
+                       dtype=torch.float64)
+        ranks = torch.searchsorted(cdf, u).clamp_(max=vocab - 1)
+        self.tokens = self.permutation[ranks]
+        self.labels = topic_labels(self.tokens, ranks, classes)
+
+    def __len__(self):
+        return self.tokens.shape[0]
+
+    def dataset(self):
+        return TensorDataset(self.tokens, self.labels)
+
+
+def loader(data, batch_size, rank, size, seed=0):
+    """Rank `rank`'s loader of `data` (a ZipfTokens): its 1/size of every
+    epoch, shuffled by `seed` as DistributedSampler shuffles."""
+    sampler = DistributedSampler(data.dataset(), num_replicas=size,
+                                 rank=rank, shuffle=True, seed=seed,
+                                 drop_last=True)
+    return DataLoader(data.dataset(), batch_size=batch_size, sampler=sampler,
+                      drop_last=True)
+
+
+_example = {}
+
+
+def example_batch(batch_size):
+    """commopt-export.py's --example-inputs: a new batch of token ids of
+    the default ZipfTokens per call (a data set of 64 batches, cycled)."""
+    data = _example.get(batch_size)
+    if data is None:
+        data = _example[batch_size] = [ZipfTokens(64 * batch_size, seed=1), 0]
+    tokens, index = data[0].tokens, data[1]
+    data[1] = (index + 1) % 64
+    return tokens[index * batch_size:(index + 1) * batch_size]
