@@ -177,6 +177,12 @@ public:
                                     int channel,
                                     std::unique_ptr<Operation> &operation) = 0;
 
+  /// Runs commrt_rows_allreduce's exchange of `args` (validated) among the
+  /// ranks of `group` into `result`; blocking, collective over the group,
+  /// host memory.
+  virtual commrt_status rows(const RowsArguments &args, int group,
+                             ReducedRows &result) = 0;
+
   /// Broadcasts the `count` (> 0) elements of `dtype` at `buffer` from rank
   /// `root` (in range) to every rank, in place, as commrt_broadcast
   /// describes; blocking and collective.

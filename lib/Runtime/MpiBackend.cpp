@@ -697,6 +697,13 @@ public:
     return sparseAllreduce(args, found->ranks.comm);
   }
 
+  commrt_status rows(const RowsArguments &args, int group,
+                     ReducedRows &result) override {
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    return rowsAllreduce(args, found->ranks.comm, result);
+  }
+
   commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
                           int root) override {
     return broadcastOverMpi(buffer, count, dtype, root, groups[0]->ranks.comm,

@@ -429,6 +429,15 @@ public:
     return found->sparseState->run(args);
   }
 
+  /// Host rows, reduced on the host over the group's bootstrap
+  /// communicator.
+  commrt_status rows(const RowsArguments &args, int group,
+                     ReducedRows &result) override {
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    return rowsAllreduce(args, found->bootstrap, result);
+  }
+
   /// The sparse allreduce's selection and exchange wait for the host between
   /// their steps, so they run on a thread of the channel's, which from then
   /// on issues all of the channel's work. Where MPI allows no such thread

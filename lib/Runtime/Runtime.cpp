@@ -880,6 +880,63 @@ int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,
                             chunk_elements);
 }
 
+int32_t commrt_rows_allreduce(int32_t group, const int64_t *indices,
+                              const float *values, int64_t count, int64_t rows,
+                              int64_t row_elements, int32_t exchange,
+                              int32_t reduce, commrt_rows *result) {
+  if (result)
+    *result = commrt_rows{nullptr, nullptr, 0, row_elements};
+  return inGroupCollective(
+      "commrt_rows_allreduce", group,
+      [&] {
+        return checkRowsAllreduce(indices, values, count, rows, row_elements,
+                                  exchange, reduce, result);
+      },
+      [&](int64_t) -> commrt_status {
+        RowsArguments args{
+            indices,
+            values,
+            count,
+            rows,
+            row_elements,
+            static_cast<commrt_exchange>(exchange),
+            static_cast<commrt_reduce>(reduce),
+            makeTraceContext(count * row_elements,
+                             COMMRT_TRACE_SPARSE + COMMRT_SELECT_ROWS,
+                             /*channel=*/-1)};
+        ReducedRows reduced;
+        COMMRT_TRY(runtime().backend->rows(args, group, reduced));
+        // Handed over in arrays the caller frees with commrt_rows_free.
+        auto total = static_cast<int64_t>(reduced.indices.size());
+        if (total == 0)
+          return COMMRT_SUCCESS;
+        auto *outIndices = static_cast<int64_t *>(
+            std::malloc(sizeof(int64_t) * reduced.indices.size()));
+        auto *outValues = static_cast<float *>(
+            std::malloc(sizeof(float) * reduced.values.size()));
+        if (!outIndices || !outValues) {
+          std::free(outIndices);
+          std::free(outValues);
+          return fail(COMMRT_ERROR_BACKEND, "out of memory for ", total,
+                      " reduced rows");
+        }
+        std::copy(reduced.indices.begin(), reduced.indices.end(), outIndices);
+        std::copy(reduced.values.begin(), reduced.values.end(), outValues);
+        *result = commrt_rows{outIndices, outValues, total, row_elements};
+        return COMMRT_SUCCESS;
+      });
+}
+
+void commrt_rows_free(commrt_rows *result) {
+  if (!result)
+    return;
+  std::free(result->indices);
+  std::free(result->values);
+  result->indices = nullptr;
+  result->values = nullptr;
+  result->count = 0;
+}
+
 int32_t commrt_test(int64_t handle, int32_t *done) {
   if (done)
     *done = 0;

@@ -274,8 +274,8 @@ commrt_status pairAllreduce(const SparseArguments &args, MPI_Comm comm,
 
 /// The lossless exchange of `grad`'s nonzero rows among the `size` ranks of
 /// `comm`.
-commrt_status rowsAllreduce(const SparseArguments &args, MPI_Comm comm,
-                            int size) {
+commrt_status denseRowsAllreduce(const SparseArguments &args, MPI_Comm comm,
+                                 int size) {
   const int64_t width = args.chunkElements;
   const int64_t rows = args.count / width;
   Pairs local(width);
@@ -457,13 +457,82 @@ std::vector<int64_t> commrt::bucketByOwner(const int64_t *indices,
   return bucketSizes;
 }
 
+commrt_status commrt::rowsAllreduce(const RowsArguments &args, MPI_Comm comm,
+                                    ReducedRows &result) {
+  int size;
+  MPI_Comm_size(comm, &size);
+  TracePhase call(args.trace, COMMRT_PHASE_CALL, size);
+  const int64_t width = args.rowElements;
+  // Each row once, its duplicates added in the order given.
+  Pairs local(width);
+  std::vector<int64_t> slot(args.rows, -1);
+  {
+    TracePhase select(args.trace, COMMRT_PHASE_SELECT, size);
+    for (int64_t i = 0; i < args.count; ++i) {
+      int64_t row = args.indices[i];
+      const float *from = args.values + i * width;
+      if (slot[row] < 0) {
+        slot[row] = local.size();
+        local.indices.push_back(row);
+        local.values.insert(local.values.end(), from, from + width);
+        continue;
+      }
+      float *to = local.values.data() + slot[row] * width;
+      for (int64_t j = 0; j < width; ++j)
+        to[j] += from[j];
+    }
+    select.selected = local.size();
+  }
+
+  Pairs all(width);
+  {
+    TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
+    COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
+                   ? hashExchange(local, args.rows, all, comm)
+                   : allgatherPairs(local, all, comm));
+    exchange.selected = local.size();
+    exchange.received = all.size();
+  }
+
+  TracePhase scatter(args.trace, COMMRT_PHASE_SCATTER, size);
+  scatter.received = all.size();
+  // Sum in rank order, then order the rows by index.
+  std::fill(slot.begin(), slot.end(), -1);
+  Pairs summed(width);
+  for (int64_t i = 0; i < all.size(); ++i) {
+    int64_t row = all.indices[i];
+    const float *from = all.values.data() + i * width;
+    if (slot[row] < 0) {
+      slot[row] = summed.size();
+      summed.indices.push_back(row);
+      summed.values.insert(summed.values.end(), from, from + width);
+      continue;
+    }
+    float *to = summed.values.data() + slot[row] * width;
+    for (int64_t j = 0; j < width; ++j)
+      to[j] += from[j];
+  }
+  result.indices = summed.indices;
+  std::sort(result.indices.begin(), result.indices.end());
+  result.values.resize(summed.values.size());
+  const float divisor =
+      args.reduce == COMMRT_AVG ? static_cast<float>(size) : 1.0f;
+  for (size_t i = 0; i < result.indices.size(); ++i) {
+    const float *from = summed.values.data() + slot[result.indices[i]] * width;
+    float *to = result.values.data() + i * width;
+    for (int64_t j = 0; j < width; ++j)
+      to[j] = args.reduce == COMMRT_AVG ? from[j] / divisor : from[j];
+  }
+  return COMMRT_SUCCESS;
+}
+
 commrt_status commrt::sparseAllreduce(const SparseArguments &args,
                                       MPI_Comm comm) {
   int size;
   MPI_Comm_size(comm, &size);
   TracePhase call(args.trace, COMMRT_PHASE_CALL, size);
   if (args.select == COMMRT_SELECT_ROWS)
-    return rowsAllreduce(args, comm, size);
+    return denseRowsAllreduce(args, comm, size);
   {
     // acc = grad + residual, kept in the residual buffer until the result
     // is scattered.

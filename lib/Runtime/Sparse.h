@@ -72,6 +72,33 @@ std::vector<int64_t> bucketByOwner(const int64_t *indices, const float *values,
 std::vector<int64_t> nonzeroRows(const float *grad, int64_t rows,
                                  int64_t rowElements);
 
+/// The validated arguments of commrt_rows_allreduce: `count` >= 0 indices
+/// in [0, `rows`), `rowElements` > 0, `exchange` ALLGATHER or HASH,
+/// `reduce` SUM or AVG.
+struct RowsArguments {
+  const int64_t *indices;
+  const float *values;
+  int64_t count;
+  int64_t rows;
+  int64_t rowElements;
+  commrt_exchange exchange;
+  commrt_reduce reduce;
+  TraceContext trace = {};
+};
+
+/// Reduced rows, in ascending index order: what commrt_rows_allreduce
+/// hands over.
+struct ReducedRows {
+  std::vector<int64_t> indices;
+  std::vector<float> values;
+};
+
+/// Runs commrt_rows_allreduce's exchange of `args` over `comm` into
+/// `result`, collectively. Failures set the last error without naming the
+/// entry point.
+commrt_status rowsAllreduce(const RowsArguments &args, MPI_Comm comm,
+                            ReducedRows &result);
+
 /// Runs the sparse allreduce `args` over `comm`, collectively. Failures set
 /// the last error without naming the entry point.
 commrt_status sparseAllreduce(const SparseArguments &args, MPI_Comm comm);

@@ -538,6 +538,46 @@ Checked commrt::checkSparseAllreduce(const float *grad, const float *residual,
            {"chunk_elements", chunkElements}}};
 }
 
+Checked commrt::checkRowsAllreduce(const int64_t *indices, const float *values,
+                                   int64_t count, int64_t rows,
+                                   int64_t rowElements, int32_t exchange,
+                                   int32_t reduce, const commrt_rows *result) {
+  auto check = [&]() -> commrt_status {
+    if (!result)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "result is null");
+    if (count < 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "count ", count,
+                  " is negative");
+    if (rows <= 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "rows ", rows,
+                  " is not positive");
+    if (rowElements <= 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "row_elements ", rowElements,
+                  " is not positive");
+    if (count > 0 && (!indices || !values))
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, indices ? "values" : "indices",
+                  " is null but count is ", count);
+    if (exchange != COMMRT_EXCHANGE_ALLGATHER &&
+        exchange != COMMRT_EXCHANGE_HASH)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "exchange ", exchange,
+                  " is not COMMRT_EXCHANGE_ALLGATHER (0) or "
+                  "COMMRT_EXCHANGE_HASH (1)");
+    if (reduce != COMMRT_SUM && reduce != COMMRT_AVG)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "reduce ", reduce,
+                  " is not COMMRT_SUM (0) or COMMRT_AVG (1)");
+    for (int64_t i = 0; i < count; ++i)
+      if (indices[i] < 0 || indices[i] >= rows)
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT, "indices[", i,
+                    "] = ", indices[i], " is not a row of the ", rows);
+    return COMMRT_SUCCESS;
+  };
+  return {check(),
+          {{"rows", rows},
+           {"row_elements", rowElements},
+           {"exchange", exchange},
+           {"reduce", reduce}}};
+}
+
 Checked commrt::checkStart(Checked checked, int32_t channel, int channels,
                            const int64_t *handle) {
   auto check = [&]() -> commrt_status {

@@ -122,6 +122,12 @@ Checked checkMixedAllreduce(void *const *buffers, const int64_t *counts,
                             int32_t dtype, int32_t reduce, int32_t wire,
                             float prescale, Plan &plan);
 
+/// Checks the arguments of commrt_rows_allreduce, its indices included.
+Checked checkRowsAllreduce(const int64_t *indices, const float *values,
+                           int64_t count, int64_t rows, int64_t rowElements,
+                           int32_t exchange, int32_t reduce,
+                           const commrt_rows *result);
+
 /// Checks the arguments of a sparse allreduce (commrt_sparse_allreduce).
 Checked checkSparseAllreduce(const float *grad, const float *residual,
                              int64_t count, double density, int32_t select,

@@ -297,7 +297,9 @@ static void writeCollective(llvm::json::OStream &json,
       json.attribute("select", stringifySelectKind(sparse.getSelect()));
       json.attribute("density", sparse.getDensityValue());
       json.attribute("exchange", stringifyExchangeKind(sparse.getExchange()));
-      if (sparse.getSelect() == SelectKind::chunk)
+      // Chunk selection's chunk size; the rows exchange's row length.
+      if (sparse.getSelect() == SelectKind::chunk ||
+          sparse.getSelect() == SelectKind::rows)
         json.attribute("chunk_elements", sparse.getChunkElementCount());
     });
   if (auto startUs = op->getAttrOfType<FloatAttr>("comm.start_us"))

@@ -469,11 +469,47 @@ class DistributedOptimizer:
         self._params[name].grad = dense
         return dense
 
+    def _coo_rows(self, collective, grad):
+        """The rows exchange of a sparse COO gradient of rows
+        (nn.Embedding(sparse=True)) as it is: commrt_rows_allreduce takes
+        its indices and rows, duplicates included, and param.grad becomes
+        the reduced rows, a coalesced COO tensor, so that nothing of the
+        table's size is touched (as DDP's sparse allreduce leaves it).
+        Blocking: it runs where the plan issues it."""
+        g = collective.gradients[0]
+        param = self._params[g.name]
+        indices = grad._indices()[0].contiguous()
+        values = grad._values().contiguous()
+        rows = grad.shape[0]
+        width = collective.sparse["chunk_elements"]
+        reduced = []
+
+        def call():
+            status, out_indices, out_values = runtime.rows_allreduce(
+                indices.data_ptr(), values.data_ptr(), indices.numel(), rows,
+                width, runtime.EXCHANGES[collective.sparse["exchange"]],
+                runtime.REDUCES[collective.reduce])
+            reduced.append((out_indices, out_values))
+            return status
+
+        self._bounded(collective, call)
+        out_indices, out_values = reduced[0]
+        # Unique indices in ascending order: coalesced as it stands.
+        param.grad = torch.sparse_coo_tensor(
+            out_indices.unsqueeze(0), out_values.view(
+                (out_values.shape[0],) + tuple(grad.shape[1:])),
+            grad.shape)._coalesced_(True)
+
     def _rows(self, collective):
         """The lossless exchange of a gradient's touched rows: no residual,
         no warm-up (the density is only the plan's expectation) and no
         momentum correction."""
         g = collective.gradients[0]
+        coo = self._params[g.name].grad
+        if coo is not None and coo.is_sparse and coo.sparse_dim() == 1 and \
+                coo.dtype == torch.float32 and coo.device.type == "cpu":
+            self._coo_rows(collective, coo)
+            return
         grad = self._gradient(g.name, "f32")
         sparse = collective.sparse
         arguments = (grad.data_ptr(), None, g.count, sparse["density"],

@@ -41,6 +41,13 @@ class TraceEvent(ctypes.Structure):
                 ("channel", ctypes.c_int32), ("ranks", ctypes.c_int32)]
 
 
+class Rows(ctypes.Structure):
+    """commrt_rows."""
+    _fields_ = [("indices", ctypes.POINTER(ctypes.c_int64)),
+                ("values", ctypes.POINTER(ctypes.c_float)),
+                ("count", ctypes.c_int64), ("row_elements", ctypes.c_int64)]
+
+
 # (name, result type, argument types)
 _SIGNATURES = [
     ("commrt_init", _c_int32, []),
@@ -75,6 +82,10 @@ _SIGNATURES = [
     ("commrt_sparse_allreduce_start", _c_int32,
      [_c_void_p, _c_void_p, _c_int64, _c_double, _c_int32, _c_int32, _c_int32,
       _c_int64, _c_int32, ctypes.POINTER(_c_int64)]),
+    ("commrt_rows_allreduce", _c_int32,
+     [_c_int32, _c_void_p, _c_void_p, _c_int64, _c_int64, _c_int64, _c_int32,
+      _c_int32, ctypes.POINTER(Rows)]),
+    ("commrt_rows_free", None, [ctypes.POINTER(Rows)]),
     ("commrt_broadcast", _c_int32, [_c_void_p, _c_int64, _c_int32, _c_int32]),
     ("commrt_allgather", _c_int32,
      [_c_void_p, _c_void_p, ctypes.POINTER(_c_int64), _c_int32]),
@@ -301,6 +312,34 @@ def sparse_allreduce_start(grad, residual, count, density, select, exchange,
         grad, residual, count, density, select, exchange, reduce,
         chunk_elements, channel, ctypes.byref(handle))
     return status, handle.value
+
+
+def rows_allreduce(indices, values, count, rows, row_elements, exchange,
+                   reduce):
+    """commrt_rows_allreduce among all ranks: `indices` and `values` are
+    pointers to `count` int64 row indices and their f32 rows. Returns
+    (status, reduced indices, reduced rows), the last two as torch tensors
+    (copies; None on failure)."""
+    import torch
+
+    result = Rows()
+    status = library().commrt_rows_allreduce(
+        0, indices, values, count, rows, row_elements, exchange, reduce,
+        ctypes.byref(result))
+    if status != SUCCESS:
+        return status, None, None
+    try:
+        reduced = torch.empty(result.count, dtype=torch.int64)
+        values_out = torch.empty((result.count, row_elements),
+                                 dtype=torch.float32)
+        if result.count:
+            ctypes.memmove(reduced.data_ptr(), result.indices,
+                           result.count * 8)
+            ctypes.memmove(values_out.data_ptr(), result.values,
+                           result.count * row_elements * 4)
+    finally:
+        library().commrt_rows_free(ctypes.byref(result))
+    return status, reduced, values_out
 
 
 def broadcast(pointer, count, dtype, root):

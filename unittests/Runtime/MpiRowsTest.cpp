@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -182,6 +183,150 @@ TEST(Rows, AGroupReducesAmongItsRanks) {
             COMMRT_SUCCESS)
       << commrt_last_error();
   EXPECT_EQ(grad, expected);
+}
+
+/// Rank `r`'s rows as a COO gradient would give them: the touched rows of
+/// gradient(touch, r, ...), in a scrambled order, each split into two
+/// pieces that add up to it (duplicate indices).
+void cooRows(Touch touch, int r, int64_t rows, int64_t width,
+             std::vector<int64_t> &indices, std::vector<float> &values) {
+  std::vector<float> dense = gradient(touch, r, rows, width);
+  for (int64_t k = 0; k < rows; ++k) {
+    int64_t row = (k * 7 + r) % rows; // a permutation: 7 and rows coprime
+    const float *from = dense.data() + row * width;
+    if (std::all_of(from, from + width, [](float x) { return x == 0.0f; }))
+      continue;
+    for (int piece = 0; piece < 2; ++piece) {
+      indices.push_back(row);
+      for (int64_t j = 0; j < width; ++j)
+        values.push_back(piece == 0 ? from[j] - 1.0f : 1.0f);
+    }
+  }
+}
+
+class RowsCooTest : public ::testing::TestWithParam<RowsCase> {};
+
+TEST_P(RowsCooTest, GivesTheDenseAllreducesTouchedRows) {
+  auto [exchange, reduce, touch, width] = GetParam();
+  const int64_t rows = 300;
+  std::vector<int64_t> indices;
+  std::vector<float> values;
+  cooRows(touch, rank(), rows, width, indices, values);
+  std::vector<float> dense = gradient(touch, rank(), rows, width);
+  ASSERT_EQ(commrt_allreduce(dense.data(), static_cast<int64_t>(dense.size()),
+                             COMMRT_F32, reduce),
+            COMMRT_SUCCESS);
+  // The rows some rank touched, by the same rule on every rank.
+  std::vector<int64_t> touched;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int r = 0; r < size(); ++r) {
+      std::vector<float> theirs = gradient(touch, r, rows, width);
+      if (std::any_of(theirs.begin() + row * width,
+                      theirs.begin() + (row + 1) * width,
+                      [](float x) { return x != 0.0f; })) {
+        touched.push_back(row);
+        break;
+      }
+    }
+
+  commrt_rows result{};
+  ASSERT_EQ(commrt_rows_allreduce(0, indices.data(), values.data(),
+                                  static_cast<int64_t>(indices.size()), rows,
+                                  width, exchange, reduce, &result),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  ASSERT_EQ(result.count, static_cast<int64_t>(touched.size()));
+  EXPECT_EQ(result.row_elements, width);
+  for (int64_t i = 0; i < result.count; ++i) {
+    ASSERT_EQ(result.indices[i], touched[i]) << "row " << i;
+    for (int64_t j = 0; j < width; ++j)
+      EXPECT_EQ(result.values[i * width + j], dense[touched[i] * width + j])
+          << "row " << touched[i] << ", column " << j;
+  }
+  commrt_rows_free(&result);
+  EXPECT_EQ(result.indices, nullptr);
+  EXPECT_EQ(result.count, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Exchanges, RowsCooTest,
+    ::testing::Combine(::testing::Values(COMMRT_EXCHANGE_ALLGATHER,
+                                         COMMRT_EXCHANGE_HASH),
+                       ::testing::Values(COMMRT_SUM, COMMRT_AVG),
+                       ::testing::Values(Touch::Colliding, Touch::All,
+                                         Touch::EmptyOnSomeRanks),
+                       ::testing::Values(int64_t(1), int64_t(16))),
+    rowsCaseName);
+
+TEST(Rows, CooInAGroupAndOnNoRank) {
+  if (size() < 2)
+    GTEST_SKIP() << "needs two ranks";
+  int32_t group = 0;
+  ASSERT_EQ(commrt_group_split(/*id=*/7302, rank() % 2, rank(), &group),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  // Each rank passes row rank() + 1 of ones: a group's sum has its ranks'
+  // rows at 1.
+  const int64_t row = rank() + 1;
+  std::vector<float> ones(3, 1.0f);
+  commrt_rows result{};
+  ASSERT_EQ(commrt_rows_allreduce(group, &row, ones.data(), 1, 64, 3,
+                                  COMMRT_EXCHANGE_HASH, COMMRT_SUM, &result),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  std::vector<int64_t> expected;
+  for (int r = rank() % 2; r < size(); r += 2)
+    expected.push_back(r + 1);
+  EXPECT_EQ(std::vector<int64_t>(result.indices, result.indices + result.count),
+            expected);
+  commrt_rows_free(&result);
+  // Nothing on any rank: an empty result.
+  ASSERT_EQ(commrt_rows_allreduce(0, nullptr, nullptr, 0, 64, 3,
+                                  COMMRT_EXCHANGE_ALLGATHER, COMMRT_AVG,
+                                  &result),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  EXPECT_EQ(result.count, 0);
+  EXPECT_EQ(result.indices, nullptr);
+}
+
+TEST(Rows, CooRejectsBadArguments) {
+  ASSERT_EQ(commrt_set_consistency_checks(1), COMMRT_SUCCESS);
+  const int64_t row = 70;
+  float value = 1.0f;
+  commrt_rows result{};
+  EXPECT_TRUE(failedWith(
+      commrt_rows_allreduce(0, &row, &value, 1, 64, 1, COMMRT_EXCHANGE_HASH,
+                            COMMRT_SUM, &result),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_rows_allreduce: indices[0] = 70 is not a row of the 64"));
+  EXPECT_TRUE(failedWith(
+      commrt_rows_allreduce(0, &row, &value, 1, 100, 1, COMMRT_EXCHANGE_CHUNK,
+                            COMMRT_SUM, &result),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_rows_allreduce: exchange 2 is not COMMRT_EXCHANGE_ALLGATHER (0) "
+      "or COMMRT_EXCHANGE_HASH (1)"));
+  EXPECT_TRUE(failedWith(
+      commrt_rows_allreduce(0, &row, &value, 1, 100, 0, COMMRT_EXCHANGE_HASH,
+                            COMMRT_SUM, &result),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_rows_allreduce: row_elements 0 is not positive"));
+  EXPECT_TRUE(failedWith(
+      commrt_rows_allreduce(0, nullptr, &value, 1, 100, 1, COMMRT_EXCHANGE_HASH,
+                            COMMRT_SUM, &result),
+      COMMRT_ERROR_INVALID_ARGUMENT,
+      "commrt_rows_allreduce: indices is null but count is 1"));
+  EXPECT_TRUE(failedWith(
+      commrt_rows_allreduce(0, &row, &value, 1, 100, 1, COMMRT_EXCHANGE_HASH,
+                            COMMRT_SUM, nullptr),
+      COMMRT_ERROR_INVALID_ARGUMENT, "commrt_rows_allreduce: result is null"));
+  // One rank's bad index fails every rank.
+  const int64_t mine = rank() == 0 ? -1 : 1;
+  EXPECT_EQ(commrt_rows_allreduce(0, &mine, &value, 1, 100, 1,
+                                  COMMRT_EXCHANGE_HASH, COMMRT_SUM, &result),
+            COMMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(result.count, 0);
+  commrt_set_consistency_checks(0);
 }
 
 TEST(Rows, RejectsRowsThatDoNotDivideTheCount) {

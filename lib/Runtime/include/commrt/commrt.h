@@ -505,6 +505,43 @@ int32_t commrt_sparse_allreduce(float *grad, float *residual, int64_t count,
                                 int32_t exchange, int32_t reduce,
                                 int64_t chunk_elements);
 
+/* The reduced rows of commrt_rows_allreduce: `count` rows of
+ * `row_elements` f32 values, in ascending order of their index, row i of
+ * index `indices[i]` at `values + i * row_elements`. The runtime allocates
+ * both arrays (null when count is 0); commrt_rows_free frees them. */
+typedef struct commrt_rows {
+  int64_t *indices;
+  float *values;
+  int64_t count;
+  int64_t row_elements;
+} commrt_rows;
+
+/* The lossless rows exchange of a gradient given by its rows, as a sparse
+ * COO gradient of an embedding is (nn.Embedding(sparse=True)): `count` row
+ * indices in [0, rows) at `indices`, duplicates allowed, and their rows of
+ * `row_elements` f32 values at `values` (row-major), among the ranks of
+ * `group` (0: all ranks). Each rank first adds up its duplicate rows; the
+ * rows then travel as with COMMRT_SELECT_ROWS (`exchange`
+ * COMMRT_EXCHANGE_ALLGATHER or COMMRT_EXCHANGE_HASH, whose owners own
+ * rows), and `*result` receives every row that some rank passed, once, in
+ * ascending index order, with the sum (COMMRT_SUM) or the sum divided by
+ * the group's size (COMMRT_AVG) of what the ranks passed for it, in rank
+ * order (the dense allreduce's result at those rows, up to the order of
+ * summation; a row whose values sum to zero is kept). Nothing of size
+ * `rows x row_elements` is touched, so the work and the memory follow the
+ * rows passed, not the table. Host memory only; blocking. An index out of
+ * range fails with COMMRT_ERROR_INVALID_ARGUMENT naming it (on every rank
+ * with the consistency checks on). On failure `*result` is empty. The
+ * consistency checks compare rows, row_elements, exchange and reduce. */
+int32_t commrt_rows_allreduce(int32_t group, const int64_t *indices,
+                              const float *values, int64_t count, int64_t rows,
+                              int64_t row_elements, int32_t exchange,
+                              int32_t reduce, commrt_rows *result);
+
+/* Frees what commrt_rows_allreduce allocated in `*result` and empties it;
+ * null or an empty result is a no-op. */
+void commrt_rows_free(commrt_rows *result);
+
 /* Process groups: the ranks that pass the same `color` to one split form a
  * group, ordered by `key` (ties by world rank). Collective over all ranks
  * (MPI_Comm_split of the runtime's communicator; under NCCL, ncclCommSplit
@@ -588,10 +625,12 @@ int32_t commrt_sparse_allreduce_start(float *grad, float *residual,
 
 /* commrt_sparse_allreduce_start among the ranks of `group`, on `channel` of
  * the group. */
-int32_t commrt_group_sparse_allreduce_start(
-    int32_t group, float *grad, float *residual, int64_t count,
-    double density, int32_t select, int32_t exchange, int32_t reduce,
-    int64_t chunk_elements, int32_t channel, int64_t *handle);
+int32_t commrt_group_sparse_allreduce_start(int32_t group, float *grad,
+                                            float *residual, int64_t count,
+                                            double density, int32_t select,
+                                            int32_t exchange, int32_t reduce,
+                                            int64_t chunk_elements,
+                                            int32_t channel, int64_t *handle);
 
 /* A mixed-wire allreduce: commrt_fused_allreduce where buffer i travels in
  * `wire` (COMMRT_F16 or COMMRT_BF16, narrower than `dtype`) when
