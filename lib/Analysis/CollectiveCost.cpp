@@ -250,9 +250,20 @@ SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
                                      unionDensity(gradient.density, ranks)),
                           rows);
     work.accumulateBytes = 0;
+    work.entries = received * row;
+    if (gradient.coo) {
+      // The rank's rows are added up into pairs (a read and a write); the
+      // received rows are summed and copied out in index order (three
+      // accesses), and AVG divides the result rows (a read and a write).
+      work.elements = touched * row;
+      work.selectBytes = touched * row * 2 * v;
+      work.scatterBytes =
+          received * row * 3 * v +
+          (average ? 2 * std::min(received, rows) * row * v : 0);
+      return work;
+    }
     work.selectBytes = n * v;
     work.scatterBytes += touched * row * 2 * v + received * row * 3 * v;
-    work.entries = received * row;
     return work;
   }
   case SparseSelectScheme::Chunk: {

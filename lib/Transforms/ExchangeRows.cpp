@@ -112,6 +112,7 @@ private:
     gradient.density = rowsTouched->front();
     gradient.reducedDensity =
         rowsTouchedAt(*rowsTouched, std::max<int64_t>(clusterModel.ranks, 1));
+    gradient.coo = allreduce->hasAttr(kCooGradientAttrName);
 
     auto rowsUs = [&](ExchangeKind kind) {
       return getSparseAllreduceCost(clusterModel, *deviceModel,

@@ -276,6 +276,10 @@ private:
           return priority ? builder.getI64IntegerAttr(*priority)
                           : IntegerAttr();
         }());
+    // The profile's figures that the estimate reads go along.
+    for (StringRef name : {kCooGradientAttrName, kRowsTouchedAttrName})
+      if (Attribute attr = op->getAttr(name))
+        start->setAttr(name, attr);
     created.insert(start);
     endStartGroup(anchor);
 

@@ -101,6 +101,10 @@ struct SparseGradient {
   /// Values per pair: 1 for the lossy selections, which send entries; the
   /// row length for the Rows selection, which sends whole rows.
   int64_t rowElements = 1;
+  /// Rows selection of a gradient given by its rows (a sparse COO gradient,
+  /// commrt_rows_allreduce): nothing of the table's size is scanned or
+  /// zeroed, the local work follows the rows.
+  bool coo = false;
   /// Bytes per value on the wire (4 for f32, 2 for f16/bf16).
   int64_t valueBytes = 4;
   /// Bytes per index on the wire (the runtime sends 64-bit indices).

@@ -501,8 +501,10 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                                  "dynamic shape");
     SparseGradient gradient = describeSparseGradient(
         type, sparse.getDensityValue(), sparse.getChunkElementCount());
-    if (sparse.getSelect() == SelectKind::rows)
+    if (sparse.getSelect() == SelectKind::rows) {
       gradient.rowElements = sparse.getChunkElementCount();
+      gradient.coo = sparse->hasAttr(kCooGradientAttrName);
+    }
     gradient.reducedDensity = sparse.getUnionDensityValue();
     auto collective = cast<CollectiveOpInterface>(sparse.getOperation());
     double localUs;
