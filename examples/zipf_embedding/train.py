@@ -67,8 +67,15 @@ def main(argv):
     commopt.init()
     rank, size = commopt.rank(), commopt.size()
     if args.comm == "ddp":
-        os.environ.setdefault("MASTER_ADDR", args.master_addr)
-        os.environ.setdefault("MASTER_PORT", args.master_port)
+        # On the emulated cluster (bench/cluster/emulate.sh, one rank per
+        # host) gloo must use the host's link, not the loopback.
+        interface = f"commopt-p{rank}"
+        if os.path.exists(f"/sys/class/net/{interface}"):
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
+        elif args.master_addr == "127.0.0.1":
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        os.environ["MASTER_ADDR"] = args.master_addr
+        os.environ["MASTER_PORT"] = args.master_port
         dist.init_process_group("gloo", rank=rank, world_size=size,
                                 timeout=datetime.timedelta(seconds=300))
 

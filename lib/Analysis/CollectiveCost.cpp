@@ -345,12 +345,25 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
   double pd = static_cast<double>(p);
   double indexBytes = static_cast<double>(gradient.indexBytes);
   constexpr double kCountBytes = 8;
+  // Rows travel as records, an index and its row in one message; entries
+  // as two messages, indices and values.
+  const bool records = gradient.rowElements > 1;
   // The ranks' pair counts, then all indices and all values: three
-  // allgathers of `pairs` pairs in all.
+  // allgathers of `pairs` pairs in all (two for rows).
   auto allgatherPairs = [&](double pairs) {
-    return halfAllreduceCost(cluster, pd * kCountBytes) +
-           halfAllreduceCost(cluster, pairs * indexBytes) +
+    CollectiveCost counts = halfAllreduceCost(cluster, pd * kCountBytes);
+    if (records)
+      return counts +
+             halfAllreduceCost(cluster, pairs * (indexBytes + valueBytes));
+    return counts + halfAllreduceCost(cluster, pairs * indexBytes) +
            halfAllreduceCost(cluster, pairs * valueBytes);
+  };
+  // The pairs to their owners: two all-to-alls (one for rows).
+  auto sendToOwners = [&] {
+    if (records)
+      return allToAllLinkCost(cluster, k * (indexBytes + valueBytes));
+    return allToAllLinkCost(cluster, k * indexBytes) +
+           allToAllLinkCost(cluster, k * valueBytes);
   };
 
   switch (scheme) {
@@ -368,9 +381,7 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
     assert(u >= 0 && u <= 1 && "reduced density out of [0, 1]");
     return withOverhead(
         cluster, allreduceLinkCost(cluster, kCountBytes, cluster.algorithm) +
-                     allToAllLinkCost(cluster, pd * 4) +
-                     allToAllLinkCost(cluster, k * indexBytes) +
-                     allToAllLinkCost(cluster, k * valueBytes) +
+                     allToAllLinkCost(cluster, pd * 4) + sendToOwners() +
                      allgatherPairs(n * u));
   }
   case SparseExchangeScheme::Chunk: {

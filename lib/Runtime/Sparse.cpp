@@ -42,40 +42,66 @@ struct Pairs {
   }
 };
 
-/// MPI's type for the `width` values of one pair: MPI_FLOAT for an entry, a
-/// contiguous type for a row, so that counts stay counts of pairs (ints for
-/// MPI). Frees what it made.
-class PairValueType {
+/// Rows (pairs of `width` > 1 values) travel as records, an 8-byte index
+/// followed by its row, one message per peer where entries need two (their
+/// indices and values): MPI's type of one record, contiguous bytes, so that
+/// counts stay counts of rows (ints for MPI). Frees what it made.
+class RowRecords {
 public:
-  explicit PairValueType(int64_t width) {
-    if (width > 1 && width <= INT_MAX &&
-        MPI_Type_contiguous(static_cast<int>(width), MPI_FLOAT, &type) ==
+  explicit RowRecords(int64_t width)
+      : width(width), bytes(sizeof(int64_t) + width * sizeof(float)) {
+    if (bytes <= INT_MAX &&
+        MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &type) ==
             MPI_SUCCESS &&
         MPI_Type_commit(&type) == MPI_SUCCESS)
       made = true;
-    else if (width > 1)
-      failed = true;
   }
-  ~PairValueType() {
+  ~RowRecords() {
     if (made)
       MPI_Type_free(&type);
   }
-  PairValueType(const PairValueType &) = delete;
-  PairValueType &operator=(const PairValueType &) = delete;
+  RowRecords(const RowRecords &) = delete;
+  RowRecords &operator=(const RowRecords &) = delete;
 
   /// Fails where the type could not be made (a row longer than an int).
-  commrt_status check(int64_t width) const {
-    if (failed)
+  commrt_status check() const {
+    if (!made)
       return fail(COMMRT_ERROR_INVALID_ARGUMENT, "rows of ", width,
                   " elements exceed what one MPI datatype describes");
     return COMMRT_SUCCESS;
   }
-  MPI_Datatype get() const { return made ? type : MPI_FLOAT; }
+  MPI_Datatype get() const { return type; }
+
+  /// `pairs`'s rows as records, in order.
+  std::vector<char> pack(const Pairs &pairs) const {
+    std::vector<char> records(pairs.size() * bytes);
+    for (int64_t i = 0; i < pairs.size(); ++i) {
+      char *record = records.data() + i * bytes;
+      std::memcpy(record, &pairs.indices[i], sizeof(int64_t));
+      std::memcpy(record + sizeof(int64_t), pairs.values.data() + i * width,
+                  width * sizeof(float));
+    }
+    return records;
+  }
+
+  /// The `count` records at `records` into `pairs`.
+  void unpack(const char *records, int64_t count, Pairs &pairs) const {
+    pairs.resize(count);
+    for (int64_t i = 0; i < count; ++i) {
+      const char *record = records + i * bytes;
+      std::memcpy(&pairs.indices[i], record, sizeof(int64_t));
+      std::memcpy(pairs.values.data() + i * width, record + sizeof(int64_t),
+                  width * sizeof(float));
+    }
+  }
+
+  const int64_t width;
+  /// Bytes of one record.
+  const int64_t bytes;
 
 private:
-  MPI_Datatype type = MPI_FLOAT;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
   bool made = false;
-  bool failed = false;
 };
 
 /// Fails on every rank alike when a count that MPI takes as an int, here
@@ -103,8 +129,6 @@ int64_t displacements(const std::vector<int> &counts,
 commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   int size;
   MPI_Comm_size(comm, &size);
-  PairValueType valueType(local.width);
-  COMMRT_TRY(valueType.check(local.width));
   int64_t mine = local.size();
   // Counts in 64 bits, so that every rank sees the same total, in range or
   // not, and fails or goes on alike.
@@ -120,6 +144,20 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   COMMRT_TRY(checkIntCount(total, "the pairs of all ranks"));
   std::vector<int> counts(wide.begin(), wide.end()), displs;
   displacements(counts, displs);
+  if (local.width > 1) {
+    // Rows: one message of records.
+    RowRecords records(local.width);
+    COMMRT_TRY(records.check());
+    std::vector<char> sent = records.pack(local);
+    std::vector<char> received(total * records.bytes);
+    if (int error = MPI_Iallgatherv(
+            sent.data(), static_cast<int>(mine), records.get(), received.data(),
+            counts.data(), displs.data(), records.get(), comm, &request))
+      return failMpi("MPI_Iallgatherv", error);
+    COMMRT_TRY(waitFor(comm, request, "MPI_Iallgatherv"));
+    records.unpack(received.data(), total, all);
+    return COMMRT_SUCCESS;
+  }
   all.resize(total);
   // Indices and values travel at once.
   MPI_Request requests[2];
@@ -130,12 +168,39 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
     return failMpi("MPI_Iallgatherv", error);
   if (int error =
           MPI_Iallgatherv(local.values.data(), static_cast<int>(mine),
-                          valueType.get(), all.values.data(), counts.data(),
-                          displs.data(), valueType.get(), comm, &requests[1])) {
+                          MPI_FLOAT, all.values.data(), counts.data(),
+                          displs.data(), MPI_FLOAT, comm, &requests[1])) {
     waitAll(comm, 1, requests, "MPI_Iallgatherv");
     return failMpi("MPI_Iallgatherv", error);
   }
   return waitAll(comm, 2, requests, "MPI_Iallgatherv");
+}
+
+/// The last step of Zen's exchange: an owner adds up the `incoming` pairs it
+/// received (indices below `indexCount`), in rank order as the allgather
+/// exchange adds, and the owners' sums are gathered into `all`.
+commrt_status reduceOwned(const Pairs &incoming, int64_t indexCount, Pairs &all,
+                          MPI_Comm comm) {
+  const int64_t width = incoming.width;
+  const int64_t received = incoming.size();
+  // Each index's first pair is copied to its slot among the reduced ones,
+  // later ones are added there.
+  std::vector<int64_t> slot(indexCount, -1);
+  Pairs reduced(width);
+  for (int64_t i = 0; i < received; ++i) {
+    int64_t index = incoming.indices[i];
+    const float *values = incoming.values.data() + i * width;
+    if (slot[index] < 0) {
+      slot[index] = reduced.size();
+      reduced.indices.push_back(index);
+      reduced.values.insert(reduced.values.end(), values, values + width);
+      continue;
+    }
+    float *sums = reduced.values.data() + slot[index] * width;
+    for (int64_t j = 0; j < width; ++j)
+      sums[j] += values[j];
+  }
+  return allgatherPairs(reduced, all, comm);
 }
 
 /// Zen's exchange: `local`'s pairs (indices below `indexCount`) go to their
@@ -146,8 +211,6 @@ commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
   int size;
   MPI_Comm_size(comm, &size);
   const int64_t width = local.width;
-  PairValueType valueType(width);
-  COMMRT_TRY(valueType.check(width));
   // What an owner receives is at most what all ranks send: when that fits
   // the int counts of MPI, so does everything after.
   int64_t total = local.size();
@@ -174,6 +237,21 @@ commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
   std::vector<int> recvDispls;
   int64_t received = displacements(recvCounts, recvDispls);
   Pairs incoming(width);
+  if (width > 1) {
+    // Rows: one all-to-all of records.
+    RowRecords records(width);
+    COMMRT_TRY(records.check());
+    std::vector<char> sent = records.pack(outgoing);
+    std::vector<char> arrived(received * records.bytes);
+    if (int error =
+            MPI_Ialltoallv(sent.data(), sendCounts.data(), sendDispls.data(),
+                           records.get(), arrived.data(), recvCounts.data(),
+                           recvDispls.data(), records.get(), comm, &request))
+      return failMpi("MPI_Ialltoallv", error);
+    COMMRT_TRY(waitFor(comm, request, "MPI_Ialltoallv"));
+    records.unpack(arrived.data(), received, incoming);
+    return reduceOwned(incoming, indexCount, all, comm);
+  }
   incoming.resize(received);
   MPI_Request requests[2];
   if (int error = MPI_Ialltoallv(
@@ -183,32 +261,14 @@ commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
     return failMpi("MPI_Ialltoallv", error);
   if (int error = MPI_Ialltoallv(
           outgoing.values.data(), sendCounts.data(), sendDispls.data(),
-          valueType.get(), incoming.values.data(), recvCounts.data(),
-          recvDispls.data(), valueType.get(), comm, &requests[1])) {
+          MPI_FLOAT, incoming.values.data(), recvCounts.data(),
+          recvDispls.data(), MPI_FLOAT, comm, &requests[1])) {
     waitAll(comm, 1, requests, "MPI_Ialltoallv");
     return failMpi("MPI_Ialltoallv", error);
   }
   COMMRT_TRY(waitAll(comm, 2, requests, "MPI_Ialltoallv"));
 
-  // Reduce in rank order, as the allgather exchange does: each index's
-  // first pair is copied to its slot among the reduced ones, later ones are
-  // added there.
-  std::vector<int64_t> slot(indexCount, -1);
-  Pairs reduced(width);
-  for (int64_t i = 0; i < received; ++i) {
-    int64_t index = incoming.indices[i];
-    const float *values = incoming.values.data() + i * width;
-    if (slot[index] < 0) {
-      slot[index] = reduced.size();
-      reduced.indices.push_back(index);
-      reduced.values.insert(reduced.values.end(), values, values + width);
-      continue;
-    }
-    float *sums = reduced.values.data() + slot[index] * width;
-    for (int64_t j = 0; j < width; ++j)
-      sums[j] += values[j];
-  }
-  return allgatherPairs(reduced, all, comm);
+  return reduceOwned(incoming, indexCount, all, comm);
 }
 
 /// Divides the result by the `size` ranks where the reduction averages.

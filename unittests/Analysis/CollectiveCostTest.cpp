@@ -457,12 +457,12 @@ SparseGradient testRows() {
 
 TEST(CollectiveCost, RowsAllgather) {
   ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
-  // A pair is one 4-byte index and a row of 10 values (40 B). The 16 counts
-  // (128 B), the p k = 1.6e4 rows' indices (6.4e4 B) and rows (6.4e5 B):
-  // 3 * 150 of latency, 15/16 * 704128 * 1e-3 = 660.12.
+  // A pair is one 4-byte index and a row of 10 values (40 B), sent as one
+  // record. The 16 counts (128 B) and the p k = 1.6e4 records (7.04e5 B):
+  // 2 * 150 of latency, 15/16 * 704128 * 1e-3 = 660.12.
   expectCost(
       sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, testRows()),
-      450, 660.12);
+      300, 660.12);
 }
 
 TEST(CollectiveCost, RowsLocalBytes) {
@@ -485,6 +485,21 @@ TEST(CollectiveCost, RowsLocalBytes) {
   EXPECT_DOUBLE_EQ(work.accumulateBytes, 0);
   // The hash exchange receives the 5e3 rows the ranks touch together.
   EXPECT_DOUBLE_EQ(work.entries, 5e3 * 10);
+
+  // Given by its rows (a COO gradient), nothing of the table's size: the
+  // 1e3 rows added up into pairs (8e4 B), the 1.6e4 received summed and
+  // copied out (1.92e6 B); AVG divides the result rows, 1.6e4 here (a read
+  // and a write, 1.28e6 B).
+  SparseGradient coo = testRows();
+  coo.coo = true;
+  EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Rows,
+                                    SparseExchangeScheme::Allgather, coo, 16,
+                                    /*average=*/false),
+                   8e4 + 1.92e6);
+  EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Rows,
+                                    SparseExchangeScheme::Allgather, coo, 16,
+                                    /*average=*/true),
+                   8e4 + 1.92e6 + 1.28e6);
 }
 
 // Zen's analysis, as the model has it: the allgather's volume grows with

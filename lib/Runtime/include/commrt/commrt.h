@@ -451,12 +451,14 @@ int32_t commrt_wait(int64_t handle);
  *       and may be null): acc is grad, seen as count / chunk_elements rows of
  *       `chunk_elements` (> 0, dividing count) entries, and every row with
  *       an entry other than zero (NaN included) is sent whole as a pair of
- *       its row index and its row. `density` (in (0, 1]) is only what the
- *       plan expected of the fraction of rows touched; the result does not
- *       depend on it. Goes with COMMRT_EXCHANGE_ALLGATHER or
- *       COMMRT_EXCHANGE_HASH (whose owners own rows). The result is the
- *       dense allreduce's up to the order of summation: exact where every
- *       row is touched by at most one rank, or for integer-valued data.
+ *       its row index and its row, in one record (the 8-byte index, then
+ *       the row), so that a row takes one message where entries take two.
+ *       `density` (in (0, 1]) is only what the plan expected of the
+ *       fraction of rows touched; the result does not depend on it.
+ *       Goes with COMMRT_EXCHANGE_ALLGATHER or COMMRT_EXCHANGE_HASH (whose
+ *       owners own rows). The result is the dense allreduce's up to the
+ *       order of summation: exact where every row is touched by at most one
+ *       rank, or for integer-valued data.
  *  3. The selected entries are exchanged, as `exchange` says:
  *     - COMMRT_EXCHANGE_ALLGATHER: every rank gathers every rank's (index,
  *       value) pairs (MPI_Allgather of the counts, MPI_Allgatherv of the
