@@ -74,11 +74,26 @@ def main(argv):
              "allreduce), all in the same run. Communication is the median "
              "step less the compute-only step (no communication) of the same "
              "rank count; the model's is the plan's exposed communication "
-             "(comm-optimize rows-exchange=..., estimate=step, on the "
-             "emulated cluster's calibrated links with that many ranks). The "
+             "(comm-optimize rows-exchange=..., estimate=step) on the "
+             "cluster commopt-calibrate measured at that rank count "
+             "(allreduces only: nothing of the rows exchanges is fitted, so "
+             "every prediction is held out). The "
              "rows a rank's batch touches, as the exporter sampled them on "
              "1, 2, 4, 8 and 16 ranks: " +
              ", ".join(f"{f:.2%}" for f in touched) + ".", ""]
+    host = load(os.path.join(out, "host", "host.json"))
+    lines += ["The host's CPU: the ranks share 2 cores, so a rank's CPU per "
+              "step bounds the step once there are more ranks than cores. "
+              f"It was fitted once, at {rank_counts(out)[0]} ranks, from the "
+              f"hash plan's run: {host['cpu_us'] / 1e3:.2f} ms of CPU per "
+              f"step, less the compute-only run's "
+              f"{host['compute_only_cpu_us'] / 1e3:.2f} ms, the exchange's "
+              f"modelled local work ({host['local_work_us'] / 1e3:.2f} ms) "
+              f"and the transport's {host['ns_per_sent_byte']:g} ns per sent "
+              f"byte ({host['sent_bytes'] / 1e6:.2f} MB): host_cpu.step_us = "
+              f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
+              "with its own rank count. Every figure below is measured in "
+              "other runs than that one.", ""]
     rows_of_targets = []
     worst = (0.0, "")
     for ranks in rank_counts(out):
@@ -98,9 +113,10 @@ def main(argv):
         lines += [f"**{ranks} ranks** (compute-only step {base:.2f} ms, "
                   f"{compute['steps']} timed steps per run, batch "
                   f"{compute['batch_size']} per rank):", "",
-                  "| run | step (ms) | communication (ms) | model's "
-                  "communication (ms) | model off by | step vs DDP |",
-                  "|---|---|---|---|---|---|"]
+                  "| run | step (ms) | CPU per rank (ms) | communication "
+                  "(ms) | model's communication (ms) | model off by | step "
+                  "vs DDP |",
+                  "|---|---|---|---|---|---|---|"]
         ddp = runs.get("ddp-sparse")
         measured = {}
         for exchange in EXCHANGES:
@@ -116,11 +132,12 @@ def main(argv):
             versus = f"{figures['step_ms'] / ddp['step_ms']:.2f}x" \
                 if ddp else "-"
             lines.append(f"| commopt {exchange} | {figures['step_ms']:.2f} | "
-                         f"{comm:.2f} | {predicted:.2f} | {off:+.1%} | "
-                         f"{versus} |")
+                         f"{figures['cpu_ms']:.2f} | {comm:.2f} | "
+                         f"{predicted:.2f} | {off:+.1%} | {versus} |")
         if ddp:
             lines.append(f"| DDP sparse (gloo) | {ddp['step_ms']:.2f} | "
-                         f"{ddp['step_ms'] - base:.2f} | - | - | 1.00x |")
+                         f"{ddp['cpu_ms']:.2f} | {ddp['step_ms'] - base:.2f} "
+                         "| - | - | 1.00x |")
         chosen = plan_exchange(plans["auto"])
         fastest = min(measured, key=measured.get) if measured else "-"
         lines += ["", f"The planner (rows-exchange=auto) chose **{chosen}**; "

@@ -17,11 +17,27 @@
 # Steps:
 #  1. profile: commopt-export.py times the model and samples the rows a
 #     batch of $BATCH touches on 1, 2, 4, 8 and 16 ranks;
-#  2. plans: for each rank count, the emulated cluster's description with
-#     that many ranks, comm-optimize with each rows-exchange and with
-#     auto (the planner's choice), with estimates;
-#  3. runs: $STEPS timed steps (after $WARMUP) of each;
-#  4. report.py writes the section "Embedding gradients: the rows exchange"
+#  2. calibration: for each rank count, commopt-calibrate measures the
+#     emulated cluster's allreduce at that many ranks (up to 8 MiB; the
+#     links, the per-message cost under that many ranks' load, the
+#     per-collective overhead within a step): the cluster the plans are made
+#     for. Nothing of the rows exchanges is measured for it, so every
+#     prediction below is held out;
+#  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
+#     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
+#     the step once there are more ranks than cores. At the first rank
+#     count the hash plan and the compute-only step run once with their
+#     CPU measured; host_cpu.step_us (docs/Cluster.md, section 4) is the
+#     hash run's CPU per step less the compute-only run's, less the
+#     exchange's local work as the model prices it and less the
+#     transport's CPU for the bytes it sends (ns_per_sent_byte,
+#     $NS_PER_SENT_BYTE, as bench/training fitted it on this machine). Every
+#     rank count's device is $DEVICE with that host_cpu and its own rank
+#     count; that one hash run is the only one the model is fitted to;
+#  4. plans: comm-optimize with each rows-exchange and with auto (the
+#     planner's choice), with estimates;
+#  5. runs: $STEPS timed steps (after $WARMUP) of each;
+#  6. report.py writes the section "Embedding gradients: the rows exchange"
 #     of BENCHMARKS.md: measured step and communication (step minus the
 #     compute-only step of the same rank count) beside the model's, DDP's,
 #     and the targets.
@@ -29,9 +45,8 @@
 # Usage: bench/embedding/run.sh   (root: the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/embedding), RANKS
 # ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (20),
-# WARMUP (3), CLUSTER (default bench/cluster/emulated-4x1gbit.json, whose
-# links and overheads every rank count shares), DEVICE (default
-# bench/cluster/host-2core-4ranks.json), PYTHON.
+# WARMUP (3), DEVICE (default bench/cluster/host-2core-4ranks.json),
+# NS_PER_SENT_BYTE (0.43), PYTHON.
 #
 #===----------------------------------------------------------------------===#
 
@@ -45,12 +60,12 @@ RATE=${RATE:-1gbit}
 BATCH=${BATCH:-128}
 STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-3}
-CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
 DEVICE=${DEVICE:-bench/cluster/host-2core-4ranks.json}
+NS_PER_SENT_BYTE=${NS_PER_SENT_BYTE:-0.43}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 EXAMPLE=examples/zipf_embedding
 
-for tool in commopt-opt commopt-translate; do
+for tool in commopt-opt commopt-translate commopt-calibrate; do
   [[ -x $BUILD/bin/$tool ]] || { echo "run.sh: build $BUILD first" >&2; exit 2; }
 done
 mkdir -p "$OUT"
@@ -65,38 +80,94 @@ echo "== profile: batch $BATCH, rows touched on 1..16 ranks" >&2
   --batch-size "$BATCH" --steps 5 --sparse-ranks 16 --threads 1 -q \
   -o "$OUT/profile.json")
 
+# The cluster at $1 ranks, calibrated into $OUT/r$1/cluster.json.
+calibrate_cluster() {
+  local ranks=$1 dir=$OUT/r$1
+  mkdir -p "$dir"
+  echo "== $ranks x $RATE: calibration" >&2
+  bench/cluster/emulate.sh run "$ranks" "$RATE" -- \
+    "$BUILD/bin/commopt-calibrate" --output="$dir/cluster.json" \
+    --name="emulated-${ranks}x$RATE" --max-bytes=8388608 --repetitions=5
+}
+
+# Plans rows-exchange $4 from the profile for cluster $2 and device $3 into
+# $1/$4.plan.json (and $1/$4.mlir, $1/$4.timeline.json).
+plan() {
+  local dir=$1 cluster=$2 device=$3 exchange=$4
+  "$BUILD/bin/commopt-translate" --import-grad-profile "$OUT/profile.json" |
+    "$BUILD/bin/commopt-opt" -o "$dir/$exchange.mlir" \
+      --comm-optimize="cluster=$cluster device=$device rows-exchange=$exchange estimate=step report=none"
+  "$BUILD/bin/commopt-translate" --export-plan "$dir/$exchange.mlir" \
+    -o "$dir/$exchange.plan.json"
+  "$BUILD/bin/commopt-translate" --export-timeline "$dir/$exchange.mlir" \
+    --timeline-device="$device" -o "$dir/$exchange.timeline.json"
+}
+
+# Trains run "label|arguments" on $1 ranks into $2/label.json.
+train() {
+  local ranks=$1 dir=$2 run=$3
+  local label=${run%%|*} arguments=${run#*|}
+  echo "== $ranks x $RATE: $label" >&2
+  # shellcheck disable=SC2086
+  bench/cluster/emulate.sh run "$ranks" "$RATE" -- "$PYTHON" \
+    "$ROOT/$EXAMPLE/train.py" $arguments --coo --batch-size "$BATCH" \
+    --steps "$STEPS" --warmup-steps "$WARMUP" --master-addr "$SUBNET.1" \
+    --label "$label" --json "$dir/$label.json"
+}
+
+# The host's CPU, at the first rank count.
+read -r FIRST _ <<<"$RANKS"
+HOST=$OUT/host
+mkdir -p "$HOST"
+calibrate_cluster "$FIRST"
+plan "$HOST" "$OUT/r$FIRST/cluster.json" "$DEVICE" hash
+train "$FIRST" "$HOST" "hash|--comm commopt --plan $HOST/hash.plan.json"
+train "$FIRST" "$HOST" "compute-only|--comm local"
+"$PYTHON" - "$HOST" "$NS_PER_SENT_BYTE" <<'PY'
+import json, os, sys
+host, per_byte = sys.argv[1], float(sys.argv[2])
+cpu = json.load(open(os.path.join(host, "hash.json")))["cpu_ms"] * 1e3
+local = json.load(open(os.path.join(host, "compute-only.json")))["cpu_ms"] * 1e3
+timeline = json.load(open(os.path.join(host, "hash.timeline.json")))
+events = [e["args"] for e in timeline["traceEvents"] if "sent_bytes" in
+          e.get("args", {})]
+sent = sum(e["sent_bytes"] for e in events)
+# The exchanges' local work is the model's own part of the CPU.
+local_work = sum(e.get("local_us", 0) for e in events)
+step_us = max(0.0, cpu - local - local_work - per_byte * sent * 1e-3)
+json.dump({"cpu_us": cpu, "compute_only_cpu_us": local, "sent_bytes": sent,
+           "local_work_us": local_work, "ns_per_sent_byte": per_byte,
+           "step_us": step_us},
+          open(os.path.join(host, "host.json"), "w"), indent=1)
+print(f"host CPU: {cpu:.0f} us per step with the hash plan, {local:.0f} us "
+      f"compute-only, {local_work:.0f} us of local work, {sent:.0f} B sent: "
+      f"step_us = {step_us:.0f}", file=sys.stderr)
+PY
+
 for ranks in $RANKS; do
   dir=$OUT/r$ranks
-  mkdir -p "$dir"
-  # The emulated links, with this many ranks.
-  "$PYTHON" - "$CLUSTER" "$ranks" "$dir/cluster.json" <<'PY'
+  [[ -f $dir/cluster.json && $ranks == "$FIRST" ]] || calibrate_cluster "$ranks"
+  # The device with the host's CPU shared by this many ranks.
+  "$PYTHON" - "$DEVICE" "$HOST/host.json" "$ranks" "$dir/device.json" <<'PY'
 import json, sys
-cluster = json.load(open(sys.argv[1]))
-cluster["ranks"] = int(sys.argv[2])
-cluster["name"] = f"{cluster['name']}-as-{sys.argv[2]}-ranks"
-json.dump(cluster, open(sys.argv[3], "w"), indent=1)
+device = json.load(open(sys.argv[1]))
+host = json.load(open(sys.argv[2]))
+device["host_cpu"] = {"cores": 2, "ranks": int(sys.argv[3]),
+                      "step_us": host["step_us"],
+                      "ns_per_sent_byte": host["ns_per_sent_byte"]}
+device["name"] = f"{device['name']}-shared-by-{sys.argv[3]}"
+json.dump(device, open(sys.argv[4], "w"), indent=1)
 PY
   for exchange in dense allgather hash auto; do
-    "$BUILD/bin/commopt-translate" --import-grad-profile "$OUT/profile.json" |
-      "$BUILD/bin/commopt-opt" --comm-optimize="cluster=$dir/cluster.json device=$DEVICE rows-exchange=$exchange estimate=step report=none" |
-      "$BUILD/bin/commopt-translate" --export-plan -o "$dir/$exchange.plan.json"
+    plan "$dir" "$dir/cluster.json" "$dir/device.json" "$exchange"
   done
-  RUNS=(
-    "commopt-dense|--comm commopt --plan $dir/dense.plan.json"
-    "commopt-allgather|--comm commopt --plan $dir/allgather.plan.json"
-    "commopt-hash|--comm commopt --plan $dir/hash.plan.json"
-    "ddp-sparse|--comm ddp"
-    "compute-only|--comm local"
-  )
-  for run in "${RUNS[@]}"; do
-    label=${run%%|*}
-    arguments=${run#*|}
-    echo "== $ranks x $RATE: $label" >&2
-    # shellcheck disable=SC2086
-    bench/cluster/emulate.sh run "$ranks" "$RATE" -- "$PYTHON" \
-      "$ROOT/$EXAMPLE/train.py" $arguments --coo --batch-size "$BATCH" \
-      --steps "$STEPS" --warmup-steps "$WARMUP" --master-addr "$SUBNET.1" \
-      --label "$label" --json "$dir/$label.json"
+  for run in \
+      "commopt-dense|--comm commopt --plan $dir/dense.plan.json" \
+      "commopt-allgather|--comm commopt --plan $dir/allgather.plan.json" \
+      "commopt-hash|--comm commopt --plan $dir/hash.plan.json" \
+      "ddp-sparse|--comm ddp" \
+      "compute-only|--comm local"; do
+    train "$ranks" "$dir" "$run"
   done
 done
 

@@ -13,8 +13,9 @@ linear classifier. Each rank trains on its shard of ZipfTokens
 
 --comm local trains each rank alone: the compute-only step, the lower bound
 of the others in the same run. --json writes the run's figures: the median
-step time over the timed steps (after --warmup-steps), the loss and the
-largest difference between the ranks' parameters (0 when they agree).
+step time over the timed steps (after --warmup-steps), the median CPU time
+of the process per step, the loss and the largest difference between the
+ranks' parameters (0 when they agree).
 """
 
 import argparse
@@ -97,15 +98,19 @@ def main(argv):
             optimizer = commopt.DistributedOptimizer(
                 sgd, named_parameters=model.named_parameters(), plan=plan)
 
-    times, losses = [], []
+    times, cpu, losses = [], [], []
     for step, (tokens, labels) in enumerate(batches):
         began = time.perf_counter()
+        began_cpu = time.process_time()
         optimizer.zero_grad(set_to_none=True)
         loss = nn.functional.cross_entropy(trained(tokens), labels)
         loss.backward()
         optimizer.step()
         if step >= args.warmup_steps:
             times.append((time.perf_counter() - began) * 1e3)
+            # The process's CPU (all its threads): ranks that share cores
+            # are bound by their sum.
+            cpu.append((time.process_time() - began_cpu) * 1e3)
         losses.append(loss.item())
 
     # The ranks' parameters agree unless they trained alone.
@@ -125,12 +130,14 @@ def main(argv):
     figures = {"label": args.label or args.comm, "ranks": size,
                "batch_size": args.batch_size, "steps": len(times),
                "step_ms": statistics.median(times), "step_ms_all": times,
+               "cpu_ms": statistics.median(cpu),
                "first_loss": losses[0], "last_loss": losses[-1],
                "parameter_spread": spread, "coo": args.coo,
                "vocab": args.vocab, "dim": args.dim}
     if rank == 0:
         print(f"{figures['label']}: {size} ranks x batch {args.batch_size}, "
-              f"{len(times)} timed steps, median {figures['step_ms']:.2f} ms; "
+              f"{len(times)} timed steps, median {figures['step_ms']:.2f} ms "
+              f"(CPU {figures['cpu_ms']:.2f} ms); "
               f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; ranks' parameters "
               f"{'agree' if spread == 0 else f'differ by up to {spread:.3g}'}",
               flush=True)

@@ -176,30 +176,37 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
   return waitAll(comm, 2, requests, "MPI_Iallgatherv");
 }
 
+/// Adds the `count` pairs (`indices`, `values`, `into.width` values each)
+/// into `into`, in order: an index's first pair is appended, later ones are
+/// added to it. `slot` maps each index (below its size) to its place in
+/// `into`, -1 where it has none yet.
+void addPairs(const int64_t *indices, const float *values, int64_t count,
+              std::vector<int64_t> &slot, Pairs &into) {
+  const int64_t width = into.width;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t index = indices[i];
+    const float *from = values + i * width;
+    if (slot[index] < 0) {
+      slot[index] = into.size();
+      into.indices.push_back(index);
+      into.values.insert(into.values.end(), from, from + width);
+      continue;
+    }
+    float *to = into.values.data() + slot[index] * width;
+    for (int64_t j = 0; j < width; ++j)
+      to[j] += from[j];
+  }
+}
+
 /// The last step of Zen's exchange: an owner adds up the `incoming` pairs it
 /// received (indices below `indexCount`), in rank order as the allgather
 /// exchange adds, and the owners' sums are gathered into `all`.
 commrt_status reduceOwned(const Pairs &incoming, int64_t indexCount, Pairs &all,
                           MPI_Comm comm) {
-  const int64_t width = incoming.width;
-  const int64_t received = incoming.size();
-  // Each index's first pair is copied to its slot among the reduced ones,
-  // later ones are added there.
   std::vector<int64_t> slot(indexCount, -1);
-  Pairs reduced(width);
-  for (int64_t i = 0; i < received; ++i) {
-    int64_t index = incoming.indices[i];
-    const float *values = incoming.values.data() + i * width;
-    if (slot[index] < 0) {
-      slot[index] = reduced.size();
-      reduced.indices.push_back(index);
-      reduced.values.insert(reduced.values.end(), values, values + width);
-      continue;
-    }
-    float *sums = reduced.values.data() + slot[index] * width;
-    for (int64_t j = 0; j < width; ++j)
-      sums[j] += values[j];
-  }
+  Pairs reduced(incoming.width);
+  addPairs(incoming.indices.data(), incoming.values.data(), incoming.size(),
+           slot, reduced);
   return allgatherPairs(reduced, all, comm);
 }
 
@@ -528,19 +535,7 @@ commrt_status commrt::rowsAllreduce(const RowsArguments &args, MPI_Comm comm,
   std::vector<int64_t> slot(args.rows, -1);
   {
     TracePhase select(args.trace, COMMRT_PHASE_SELECT, size);
-    for (int64_t i = 0; i < args.count; ++i) {
-      int64_t row = args.indices[i];
-      const float *from = args.values + i * width;
-      if (slot[row] < 0) {
-        slot[row] = local.size();
-        local.indices.push_back(row);
-        local.values.insert(local.values.end(), from, from + width);
-        continue;
-      }
-      float *to = local.values.data() + slot[row] * width;
-      for (int64_t j = 0; j < width; ++j)
-        to[j] += from[j];
-    }
+    addPairs(args.indices, args.values, args.count, slot, local);
     select.selected = local.size();
   }
 
@@ -559,19 +554,7 @@ commrt_status commrt::rowsAllreduce(const RowsArguments &args, MPI_Comm comm,
   // Sum in rank order, then order the rows by index.
   std::fill(slot.begin(), slot.end(), -1);
   Pairs summed(width);
-  for (int64_t i = 0; i < all.size(); ++i) {
-    int64_t row = all.indices[i];
-    const float *from = all.values.data() + i * width;
-    if (slot[row] < 0) {
-      slot[row] = summed.size();
-      summed.indices.push_back(row);
-      summed.values.insert(summed.values.end(), from, from + width);
-      continue;
-    }
-    float *to = summed.values.data() + slot[row] * width;
-    for (int64_t j = 0; j < width; ++j)
-      to[j] += from[j];
-  }
+  addPairs(all.indices.data(), all.values.data(), all.size(), slot, summed);
   result.indices = summed.indices;
   std::sort(result.indices.begin(), result.indices.end());
   result.values.resize(summed.values.size());

@@ -76,6 +76,15 @@ std::string rowsCaseName(const ::testing::TestParamInfo<RowsCase> &info) {
          "_width" + std::to_string(width);
 }
 
+/// Every exchange, reduction and touch pattern, with rows of 1 and of 16.
+auto allRowsCases() {
+  return ::testing::Combine(
+      ::testing::Values(COMMRT_EXCHANGE_ALLGATHER, COMMRT_EXCHANGE_HASH),
+      ::testing::Values(COMMRT_SUM, COMMRT_AVG),
+      ::testing::Values(Touch::Colliding, Touch::All, Touch::EmptyOnSomeRanks),
+      ::testing::Values(int64_t(1), int64_t(16)));
+}
+
 class RowsTest : public ::testing::TestWithParam<RowsCase> {
 protected:
   static constexpr int64_t kRows = 300;
@@ -119,15 +128,7 @@ TEST_P(RowsTest, StartAndWaitGiveTheBlockingResult) {
   EXPECT_EQ(started, grad);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Exchanges, RowsTest,
-    ::testing::Combine(::testing::Values(COMMRT_EXCHANGE_ALLGATHER,
-                                         COMMRT_EXCHANGE_HASH),
-                       ::testing::Values(COMMRT_SUM, COMMRT_AVG),
-                       ::testing::Values(Touch::Colliding, Touch::All,
-                                         Touch::EmptyOnSomeRanks),
-                       ::testing::Values(int64_t(1), int64_t(16))),
-    rowsCaseName);
+INSTANTIATE_TEST_SUITE_P(Exchanges, RowsTest, allRowsCases(), rowsCaseName);
 
 TEST(Rows, NoRankTouchesAnything) {
   for (commrt_exchange exchange :
@@ -248,15 +249,7 @@ TEST_P(RowsCooTest, GivesTheDenseAllreducesTouchedRows) {
   EXPECT_EQ(result.count, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Exchanges, RowsCooTest,
-    ::testing::Combine(::testing::Values(COMMRT_EXCHANGE_ALLGATHER,
-                                         COMMRT_EXCHANGE_HASH),
-                       ::testing::Values(COMMRT_SUM, COMMRT_AVG),
-                       ::testing::Values(Touch::Colliding, Touch::All,
-                                         Touch::EmptyOnSomeRanks),
-                       ::testing::Values(int64_t(1), int64_t(16))),
-    rowsCaseName);
+INSTANTIATE_TEST_SUITE_P(Exchanges, RowsCooTest, allRowsCases(), rowsCaseName);
 
 TEST(Rows, CooInAGroupAndOnNoRank) {
   if (size() < 2)
