@@ -100,9 +100,11 @@ def main(argv):
         folder = os.path.join(out, f"r{ranks}")
         runs = {}
         for name in os.listdir(folder):
-            if name.endswith(".json") and not name.endswith(".plan.json") \
-                    and name != "cluster.json":
-                figures = load(os.path.join(folder, name))
+            if not name.endswith(".json"):
+                continue
+            figures = load(os.path.join(folder, name))
+            # The runs' figures; not the plans, timelines, cluster, device.
+            if isinstance(figures, dict) and "step_ms" in figures:
                 runs[figures["label"]] = figures
         compute = runs.get("compute-only")
         if compute is None:
