@@ -158,7 +158,8 @@ def main(argv):
             rows_of_targets.insert(
                 0, f"| Zen's exchange's communication at least "
                 f"{HASH_OVER_ALLGATHER:g}x better than the allgather's at 16 "
-                f"ranks | {ratio:.2f}x | {met(ratio >= HASH_OVER_ALLGATHER)} |")
+                f"ranks | {ratio:.2f}x | "
+                f"{met(ratio >= HASH_OVER_ALLGATHER)} |")
     rows_of_targets.append(
         f"| every prediction of communication within "
         f"{PREDICTION_BOUND:.0%} | worst {worst[0]:+.1%} ({worst[1]}) | "

@@ -324,8 +324,8 @@ def parse_plan(document, source="plan"):
             _require(sparse["select"] != "rows" or
                      (gradients[0].shape and sparse["chunk_elements"] == row),
                      where, f"rows of '{gradients[0].name}' (shape "
-                     f"{gradients[0].shape}) have {row} elements, the plan "
-                     f"says {sparse['chunk_elements']}")
+                     f"{list(gradients[0].shape)}) have {row} elements, "
+                     f"the plan says {sparse['chunk_elements']}")
         dtypes = {g.dtype for g in gradients}
         _require(len(dtypes) == 1, where,
                  f"gradients of several element types ({sorted(dtypes)})")

@@ -99,6 +99,15 @@ def main(argv):
     def momentum_text(document):
         document["momentum_correction"] = "yes"
 
+    def rows(chunk_elements):
+        def edit(document):
+            # fc1.weight (16 x 144) by the lossless rows exchange.
+            spec = {"select": "rows", "exchange": "hash", "density": 0.5}
+            if chunk_elements is not None:
+                spec["chunk_elements"] = chunk_elements
+            document["collectives"][1].update(kind="sparse", sparse=spec)
+        return edit
+
     expect_error("momentum correction not a bool",
                  with_document(momentum_text))
     expect_error("narrowed without a wire", with_document(narrow_without_wire))
@@ -110,6 +119,8 @@ def main(argv):
     expect_error("other world size", with_document(world))
     expect_error("unknown version", with_document(version))
     expect_error("channel out of range", with_document(channel))
+    expect_error("rows without their length", with_document(rows(None)))
+    expect_error("rows of another length", with_document(rows(16)))
 
     # Files: not JSON, and a JSON plan of another version through
     # load_plan.
