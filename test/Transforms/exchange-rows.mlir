@@ -86,6 +86,7 @@ func.func @left_alone(%g: tensor<100000x64xf32>, %b: memref<100000x64xf32>)
 // ranks of a row of the 4x4 grid touch 3.1% together, where all 16 would
 // touch 8%; the op keeps its group.
 // R16-LABEL: func.func @grouped
+// HASH-LABEL: func.func @grouped
 // R16: comm.sparse_allreduce %arg0 {{.*}}group = #comm.group<@grid, axes = [1]>, name = "zipf"{{.*}}select = #comm.select<rows>, union_density = 3.100000e-02 : f64}
 shard.grid @grid(shape = 4x4)
 func.func @grouped(%g: tensor<100000x64xf32>) -> tensor<100000x64xf32> {
