@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # ===- report.py - The training benchmark's section of BENCHMARKS.md ----=== #
 #
-# Reads what bench/training/run.sh wrote under OUT (fidelity/*.json: test
-# accuracy per epoch; speed/b<B>/*.json: step and CPU times on the emulated
+# Reads what bench/training/run.sh wrote under OUT (fidelity/*.json and
+# fidelity/transformer/*.json: test accuracy per epoch of FashionNet and of
+# the patch transformer, plotted into docs/images/ beside BENCHMARKS.md;
+# speed/b<B>/*.json: step and CPU times on the emulated
 # cluster at batch B per rank, and each commopt run's comparison with its
 # predicted timeline; plans/b<B>/*.json: each commopt plan made for batch B
 # with the calibrated model, with its estimate, and plans/b<B>/before/ as
@@ -131,14 +133,14 @@ def mean_sd(values):
     return f"{statistics.fmean(values):.2f} +- {statistics.stdev(values):.2f}"
 
 
-def accuracy_lines(fidelity):
+def accuracy_lines(fidelity, title="Accuracy", plot=None):
     epochs = max(len(run["epochs"]) for runs in fidelity.values()
                  for run in runs)
     seeds = sorted({run.get("seed", 0) for runs in fidelity.values()
                     for run in runs})
     samples = sorted({run.get("train_samples") for runs in fidelity.values()
                       for run in runs if run.get("train_samples")})
-    lines = ["### Accuracy (shared memory, batch 16 per rank)", "",
+    lines = [f"### {title} (shared memory, batch 16 per rank)", "",
              f"Test accuracy in %, mean +- standard deviation over the "
              f"seeds {', '.join(map(str, seeds))} (each seed: the model's "
              "initialisation and the data order)" +
@@ -166,7 +168,83 @@ def accuracy_lines(fidelity):
                      f" | {statistics.fmean(losses):.4f} | " +
                      (f"{statistics.fmean(minutes):.1f}" if minutes else "") +
                      " |")
+    if plot:
+        name = title.split(" (")[0].removeprefix("Accuracy: ")
+        lines += ["", f"![{name}: mean test accuracy per epoch]({plot})"]
     return lines + [""]
+
+
+# Line colours of the accuracy plots, one per run, in table order.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+           "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
+           "#8c6d31", "#843c39", "#7b4173", "#3182bd")
+
+
+def accuracy_svg(fidelity, title):
+    """An SVG plot of each run's mean test accuracy per epoch (its seeds'
+    mean), one line per run in table order, with a legend."""
+    labels = ordered(fidelity)
+    curves = {}
+    for label in labels:
+        runs = fidelity[label]
+        epochs = min(len(run["epochs"]) for run in runs)
+        curves[label] = [statistics.fmean(run["epochs"][e]["test_accuracy"]
+                                          for run in runs)
+                         for e in range(epochs)]
+    values = [v for curve in curves.values() for v in curve]
+    low, high = math.floor(min(values)) - 1, math.ceil(max(values)) + 1
+    epochs = max(len(curve) for curve in curves.values())
+    width, height, left, top, plot_w, plot_h = 760, 420, 60, 40, 440, 320
+
+    def x(epoch):
+        return left + (plot_w * epoch / max(epochs - 1, 1))
+
+    def y(value):
+        return top + plot_h * (high - value) / (high - low)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+           f'height="{height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14">{title}: mean test '
+           'accuracy per epoch (%)</text>',
+           f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
+           f'y2="{top + plot_h}" stroke="black"/>',
+           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" '
+           'stroke="black"/>']
+    for tick in range(low, high + 1):
+        out.append(f'<text x="{left - 8}" y="{y(tick) + 4:.1f}" '
+                   f'text-anchor="end">{tick}</text>')
+        out.append(f'<line x1="{left}" y1="{y(tick):.1f}" '
+                   f'x2="{left + plot_w}" y2="{y(tick):.1f}" '
+                   'stroke="#eeeeee"/>')
+    for epoch in range(epochs):
+        out.append(f'<text x="{x(epoch):.1f}" y="{top + plot_h + 18}" '
+                   f'text-anchor="middle">epoch {epoch + 1}</text>')
+    for index, label in enumerate(labels):
+        colour = PALETTE[index % len(PALETTE)]
+        points = " ".join(f"{x(e):.1f},{y(v):.1f}"
+                          for e, v in enumerate(curves[label]))
+        out.append(f'<polyline points="{points}" fill="none" '
+                   f'stroke="{colour}" stroke-width="2"/>')
+        legend_y = top + 14 * index
+        out.append(f'<line x1="{left + plot_w + 20}" y1="{legend_y}" '
+                   f'x2="{left + plot_w + 40}" y2="{legend_y}" '
+                   f'stroke="{colour}" stroke-width="2"/>')
+        out.append(f'<text x="{left + plot_w + 46}" y="{legend_y + 4}">'
+                   f'{label}</text>')
+    return "\n".join(out + ["</svg>", ""])
+
+
+def write_accuracy_svg(fidelity, title, benchmarks, name):
+    """Writes accuracy_svg(...) as docs/images/NAME beside BENCHMARKS.md
+    and returns the path to link from it."""
+    relative = os.path.join("docs", "images", name)
+    path = os.path.join(os.path.dirname(os.path.abspath(benchmarks)),
+                        relative)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(accuracy_svg(fidelity, title))
+    return relative
 
 
 def speed_lines(batch, speed, plans, before, folder):
@@ -240,12 +318,13 @@ def accuracy_target(fidelity, label, base, bound, what):
             f"| {verdict} |")
 
 
-def accuracy_targets(fidelity):
+def accuracy_targets(fidelity, architecture=""):
+    at = f" ({architecture})" if architecture else ""
     rows = [accuracy_target(fidelity, "commopt-f32", "ddp", 0.2,
-                            "dense f32 accuracy"),
+                            "dense f32 accuracy" + at),
             accuracy_target(fidelity, "commopt-f16", "ddp", 0.3,
-                            "f16 wire accuracy")]
-    rows += [accuracy_target(fidelity, label, "commopt-f32", 0.5, label)
+                            "f16 wire accuracy" + at)]
+    rows += [accuracy_target(fidelity, label, "commopt-f32", 0.5, label + at)
              for label in ordered(fidelity) if "0.001" in label]
     return [row for row in rows if row]
 
@@ -347,8 +426,21 @@ def main(argv):
     lines.append("")
     targets = []
     if fidelity:
-        lines += accuracy_lines(fidelity)
+        plot = write_accuracy_svg(fidelity, "FashionNet", argv[2],
+                                  "training-accuracy-cnn.svg")
+        lines += accuracy_lines(fidelity, "Accuracy: FashionNet", plot)
         targets += accuracy_targets(fidelity)
+    transformer = load_fidelity(os.path.join(out, "fidelity", "transformer",
+                                             "*.json"))
+    if transformer:
+        plot = write_accuracy_svg(transformer, "Patch transformer", argv[2],
+                                  "training-accuracy-transformer.svg")
+        lines += accuracy_lines(
+            transformer, "Accuracy: patch transformer (a ViT-style model "
+            "over 7x7 patches, 0.34 M parameters; its plans are exactly the "
+            "options given, search=false, with every gradient of 64 KiB or "
+            "more sparse in the sparse plans, sparse-all=true)", plot)
+        targets += accuracy_targets(transformer, "transformer")
     for batch in batches(out):
         folder = os.path.join(out, "speed", f"b{batch}")
         speed = load_runs(os.path.join(folder, "*.json"))

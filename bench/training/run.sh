@@ -25,7 +25,11 @@
 #  4. fidelity: every run trains $EPOCHS epochs of $TRAIN_SAMPLES samples on
 #     shared memory, batch 16 per rank, once per seed of $SEEDS (the
 #     model's initialisation and the data order), and reports test
-#     accuracy per epoch;
+#     accuracy per epoch; for each architecture of $MODELS: FashionNet
+#     (cnn) and the patch transformer (transformer, whose plans are made
+#     from its own profile, uncalibrated, with exactly the options given:
+#     search=false, and every gradient of 64 KiB or more sparse under the
+#     sparse plans' scheme, sparse-all=true; its largest are 144 KiB);
 #     so do threshold and chunk selection at 0.001 with Deep Gradient
 #     Compression's warm-up over the first epoch (-warmup: density 0.25
 #     falling to 0.001 over $WARMUP_STEPS steps);
@@ -43,7 +47,7 @@
 # Usage: bench/training/run.sh [fidelity] [speed]   (default: both; root:
 # both phases plan with a model calibrated on the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/training), EPOCHS
-# (3), SEEDS ("0 1 2"), TRAIN_SAMPLES (20000), WARMUP_STEPS (one epoch
+# (3), SEEDS ("0 1 2"), MODELS ("cnn transformer", for fidelity), TRAIN_SAMPLES (20000), WARMUP_STEPS (one epoch
 # at batch 16: TRAIN_SAMPLES / 64), SPEED_STEPS (40), SPEED_BATCHES
 # ("16 4"), CALIBRATION_STEPS (20), CLUSTER (default
 # bench/cluster/emulated-4x1gbit.json), HOST_DEVICE (default
@@ -60,6 +64,7 @@ source "$(dirname "$0")/../common.sh"
 OUT=${OUT:-$BUILD/training}
 EPOCHS=${EPOCHS:-3}
 SEEDS=${SEEDS:-0 1 2}
+MODELS=${MODELS:-cnn transformer}
 TRAIN_SAMPLES=${TRAIN_SAMPLES:-20000}
 WARMUP_STEPS=${WARMUP_STEPS:-$((TRAIN_SAMPLES / 64))}
 SPEED_STEPS=${SPEED_STEPS:-40}
@@ -189,6 +194,27 @@ make_plans() {
   done
 }
 
+# The transformer's plans for batch $1 per rank, for accuracy: from its own
+# profile, for $CLUSTER and $HOST_DEVICE as they are, into
+# $OUT/plans/transformer-b$1/.
+make_transformer_plans() {
+  local batch=$1 dir=$OUT/plans/transformer-b$1
+  mkdir -p "$dir"
+  echo "== transformer: profile and plans, batch $batch per rank" >&2
+  PYTHONPATH=examples/fashion_mnist mpirun -np 4 "$PYTHON" \
+    tools/commopt-export/commopt-export.py fashion_mnist:make_transformer \
+    --input-shape 1,28,28 --batch-size "$batch" --threads 1 --warmup 2 \
+    --steps 10 --name patch-transformer -o "$dir/profile.json"
+  for entry in "${PLANS[@]}" "${MC_PLANS[@]}" "${WARMUP_PLANS[@]}"; do
+    # Exactly the options given (the search would keep this small model
+    # lossless), its gradients from 64 KiB sparse under each scheme.
+    entry="$entry search=false"
+    [[ $entry == *sparse=true* ]] &&
+      entry="$entry sparse-min-bytes=65536 sparse-all=true"
+    plan_kind "$dir" "$dir/profile.json" "$CLUSTER" "$HOST_DEVICE" "$entry"
+  done
+}
+
 # Every run: label and train.py arguments; @PLANS@ stands for the folder of
 # the plans made for the run's batch size.
 RUNS=(
@@ -216,18 +242,35 @@ for phase in $PHASES; do
   case $phase in
   fidelity)
     BATCH=16
-    make_plans $BATCH
-    for run in "${FIDELITY_RUNS[@]}"; do
-      label=${run%%|*}
-      selected "$label" || continue
-      echo "== fidelity: $label" >&2
-      arguments=${run#*|}
-      arguments=${arguments//@PLANS@/$OUT/plans/b$BATCH}
-      # shellcheck disable=SC2086
-      for seed in $SEEDS; do
-        mpirun -np 4 "$PYTHON" "$TRAIN" $arguments --batch-size $BATCH \
-          --epochs "$EPOCHS" --train-samples "$TRAIN_SAMPLES" --seed "$seed" \
-          --label "$label" --json "$OUT/fidelity/$label.seed$seed.json"
+    for model in $MODELS; do
+      case $model in
+      cnn)
+        make_plans $BATCH
+        plans=$OUT/plans/b$BATCH results=$OUT/fidelity
+        ;;
+      transformer)
+        make_transformer_plans $BATCH
+        plans=$OUT/plans/transformer-b$BATCH results=$OUT/fidelity/transformer
+        ;;
+      *)
+        echo "run.sh: unknown model '$model' (cnn, transformer)" >&2
+        exit 2
+        ;;
+      esac
+      mkdir -p "$results"
+      for run in "${FIDELITY_RUNS[@]}"; do
+        label=${run%%|*}
+        selected "$label" || continue
+        echo "== fidelity, $model: $label" >&2
+        arguments=${run#*|}
+        arguments=${arguments//@PLANS@/$plans}
+        # shellcheck disable=SC2086
+        for seed in $SEEDS; do
+          mpirun -np 4 "$PYTHON" "$TRAIN" $arguments --model "$model" \
+            --batch-size $BATCH --epochs "$EPOCHS" \
+            --train-samples "$TRAIN_SAMPLES" --seed "$seed" --label "$label" \
+            --json "$results/$label.seed$seed.json"
+        done
       done
     done
     ;;

@@ -5,7 +5,8 @@ files, gzipped, in /usr/share/datasets/fashion-mnist/); nothing is
 downloaded. The model is AlexNet-shaped: two small convolutions and a large
 fully connected classifier (3.2 M of its 3.3 M parameters in fc1), so that
 at 1 Gbit/s its gradient communication takes as long as its compute, as a
-large classifier's does on GPUs.
+large classifier's does on GPUs. The second architecture is a small
+ViT-style transformer over 7x7 patches (PatchTransformer).
 """
 
 import gzip
@@ -73,9 +74,49 @@ class FashionNet(nn.Module):
         return self.fc2(x)
 
 
+class PatchTransformer(nn.Module):
+    """A ViT-style transformer: the 28x28 image cut into 16 patches of 7x7,
+    each embedded (a linear map of its 49 pixels) with a learned position,
+    a class token, `depth` pre-norm encoder layers (`heads` heads, an MLP of
+    4 x `dim`), a final norm and a linear head on the class token. The
+    defaults: 0.34 M parameters in 44 tensors, the largest (each layer's
+    MLP weights) 144 KiB; a step of batch 16 takes about 1.5 times
+    FashionNet's compute on one core here."""
+
+    def __init__(self, dim=96, depth=3, heads=4):
+        super().__init__()
+        self.patch = nn.Linear(7 * 7, dim)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.position = nn.Parameter(0.02 * torch.randn(1, 17, dim))
+        layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0,
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, depth,
+                                             enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        batch = x.shape[0]
+        # [B, 1, 28, 28] -> [B, 16, 49]: rows of patches, row-major.
+        patches = x.unfold(2, 7, 7).unfold(3, 7, 7).reshape(batch, 16, 49)
+        tokens = torch.cat([self.cls.expand(batch, -1, -1),
+                            self.patch(patches)], dim=1) + self.position
+        return self.head(self.norm(self.encoder(tokens))[:, 0])
+
+
 def make_model():
     """The factory commopt-export.py reads (fashion_mnist:make_model)."""
     return FashionNet()
+
+
+def make_transformer():
+    """The second architecture (fashion_mnist:make_transformer)."""
+    return PatchTransformer()
+
+
+def make_tiny_transformer():
+    """A small transformer of the same shape, for quick tests."""
+    return PatchTransformer(dim=32, depth=1, heads=2)
 
 
 def make_tiny_model():

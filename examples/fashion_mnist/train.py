@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Data-parallel training of FashionNet on Fashion-MNIST, one rank per
-process, with the gradients synchronised by a commopt plan or by a peer
+"""Data-parallel training of FashionNet (or, with --model transformer, a
+small ViT-style transformer) on Fashion-MNIST, one rank per process, with the gradients synchronised by a commopt plan or by a peer
 (PyTorch DDP over gloo, with its fp16 or PowerSGD hooks), on the CPU or,
 with --device cuda, on each rank's GPU (commopt's runtime then reduces over
 NCCL, and DDP uses its NCCL process group).
@@ -68,6 +68,9 @@ def parse_arguments(argv):
     parser.add_argument("--powersgd-rank", type=int, default=2)
     parser.add_argument("--powersgd-start", type=int, default=10,
                         help="steps of plain allreduce before PowerSGD")
+    parser.add_argument("--model", choices=("cnn", "transformer"),
+                        default="cnn",
+                        help="FashionNet (cnn) or the patch transformer")
     parser.add_argument("--tiny", action="store_true",
                         help="a small model of the same shape (tests)")
     parser.add_argument("--master-addr", default="127.0.0.1",
@@ -224,8 +227,11 @@ def main(argv):
                              "LOCAL_RANK")
         device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
-    model = fashion_mnist.make_tiny_model() if arguments.tiny else \
-        fashion_mnist.make_model()
+    factories = {("cnn", False): fashion_mnist.make_model,
+                 ("cnn", True): fashion_mnist.make_tiny_model,
+                 ("transformer", False): fashion_mnist.make_transformer,
+                 ("transformer", True): fashion_mnist.make_tiny_transformer}
+    model = factories[arguments.model, arguments.tiny]()
     model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=arguments.lr,
                                 momentum=arguments.momentum)
@@ -293,6 +299,7 @@ def main(argv):
             json.dump({"label": arguments.label or arguments.comm,
                        "comm": arguments.comm, "plan": arguments.plan,
                        "description": sync.description,
+                       "model": arguments.model,
                        "ranks": sync.size, "batch_size": arguments.batch_size,
                        "seed": arguments.seed,
                        "train_samples": samples,

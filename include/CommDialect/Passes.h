@@ -177,6 +177,13 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
       llvm::cl::desc("Elements per chunk of the chunk exchange "
                      "(comm-sparsify's chunk-elements) (default: 32768)"),
       llvm::cl::init(CommSparsifyOptions().chunkElements)};
+  Option<bool> sparseAll{
+      *this, "sparse-all",
+      llvm::cl::desc("Make every gradient of at least sparse-min-bytes "
+                     "sparse with its cheapest exchange, not only where the "
+                     "cost model finds it pays (comm-sparsify's all), for "
+                     "studies of sparse plans' accuracy (default: false)"),
+      llvm::cl::init(false)};
   Option<std::string> sparseExclude{
       *this, "sparse-exclude",
       llvm::cl::desc("Comma-separated parameters whose gradients stay dense "

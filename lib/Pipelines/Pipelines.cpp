@@ -150,6 +150,7 @@ void comm::buildBucketingPasses(OpPassManager &pm,
     sparsify.minBytes = options.sparseMinBytes;
     sparsify.device = options.device;
     sparsify.exclude = options.sparseExclude;
+    sparsify.all = options.sparseAll;
     // Priced as comm-schedule-overlap will run them.
     sparsify.sparseOverlap = options.sparseOverlap;
     pm.addPass(createCommSparsify(sparsify));
