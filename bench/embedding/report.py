@@ -92,8 +92,10 @@ def main(argv):
               f"and the transport's {host['ns_per_sent_byte']:g} ns per sent "
               f"byte ({host['sent_bytes'] / 1e6:.2f} MB): host_cpu.step_us = "
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
-              "with its own rank count. Every figure below is measured in "
-              "other runs than that one.", ""]
+              "with its own rank count and its durations taken as CPU time "
+              "(timed_ranks 1: the profile's compute was timed by one "
+              "process alone). Every figure below is measured in other runs "
+              "than that one.", ""]
     rows_of_targets = []
     worst = (0.0, "")
     for ranks in rank_counts(out):

@@ -33,7 +33,9 @@
 #     transport's CPU for the bytes it sends (ns_per_sent_byte,
 #     $NS_PER_SENT_BYTE, as bench/training fitted it on this machine). Every
 #     rank count's device is $DEVICE with that host_cpu and its own rank
-#     count; that one hash run is the only one the model is fitted to;
+#     count, its durations timed alone (timed_ranks 1: the profile's compute
+#     comes from one process, and the local work's rates are taken as CPU
+#     time); that one hash run is the only one the model is fitted to;
 #  4. plans: comm-optimize with each rows-exchange and with auto (the
 #     planner's choice), with estimates;
 #  5. runs: $STEPS timed steps (after $WARMUP) of each;
@@ -154,7 +156,8 @@ device = json.load(open(sys.argv[1]))
 host = json.load(open(sys.argv[2]))
 device["host_cpu"] = {"cores": 2, "ranks": int(sys.argv[3]),
                       "step_us": host["step_us"],
-                      "ns_per_sent_byte": host["ns_per_sent_byte"]}
+                      "ns_per_sent_byte": host["ns_per_sent_byte"],
+                      "timed_ranks": 1}
 device["name"] = f"{device['name']}-shared-by-{sys.argv[3]}"
 json.dump(device, open(sys.argv[4], "w"), indent=1)
 PY

@@ -51,7 +51,9 @@ bool BridgeCosts::operator==(const BridgeCosts &other) const {
 }
 
 double HostCpu::busyShare() const {
-  return isDescribed() ? std::min(1.0, cores / ranks) : 1.0;
+  if (!isDescribed())
+    return 1.0;
+  return std::min(1.0, cores / (timedRanks > 0 ? timedRanks : ranks));
 }
 
 double HostCpu::boundUs(double cpuUs) const {
@@ -60,7 +62,8 @@ double HostCpu::boundUs(double cpuUs) const {
 
 bool HostCpu::operator==(const HostCpu &other) const {
   return cores == other.cores && ranks == other.ranks &&
-         stepUs == other.stepUs && nsPerSentByte == other.nsPerSentByte;
+         stepUs == other.stepUs && nsPerSentByte == other.nsPerSentByte &&
+         timedRanks == other.timedRanks;
 }
 
 /// Reports the first negative or non-finite rate of `rates` below `path`
@@ -100,7 +103,9 @@ static bool verifyHostCpu(const HostCpu &host, Path path) {
                             "expected a positive number: host_cpu needs "
                             "both cores and ranks") &&
          detail::checkNonNegative(host.stepUs, path, "step_us") &&
-         detail::checkNonNegative(host.nsPerSentByte, path, "ns_per_sent_byte");
+         detail::checkNonNegative(host.nsPerSentByte, path,
+                                  "ns_per_sent_byte") &&
+         detail::checkNonNegative(host.timedRanks, path, "timed_ranks");
 }
 
 /// Reports the first broken invariant of `device` below `path`.
@@ -162,7 +167,8 @@ static bool fromJSON(const llvm::json::Value &value, HostCpu &host, Path path) {
   return mapper && mapper.mapOptional("cores", host.cores) &&
          mapper.mapOptional("ranks", host.ranks) &&
          mapper.mapOptional("step_us", host.stepUs) &&
-         mapper.mapOptional("ns_per_sent_byte", host.nsPerSentByte);
+         mapper.mapOptional("ns_per_sent_byte", host.nsPerSentByte) &&
+         mapper.mapOptional("timed_ranks", host.timedRanks);
 }
 } // namespace mlir::comm
 
@@ -236,7 +242,8 @@ llvm::json::Value DeviceModel::toJSON() const {
        llvm::json::Object{{"cores", hostCpu.cores},
                           {"ranks", hostCpu.ranks},
                           {"step_us", hostCpu.stepUs},
-                          {"ns_per_sent_byte", hostCpu.nsPerSentByte}}},
+                          {"ns_per_sent_byte", hostCpu.nsPerSentByte},
+                          {"timed_ranks", hostCpu.timedRanks}}},
   };
 }
 

@@ -6,10 +6,14 @@
 // RUN:   | FileCheck %s --check-prefix=UNDESCRIBED
 // RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-device.json report=json" \
 // RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-timed-alone-device.json" \
+// RUN:   2>&1 | FileCheck %s --check-prefix=TIMED-ALONE
 // RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-ranks.json" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-RANKS
 // RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-step.json" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-STEP
+// RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-timed-ranks.json" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-TIMED
 
 // A device's host_cpu (docs/Cluster.md, section 4) prices the CPU a rank
 // needs in a step: its compute (10000 us) at the part of a core it gets
@@ -41,6 +45,13 @@
 // ROOMY: host CPU            12048.576 us a rank; 2 ranks on 8 cores bound the step at 3012.144 us (0.000 us of it idle on the network){{$}}
 // ROOMY: @step() {{.*}}comm.estimate = {{{.*}}cpu_bound_us = 3012.1440{{[0-9]*}} : f64, cpu_us = 12048.576{{[0-9]*}} : f64, {{.*}}step_us = 1.000000e+04 : f64}
 
+// The same host, its durations timed with one rank alone (timed_ranks 1:
+// a profile from commopt-export): the compute's 10000 us are CPU time,
+// 10000 + 1000 + 1048.576 = 12048.576 us a rank, and the 4 ranks take the
+// 2 cores twice that.
+// TIMED-ALONE-LABEL: comm-estimate: @step
+// TIMED-ALONE: host CPU            12048.576 us a rank; 4 ranks on 2 cores bound the step at 24097.152 us (0.000 us of it idle on the network), which sets it
+
 // A device that describes no host: no CPU figures, no bound.
 // UNDESCRIBED: @step() {{.*}}comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 1.000000e+04 : f64}
 
@@ -54,6 +65,7 @@
 // JSON-NEXT: "host_bound_us": 14747.2064
 
 // BAD-RANKS: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-ranks.json: invalid device description: expected a positive number: host_cpu needs both cores and ranks at device.host_cpu.ranks
+// BAD-TIMED: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-timed-ranks.json: invalid device description: expected a non-negative number at device.host_cpu.timed_ranks
 // BAD-STEP: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-step.json: invalid device description: expected a non-negative number at device.host_cpu.step_us
 
 func.func @step() -> tensor<262144xf32> {

@@ -658,7 +658,10 @@ def fit_host_cpu(predicted_of, steps, info, host, compute=None):
     timed = [s for s in steps if s.cpu is not None]
     if not timed:
         return None, "the traces have no CPU time per step"
-    share = min(1.0, cores / ranks)
+    # The part of a core the busy time had, as the model takes it
+    # (HostCpu::busyShare): the traced steps' durations were timed with
+    # these ranks sharing the cores, unless the device says otherwise.
+    share = min(1.0, cores / (host.get("timed_ranks") or ranks))
     # The model's compute of a step, one figure for every plan: `compute`
     # (the fitted profile's), else the traced steps' median, without the
     # bridge's work that the model prices apart.

@@ -129,20 +129,31 @@ TEST(DeviceModel, HostCpuBound) {
   llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(R"({
       "peak_tflops": 1, "memory_gbps": 1,
       "host_cpu": {"cores": 2, "ranks": 4, "step_us": 1500,
-                   "ns_per_sent_byte": 0.25}})");
+                   "ns_per_sent_byte": 0.25, "timed_ranks": 1}})");
   ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
   const HostCpu &host = device->hostCpu;
   ASSERT_TRUE(host.isDescribed());
   EXPECT_EQ(host.stepUs, 1500.0);
   EXPECT_EQ(host.nsPerSentByte, 0.25);
-  // Four ranks on two cores: half a core each while all are busy, and 10 ms
-  // of CPU a rank takes the cores 20 ms.
-  EXPECT_EQ(host.busyShare(), 0.5);
+  EXPECT_EQ(host.timedRanks, 1.0);
+  // Four ranks on two cores: 10 ms of CPU a rank takes the cores 20 ms.
   EXPECT_EQ(host.boundUs(10000), 20000.0);
+  // Durations timed as the step runs them: half a core each while all four
+  // ranks are busy.
+  HostCpu sameSharing = host;
+  sameSharing.timedRanks = 0;
+  EXPECT_EQ(sameSharing.busyShare(), 0.5);
   // Two ranks on eight cores: a whole core each; the bound is a quarter.
   HostCpu roomy{8, 2, 0, 0};
   EXPECT_EQ(roomy.busyShare(), 1.0);
   EXPECT_EQ(roomy.boundUs(10000), 2500.0);
+  // Durations timed with one rank alone are CPU time, whatever the ranks
+  // that share the cores in the step; the bound still counts them all.
+  HostCpu timedAlone{2, 16, 0, 0, /*timedRanks=*/1};
+  EXPECT_EQ(timedAlone.busyShare(), 1.0);
+  EXPECT_EQ(timedAlone.boundUs(10000), 80000.0);
+  HostCpu timedAtFour{2, 16, 0, 0, /*timedRanks=*/4};
+  EXPECT_EQ(timedAtFour.busyShare(), 0.5);
   // Not described: no bound.
   EXPECT_FALSE(HostCpu().isDescribed());
   EXPECT_EQ(HostCpu().boundUs(10000), 0.0);
@@ -195,6 +206,9 @@ TEST(DeviceModel, BadFieldsAreNamed) {
       {R"({"peak_tflops": 1, "memory_gbps": 1,
            "host_cpu": {"cores": 2, "ranks": 4, "ns_per_sent_byte": -1}})",
        "expected a non-negative number at device.host_cpu.ns_per_sent_byte"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "host_cpu": {"cores": 2, "ranks": 4, "timed_ranks": -1}})",
+       "expected a non-negative number at device.host_cpu.timed_ranks"},
       {R"({"peak_tflops": 1, "memory_gbps": 1, "host_cpu": 2})",
        "expected object at device.host_cpu"},
   };

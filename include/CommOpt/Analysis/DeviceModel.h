@@ -81,10 +81,17 @@ struct HostCpu {
   double stepUs = 0;
   /// The transport's CPU per byte a rank sends, in nanoseconds.
   double nsPerSentByte = 0;
+  /// How many ranks shared the cores while the step's durations (the
+  /// profile's compute, the rates that price local work) were timed; 0:
+  /// `ranks`, as where the bridge's traces of the same runs gave them. A
+  /// duration timed while ranks shared the cores is longer than its CPU
+  /// time; one timed alone (commopt-export's profile: 1) is its CPU time.
+  double timedRanks = 0;
 
   bool isDescribed() const { return cores > 0 && ranks > 0; }
-  /// The part of a core a rank's busy thread gets while every rank of the
-  /// host is busy: min(1, cores / ranks).
+  /// The CPU time per microsecond of a modelled duration: the part of a core
+  /// a busy thread had while the durations were timed, min(1, cores /
+  /// timed ranks), with `ranks` where timedRanks is 0.
   double busyShare() const;
   /// The step time a rank that needs `cpuUs` of CPU in a step cannot beat:
   /// every rank of the host needs as much, and the cores serve them all.
