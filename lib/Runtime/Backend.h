@@ -41,11 +41,28 @@ commrt_status failMpi(const char *call, int error);
 /// How many cross-rank consistency checks this process ran (for the tests).
 int64_t consistencyChecksRun();
 
+/// What a plan's collective does with its buffers.
+enum class PlanKind {
+  /// Reduces them in place (commrt_fused_allreduce).
+  Allreduce,
+  /// Reduces their concatenation and leaves this rank's shard of it in
+  /// `shard` (commrt_reduce_scatter).
+  ReduceScatter,
+  /// Fills their concatenation with every rank's `shard`
+  /// (commrt_all_gather).
+  AllGather,
+};
+
 /// A validated allreduce: `buffers[i]` holds `counts[i]` (> 0) elements of
 /// `dtype`, packed with `prescale` into the wire type `wire` (a 16-bit
 /// commrt_dtype narrower than `dtype`, or COMMRT_WIRE_NONE), reduced with one
-/// collective and unpacked, as commrt_fused_allreduce describes.
+/// collective and unpacked, as commrt_fused_allreduce describes; or, by its
+/// `kind`, a reduce-scatter or all-gather of the buffers' concatenation.
 struct Plan {
+  PlanKind kind = PlanKind::Allreduce;
+  /// A sharded plan's shard: ceil(total / ranks) elements of `dtype`
+  /// (RingAllreduce.h, shardOf).
+  void *shard = nullptr;
   std::vector<void *> buffers;
   std::vector<int64_t> counts;
   /// The sum of `counts`.
@@ -70,8 +87,8 @@ struct Plan {
 
   /// Whether the plan reduces its one buffer in place, with nothing to pack.
   bool inPlace() const {
-    return buffers.size() == 1 && wire == COMMRT_WIRE_NONE &&
-           prescale == 1.0f && !isMixed();
+    return kind == PlanKind::Allreduce && buffers.size() == 1 &&
+           wire == COMMRT_WIRE_NONE && prescale == 1.0f && !isMixed();
   }
 
   /// The plan of the buffers whose flag in `narrowed` is `narrow`, with the

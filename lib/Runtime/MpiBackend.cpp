@@ -217,6 +217,8 @@ public:
                     std::vector<unsigned char> &fusion,
                     std::vector<unsigned char> &scratch) const {
     TracePhase call(plan.trace, COMMRT_PHASE_CALL, ranks.size);
+    if (plan.kind != PlanKind::Allreduce)
+      return runSharded(plan, ranks, fusion, scratch);
     if (plan.isMixed())
       return runMixed(plan, ranks, fusion, scratch);
     if (plan.inPlace()) {
@@ -277,6 +279,112 @@ public:
   MPI_Datatype halfType() const { return type16; }
 
 private:
+  /// Runs the reduce-scatter or all-gather `plan` over `ranks` by the ring's
+  /// half (ringReduceScatter, ringAllGather): over the buffers where they are
+  /// when nothing converts them, else over `fusion`, which holds their
+  /// concatenation in the type they travel in (`wire`, times `prescale`). A
+  /// reduce-scatter's shard is unpacked from its segment, its tail past the
+  /// buffers zero; an all-gather's goes into its segment first, packed as
+  /// every other rank's, so that every rank holds the same values.
+  commrt_status runSharded(const Plan &plan, const Ranks &ranks,
+                           std::vector<unsigned char> &fusion,
+                           std::vector<unsigned char> &scratch) const {
+    int rank;
+    MPI_Comm_rank(ranks.comm, &rank);
+    const Shard own = shardOf(plan.total, rank, ranks.size);
+    const int64_t shardCount = (plan.total + ranks.size - 1) / ranks.size;
+    const commrt_dtype travel = travelType(plan.dtype, plan.wire);
+    const size_t width = elementSize(plan.dtype);
+    const size_t travelWidth = elementSize(travel);
+    const bool packs = plan.wire != COMMRT_WIRE_NONE || plan.prescale != 1.0f;
+    auto *shard = static_cast<unsigned char *>(plan.shard);
+    std::vector<Span> spans;
+    if (packs) {
+      if (fusion.size() < plan.total * travelWidth)
+        fusion.resize(plan.total * travelWidth);
+      spans.push_back({fusion.data(), plan.total});
+    } else {
+      for (size_t i = 0; i < plan.buffers.size(); ++i)
+        spans.push_back(
+            {static_cast<unsigned char *>(plan.buffers[i]), plan.counts[i]});
+    }
+    if (plan.kind == PlanKind::ReduceScatter) {
+      if (packs) {
+        TracePhase pack(plan.trace, COMMRT_PHASE_PACK, ranks.size);
+        unsigned char *next = fusion.data();
+        for (size_t i = 0; i < plan.buffers.size(); ++i) {
+          convert(plan.buffers[i], plan.dtype, next, travel, plan.counts[i],
+                  plan.prescale);
+          next += plan.counts[i] * travelWidth;
+        }
+      }
+      if (ranks.size > 1) {
+        TracePhase exchange(plan.trace, COMMRT_PHASE_EXCHANGE, ranks.size);
+        COMMRT_TRY(ringReduceScatter(
+            spans, mpiType(travel), travelWidth,
+            mpiOp(travel, travelReduce(plan.wire, plan.reduce)), ranks.comm,
+            scratch));
+      }
+      TracePhase unpack(plan.trace, COMMRT_PHASE_UNPACK, ranks.size);
+      const double scale = unpackScale(plan.dtype, plan.wire, plan.reduce,
+                                       plan.prescale, ranks.size);
+      forEachPart(spans, own, travelWidth,
+                  [&](unsigned char *at, int64_t offset, int64_t count) {
+                    convert(at, travel, shard + offset * width, plan.dtype,
+                            count, scale);
+                  });
+      if (plan.wire == COMMRT_WIRE_NONE && plan.reduce == COMMRT_AVG)
+        divideBySize(shard, own.length, plan.dtype, ranks.size);
+      std::fill(shard + own.length * width, shard + shardCount * width, 0);
+      return COMMRT_SUCCESS;
+    }
+    {
+      TracePhase pack(plan.trace, COMMRT_PHASE_PACK, ranks.size);
+      forEachPart(spans, own, travelWidth,
+                  [&](unsigned char *at, int64_t offset, int64_t count) {
+                    convert(shard + offset * width, plan.dtype, at, travel,
+                            count, plan.prescale);
+                  });
+    }
+    if (ranks.size > 1) {
+      TracePhase exchange(plan.trace, COMMRT_PHASE_EXCHANGE, ranks.size);
+      COMMRT_TRY(
+          ringAllGather(spans, mpiType(travel), travelWidth, ranks.comm));
+    }
+    if (packs) {
+      TracePhase unpack(plan.trace, COMMRT_PHASE_UNPACK, ranks.size);
+      // Undoes the prescale; nothing was reduced.
+      const double scale = unpackScale(plan.dtype, plan.wire, COMMRT_SUM,
+                                       plan.prescale, ranks.size);
+      const unsigned char *next = fusion.data();
+      for (size_t i = 0; i < plan.buffers.size(); ++i) {
+        convert(next, travel, plan.buffers[i], plan.dtype, plan.counts[i],
+                scale);
+        next += plan.counts[i] * travelWidth;
+      }
+    }
+    return COMMRT_SUCCESS;
+  }
+
+  /// Calls `visit(at, offset, count)` for each part of the elements
+  /// [range.begin, range.begin + range.length) of the concatenation of
+  /// `spans` (elements of `width` bytes) that lies in one span: `at` is its
+  /// first element, `offset` its place within the range.
+  template <typename Visit>
+  static void forEachPart(const std::vector<Span> &spans, Shard range,
+                          size_t width, Visit &&visit) {
+    int64_t spanBegin = 0;
+    for (const Span &span : spans) {
+      const int64_t from = std::max(range.begin, spanBegin);
+      const int64_t to =
+          std::min(range.begin + range.length, spanBegin + span.count);
+      if (from < to)
+        visit(span.data + (from - spanBegin) * width, from - range.begin,
+              to - from);
+      spanBegin += span.count;
+    }
+  }
+
   /// Runs the mixed-wire `plan` (commrt_mixed_allreduce) over `ranks`: the
   /// narrowed buffers go, as the wire type, to the front of `fusion`, padded
   /// with zeros to a whole element of the plan's dtype, and the others after

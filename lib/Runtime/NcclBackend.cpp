@@ -687,6 +687,10 @@ private:
   /// Enqueues `plan` on `stream`, one of `group`'s: packing, the collective
   /// and unpacking, including the copies back to host buffers.
   commrt_status enqueue(const Plan &plan, const Group &group, Stream &stream) {
+    if (plan.kind != PlanKind::Allreduce)
+      return fail(COMMRT_ERROR_UNAVAILABLE,
+                  "the NCCL backend does not run reduce-scatters and "
+                  "all-gathers yet (COMMRT_BACKEND=mpi runs them)");
     // A mixed-wire plan: its two kinds of buffers, one after the other on
     // the stream (NCCL reduces one type per collective).
     if (plan.isMixed()) {

@@ -4,7 +4,10 @@
 // p - 1 steps sends a segment to the right neighbour and reduces the one
 // received from the left into the buffer, leaving each rank with one fully
 // reduced segment, then an allgather of p - 1 steps circulates those. The
-// steps are pipelined into each other piece by piece (see Ring).
+// steps are pipelined into each other piece by piece (see Ring). The two
+// halves also run alone, over segments of ceil(n / p) elements of which rank
+// r owns segment r: the sharded collectives (ringReduceScatter,
+// ringAllGather).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +37,20 @@ struct Message {
   MPI_Datatype type = MPI_DATATYPE_NULL;
 };
 
-/// One ring allreduce (see ringAllreduce), pipelined across its steps.
+/// Which steps of the ring run, and how its buffer is cut.
+enum class RingPart {
+  /// The allreduce: both halves over near-equal segments; rank r ends the
+  /// reduce-scatter owning segment r + 1.
+  Allreduce,
+  /// The reduce-scatter alone, over shards (ceil(n / p) elements, the last
+  /// ones shorter or empty), leaving rank r with shard r reduced.
+  ReduceScatter,
+  /// The allgather alone, over shards, from rank r owning shard r.
+  AllGather,
+};
+
+/// One ring allreduce (see ringAllreduce), pipelined across its steps, or
+/// one of its halves (RingPart).
 ///
 /// The reduce-scatter and the allgather are 2 (p - 1) steps; step s sends
 /// segment sent(s) to the right and receives segment received(s) from the
@@ -50,18 +66,23 @@ struct Message {
 class Ring {
 public:
   Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
-       const RingReduction &reduction, MPI_Comm comm,
-       std::vector<unsigned char> &scratch);
+       const RingReduction *reduction, MPI_Comm comm,
+       std::vector<unsigned char> &scratch, RingPart part);
 
-  /// Runs the reduce-scatter and the allgather.
+  /// Runs the steps of its part.
   commrt_status run();
 
 private:
   /// The first element of segment `segment`, and its number of elements.
   int64_t segmentBegin(int segment) const {
+    if (part != RingPart::Allreduce)
+      return std::min(total, segment * shardCount);
     return segment * base + std::min<int64_t>(segment, extra);
   }
   int64_t segmentCount(int segment) const {
+    if (part != RingPart::Allreduce)
+      return std::min(total, (segment + 1) * shardCount) -
+             segmentBegin(segment);
     return base + (segment < extra ? 1 : 0);
   }
 
@@ -76,13 +97,15 @@ private:
   /// reduction over ranks rank - s - 1 .. rank, and at its end this rank
   /// owns segment rank + 1 fully reduced. Allgather: the fully reduced
   /// segments go around the ring.
+  /// The halves alone shift the segments by one (`position` is rank - 1),
+  /// so that rank r owns segment r between them.
   int sentAt(int64_t s) const {
-    return reduces(s) ? wrap(rank - static_cast<int>(s))
-                      : wrap(rank + 1 - static_cast<int>(s - (size - 1)));
+    return reduces(s) ? wrap(position - static_cast<int>(s))
+                      : wrap(position + 1 - static_cast<int>(s - (size - 1)));
   }
   int receivedAt(int64_t s) const {
-    return reduces(s) ? wrap(rank - static_cast<int>(s) - 1)
-                      : wrap(rank - static_cast<int>(s - (size - 1)));
+    return reduces(s) ? wrap(position - static_cast<int>(s) - 1)
+                      : wrap(position - static_cast<int>(s - (size - 1)));
   }
 
   /// The elements of piece `piece` of a segment of `total` elements.
@@ -120,14 +143,19 @@ private:
   const std::vector<Span> &spans;
   const MPI_Datatype type;
   const size_t width;
-  const RingReduction &reduction;
+  /// How received elements are combined; null for the allgather alone.
+  const RingReduction *reduction;
   const MPI_Comm comm;
   std::vector<unsigned char> &scratch;
-  int rank, size, left, right;
+  const RingPart part;
+  int rank, size, left, right, position;
   /// Where each span starts among the concatenated elements.
   std::vector<int64_t> offsets;
-  /// Segment sizes (see ringAllreduce).
-  int64_t base, extra;
+  /// Segment sizes: near-equal for the allreduce (see ringAllreduce), shards
+  /// of shardCount for the halves alone.
+  int64_t total, base, extra, shardCount;
+  /// The messages this part runs: [firstMessage, endMessage).
+  int64_t firstMessage, endMessage;
   /// The elements of a full piece, and of each scratch slot.
   int64_t pieceCount, scratchCount;
   /// The pieces of every step of every rank, some of them empty, so that
@@ -139,40 +167,47 @@ private:
 };
 
 Ring::Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
-           const RingReduction &reduction, MPI_Comm comm,
-           std::vector<unsigned char> &scratch)
+           const RingReduction *reduction, MPI_Comm comm,
+           std::vector<unsigned char> &scratch, RingPart part)
     : spans(spans), type(type), width(width), reduction(reduction), comm(comm),
-      scratch(scratch) {
+      scratch(scratch), part(part) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   right = (rank + 1) % size;
   left = (rank + size - 1) % size;
-  int64_t count = 0;
+  position = part == RingPart::Allreduce ? rank : left;
+  total = 0;
   for (const Span &span : spans) {
-    offsets.push_back(count);
-    count += span.count;
+    offsets.push_back(total);
+    total += span.count;
   }
-  base = count / size;
-  extra = count % size;
+  base = total / size;
+  extra = total % size;
+  shardCount = (total + size - 1) / size;
   pieceCount = std::max<int64_t>(1, kRingPieceBytes / width);
   scratchCount = std::min(segmentCount(0), pieceCount);
   pieces =
       std::max<int64_t>(1, (segmentCount(0) + pieceCount - 1) / pieceCount);
   messages = 2 * static_cast<int64_t>(size - 1) * pieces;
+  const int64_t half = messages / 2;
+  firstMessage = part == RingPart::AllGather ? half : 0;
+  endMessage = part == RingPart::ReduceScatter ? half : messages;
   sends.assign(messages, MPI_REQUEST_NULL);
   receives.assign(messages, MPI_REQUEST_NULL);
 }
 
 commrt_status Ring::run() {
-  if (scratch.size() < kWindow * scratchCount * width)
+  if (part != RingPart::AllGather &&
+      scratch.size() < kWindow * scratchCount * width)
     scratch.resize(kWindow * scratchCount * width);
-  // Step 0 sends this rank's own data: all of it can go at once.
-  for (int64_t g = 0; g < std::min(pieces, messages); ++g)
+  // The first step sends this rank's own data: all of it can go at once.
+  for (int64_t g = firstMessage;
+       g < std::min(firstMessage + pieces, endMessage); ++g)
     COMMRT_TRY(postSend(g));
-  int64_t receivesPosted = 0;
-  for (int64_t g = 0; g < messages; ++g) {
+  int64_t receivesPosted = firstMessage;
+  for (int64_t g = firstMessage; g < endMessage; ++g) {
     // Slot (g + kWindow - 1) % kWindow was freed by message g - 1.
-    for (; receivesPosted < std::min(messages, g + kWindow); ++receivesPosted)
+    for (; receivesPosted < std::min(endMessage, g + kWindow); ++receivesPosted)
       COMMRT_TRY(postReceive(receivesPosted));
     const int64_t s = g / pieces, piece = g % pieces;
     const int64_t received = pieceOf(segmentCount(receivedAt(s)), piece);
@@ -183,7 +218,7 @@ commrt_status Ring::run() {
                             segmentBegin(receivedAt(s)) + piece * pieceCount,
                             received));
     // What came in goes on to the right in the next step.
-    if (g + pieces < messages)
+    if (g + pieces < endMessage)
       COMMRT_TRY(postSend(g + pieces));
   }
   return complete();
@@ -230,7 +265,7 @@ commrt_status Ring::reduceInto(const unsigned char *from, int64_t begin,
   for (int64_t within = begin - offsets[i]; n > 0; ++i, within = 0) {
     int64_t taken = std::min(n, spans[i].count - within);
     COMMRT_TRY(
-        reduction.reduce(from, spans[i].data + within * width, begin, taken));
+        reduction->reduce(from, spans[i].data + within * width, begin, taken));
     from += taken * width;
     begin += taken;
     n -= taken;
@@ -262,7 +297,8 @@ commrt_status Ring::postReceive(int64_t g) {
     into = Message{scratchFor(g), static_cast<int>(count), type};
   } else {
     // The allgather overwrites the segment that reduce-scatter step
-    // s - (p - 1) sent from: that send must be done first.
+    // s - (p - 1) sent from: that send must be done first (a null request
+    // where the allgather runs alone).
     const int64_t sentFrom = (s - (size - 1)) * pieces + piece;
     COMMRT_TRY(waitFor(comm, sends[sentFrom], "MPI_Isend (ring allreduce)"));
     COMMRT_TRY(
@@ -307,7 +343,9 @@ commrt_status commrt::ringAllreduce(const std::vector<Span> &spans,
                                     const RingReduction &reduction,
                                     MPI_Comm comm,
                                     std::vector<unsigned char> &scratch) {
-  return Ring(spans, type, width, reduction, comm, scratch).run();
+  return Ring(spans, type, width, &reduction, comm, scratch,
+              RingPart::Allreduce)
+      .run();
 }
 
 commrt_status commrt::ringAllreduce(const std::vector<Span> &spans,
@@ -316,6 +354,33 @@ commrt_status commrt::ringAllreduce(const std::vector<Span> &spans,
                                     std::vector<unsigned char> &scratch) {
   return ringAllreduce(spans, type, width, MpiOpReduction(type, op), comm,
                        scratch);
+}
+
+commrt_status commrt::ringReduceScatter(const std::vector<Span> &spans,
+                                        MPI_Datatype type, size_t width,
+                                        const RingReduction &reduction,
+                                        MPI_Comm comm,
+                                        std::vector<unsigned char> &scratch) {
+  return Ring(spans, type, width, &reduction, comm, scratch,
+              RingPart::ReduceScatter)
+      .run();
+}
+
+commrt_status commrt::ringReduceScatter(const std::vector<Span> &spans,
+                                        MPI_Datatype type, size_t width,
+                                        MPI_Op op, MPI_Comm comm,
+                                        std::vector<unsigned char> &scratch) {
+  return ringReduceScatter(spans, type, width, MpiOpReduction(type, op), comm,
+                           scratch);
+}
+
+commrt_status commrt::ringAllGather(const std::vector<Span> &spans,
+                                    MPI_Datatype type, size_t width,
+                                    MPI_Comm comm) {
+  std::vector<unsigned char> unused;
+  return Ring(spans, type, width, /*reduction=*/nullptr, comm, unused,
+              RingPart::AllGather)
+      .run();
 }
 
 void commrt::preferEagerRingPieces() {

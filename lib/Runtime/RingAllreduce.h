@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -57,6 +58,37 @@ commrt_status ringAllreduce(const std::vector<Span> &spans, MPI_Datatype type,
 commrt_status ringAllreduce(const std::vector<Span> &spans, MPI_Datatype type,
                             size_t width, MPI_Op op, MPI_Comm comm,
                             std::vector<unsigned char> &scratch);
+
+/// The shard of `count` elements that rank `rank` of `size` owns in the
+/// sharded collectives: elements [begin, begin + length) with shards of
+/// ceil(count / size) elements, the last ones shorter or empty.
+struct Shard {
+  int64_t begin, length;
+};
+inline Shard shardOf(int64_t count, int rank, int size) {
+  const int64_t each = (count + size - 1) / size;
+  const int64_t begin = std::min(count, rank * each);
+  return {begin, std::min(count, begin + each) - begin};
+}
+
+/// The reduce-scatter half of the ring alone: afterwards rank r's shard
+/// (shardOf) of the concatenation of `spans` holds the reduction over all
+/// ranks; the rest of the spans holds partial sums. Pipelined as the
+/// allreduce's; collective over `comm`.
+commrt_status ringReduceScatter(const std::vector<Span> &spans,
+                                MPI_Datatype type, size_t width,
+                                const RingReduction &reduction, MPI_Comm comm,
+                                std::vector<unsigned char> &scratch);
+commrt_status ringReduceScatter(const std::vector<Span> &spans,
+                                MPI_Datatype type, size_t width, MPI_Op op,
+                                MPI_Comm comm,
+                                std::vector<unsigned char> &scratch);
+
+/// The allgather half of the ring alone: rank r's shard (shardOf) of the
+/// concatenation of `spans` goes to every rank, in place. Pipelined as the
+/// allreduce's; collective over `comm`.
+commrt_status ringAllGather(const std::vector<Span> &spans, MPI_Datatype type,
+                            size_t width, MPI_Comm comm);
 
 /// The most bytes of one ring message: small enough that a piece is reduced
 /// and forwarded while the next ones travel, large enough that per-message

@@ -849,6 +849,59 @@ int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
                                         dtype, reduce, wire, prescale));
 }
 
+int32_t commrt_reduce_scatter(int32_t group, void *const *buffers,
+                              const int64_t *counts, int32_t nbuffers,
+                              void *shard, int32_t dtype, int32_t reduce,
+                              int32_t wire, float prescale) {
+  return fusedAllreduce("commrt_reduce_scatter", group,
+                        COMMRT_ALGORITHM_DEFAULT, [=](Plan &plan) {
+                          return checkShardedCollective(
+                              PlanKind::ReduceScatter, buffers, counts,
+                              nbuffers, shard, dtype, reduce, wire, prescale,
+                              plan);
+                        });
+}
+
+int32_t commrt_reduce_scatter_start(int32_t group, void *const *buffers,
+                                    const int64_t *counts, int32_t nbuffers,
+                                    void *shard, int32_t dtype, int32_t reduce,
+                                    int32_t wire, float prescale,
+                                    int32_t channel, int64_t *handle) {
+  return fusedAllreduceStart(
+      "commrt_reduce_scatter_start", group, COMMRT_ALGORITHM_DEFAULT, channel,
+      handle, [=](Plan &plan) {
+        return checkShardedCollective(PlanKind::ReduceScatter, buffers, counts,
+                                      nbuffers, shard, dtype, reduce, wire,
+                                      prescale, plan);
+      });
+}
+
+int32_t commrt_all_gather(int32_t group, const void *shard,
+                          void *const *buffers, const int64_t *counts,
+                          int32_t nbuffers, int32_t dtype, int32_t wire,
+                          float prescale) {
+  return fusedAllreduce(
+      "commrt_all_gather", group, COMMRT_ALGORITHM_DEFAULT, [=](Plan &plan) {
+        return checkShardedCollective(PlanKind::AllGather, buffers, counts,
+                                      nbuffers, shard, dtype, COMMRT_SUM, wire,
+                                      prescale, plan);
+      });
+}
+
+int32_t commrt_all_gather_start(int32_t group, const void *shard,
+                                void *const *buffers, const int64_t *counts,
+                                int32_t nbuffers, int32_t dtype, int32_t wire,
+                                float prescale, int32_t channel,
+                                int64_t *handle) {
+  return fusedAllreduceStart(
+      "commrt_all_gather_start", group, COMMRT_ALGORITHM_DEFAULT, channel,
+      handle, [=](Plan &plan) {
+        return checkShardedCollective(PlanKind::AllGather, buffers, counts,
+                                      nbuffers, shard, dtype, COMMRT_SUM, wire,
+                                      prescale, plan);
+      });
+}
+
 int32_t commrt_sparse_allreduce_start(float *grad, float *residual,
                                       int64_t count, double density,
                                       int32_t select, int32_t exchange,

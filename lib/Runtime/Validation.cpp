@@ -478,6 +478,25 @@ Checked commrt::checkFusedAllreduce(void *const *buffers, const int64_t *counts,
                                  prescale)};
 }
 
+Checked commrt::checkShardedCollective(PlanKind kind, void *const *buffers,
+                                       const int64_t *counts, int32_t nbuffers,
+                                       const void *shard, int32_t dtype,
+                                       int32_t reduce, int32_t wire,
+                                       float prescale, Plan &plan) {
+  Checked checked = checkFusedAllreduce(buffers, counts, nbuffers, dtype,
+                                        reduce, wire, prescale, plan);
+  plan.kind = kind;
+  plan.shard = const_cast<void *>(shard);
+  if (checked.status == COMMRT_SUCCESS && plan.total > 0 && !shard)
+    checked.status =
+        fail(COMMRT_ERROR_INVALID_ARGUMENT,
+             "shard is null, and the buffers hold ", plan.total, " elements");
+  // A reduce-scatter and an all-gather of the same buffers are different
+  // collectives.
+  checked.shared.push_back({"collective", static_cast<int64_t>(kind)});
+  return checked;
+}
+
 Checked commrt::checkMixedAllreduce(void *const *buffers, const int64_t *counts,
                                     const int32_t *narrowed, int32_t nbuffers,
                                     int32_t dtype, int32_t reduce, int32_t wire,

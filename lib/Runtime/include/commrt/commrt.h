@@ -669,6 +669,55 @@ int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
                                      int32_t wire, float prescale,
                                      int32_t channel, int64_t *handle);
 
+/* Sharded data parallelism (ZeRO, FSDP): a reduce-scatter of a flat
+ * gradient and an all-gather of a flat parameter among the ranks of `group`
+ * (0: all ranks). The flat tensor is the concatenation of the `nbuffers`
+ * buffers (`counts[i]` elements of `dtype` each; every rank passes the same
+ * counts), N elements in all; with p ranks in the group, rank r's shard is
+ * elements [r s, min(N, (r + 1) s)) of it, s = ceil(N / p), and `shard`
+ * holds s elements: where p does not divide N the last shards are shorter
+ * (or empty) and padded to s. Over MPI both run one half of the ring
+ * allreduce on the group's communicator, pipelined as the ring is (every
+ * rank sends and receives (p - 1) / p of the flat tensor); on one rank they
+ * copy.
+ *  - commrt_reduce_scatter reduces the flat tensor with `reduce` and leaves
+ *    rank r's shard of the result at `shard`, its padding zero. The buffers
+ *    are the ring's working memory: their contents afterwards are
+ *    unspecified. `wire` and `prescale` are those of
+ *    commrt_fused_allreduce: the data travels, and is reduced, in `wire`
+ *    after the multiplication by `prescale`, and unpacking undoes both (AVG
+ *    divides by the group's size).
+ *  - commrt_all_gather writes every rank's shard into its place in the
+ *    buffers (the elements of `shard` past N are not read). With `wire`,
+ *    each shard travels rounded to `wire` after the multiplication by
+ *    `prescale`, and every rank, its owner included, unpacks the rounded
+ *    values, so that all ranks hold the same flat tensor.
+ * The consistency checks compare what commrt_fused_allreduce's compare and
+ * which of the two collectives it is. The NCCL backend does not run them
+ * yet: they fail there with COMMRT_ERROR_UNAVAILABLE. */
+int32_t commrt_reduce_scatter(int32_t group, void *const *buffers,
+                              const int64_t *counts, int32_t nbuffers,
+                              void *shard, int32_t dtype, int32_t reduce,
+                              int32_t wire, float prescale);
+int32_t commrt_all_gather(int32_t group, const void *shard,
+                          void *const *buffers, const int64_t *counts,
+                          int32_t nbuffers, int32_t dtype, int32_t wire,
+                          float prescale);
+
+/* Starts commrt_reduce_scatter or commrt_all_gather on `channel` of
+ * `group`, as commrt_fused_allreduce_start does; waited with commrt_wait.
+ * The buffers and the shard belong to the runtime until then. */
+int32_t commrt_reduce_scatter_start(int32_t group, void *const *buffers,
+                                    const int64_t *counts, int32_t nbuffers,
+                                    void *shard, int32_t dtype, int32_t reduce,
+                                    int32_t wire, float prescale,
+                                    int32_t channel, int64_t *handle);
+int32_t commrt_all_gather_start(int32_t group, const void *shard,
+                                void *const *buffers, const int64_t *counts,
+                                int32_t nbuffers, int32_t dtype, int32_t wire,
+                                float prescale, int32_t channel,
+                                int64_t *handle);
+
 /* commrt_sparse_allreduce among the ranks of `group` (AVG divides by the
  * group's size; the hash exchange's owners are the group's ranks). */
 int32_t commrt_group_sparse_allreduce(int32_t group, float *grad,
