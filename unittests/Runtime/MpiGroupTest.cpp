@@ -377,6 +377,39 @@ TEST(Group, WireF16IsCloseWithAvg) {
   }
 }
 
+TEST(Group, ReduceScatterAndAllGatherShardAmongTheGroup) {
+  // Columns in reverse world order: the shards follow the group's ranks.
+  int32_t columns = groupOf(kColumns);
+  std::vector<int> members = membersOf(kColumns);
+  const int p = static_cast<int>(members.size());
+  const int me = commrt_group_rank(columns);
+  const int64_t count = 1001, each = (count + p - 1) / p;
+  std::vector<float> buffer(count);
+  for (int64_t i = 0; i < count; ++i)
+    buffer[i] = static_cast<float>(contribution(worldRank(), i));
+  void *buffers[] = {buffer.data()};
+  int64_t counts[] = {count};
+  std::vector<float> shard(each, -1.0f);
+  ASSERT_EQ(commrt_reduce_scatter(columns, buffers, counts, 1, shard.data(),
+                                  COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE,
+                                  1.0f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  for (int64_t i = 0; i < each; ++i) {
+    int64_t at = me * each + i;
+    ASSERT_EQ(shard[i],
+              at < count ? static_cast<float>(groupSum(members, at)) : 0.0f)
+        << "shard element " << i;
+  }
+  std::fill(buffer.begin(), buffer.end(), 0.0f);
+  ASSERT_EQ(commrt_all_gather(columns, shard.data(), buffers, counts, 1,
+                              COMMRT_F32, COMMRT_WIRE_NONE, 1.0f),
+            COMMRT_SUCCESS)
+      << commrt_last_error();
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(buffer[i], static_cast<float>(groupSum(members, i))) << i;
+}
+
 TEST(Group, AsyncOnTwoChannelsOverTwoGroups) {
   int32_t rows = groupOf(kRows), columns = groupOf(kColumns);
   if (commrt_channels() < 2)
