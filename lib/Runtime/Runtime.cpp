@@ -488,6 +488,17 @@ auto mixedCheck(void *const *buffers, const int64_t *counts,
   };
 }
 
+/// The check of a reduce-scatter's or all-gather's arguments (`kind`), for
+/// fusedAllreduce.
+auto shardedCheck(PlanKind kind, void *const *buffers, const int64_t *counts,
+                  int32_t nbuffers, const void *shard, int32_t dtype,
+                  int32_t reduce, int32_t wire, float prescale) {
+  return [=](Plan &plan) {
+    return checkShardedCollective(kind, buffers, counts, nbuffers, shard, dtype,
+                                  reduce, wire, prescale, plan);
+  };
+}
+
 /// commrt_sparse_allreduce among the ranks of `group`, as the entry point
 /// `function`; with `handle`, its start on `channel` (the handle is stored
 /// there).
@@ -853,13 +864,10 @@ int32_t commrt_reduce_scatter(int32_t group, void *const *buffers,
                               const int64_t *counts, int32_t nbuffers,
                               void *shard, int32_t dtype, int32_t reduce,
                               int32_t wire, float prescale) {
-  return fusedAllreduce("commrt_reduce_scatter", group,
-                        COMMRT_ALGORITHM_DEFAULT, [=](Plan &plan) {
-                          return checkShardedCollective(
-                              PlanKind::ReduceScatter, buffers, counts,
-                              nbuffers, shard, dtype, reduce, wire, prescale,
-                              plan);
-                        });
+  return fusedAllreduce(
+      "commrt_reduce_scatter", group, COMMRT_ALGORITHM_DEFAULT,
+      shardedCheck(PlanKind::ReduceScatter, buffers, counts, nbuffers, shard,
+                   dtype, reduce, wire, prescale));
 }
 
 int32_t commrt_reduce_scatter_start(int32_t group, void *const *buffers,
@@ -867,25 +875,21 @@ int32_t commrt_reduce_scatter_start(int32_t group, void *const *buffers,
                                     void *shard, int32_t dtype, int32_t reduce,
                                     int32_t wire, float prescale,
                                     int32_t channel, int64_t *handle) {
-  return fusedAllreduceStart(
-      "commrt_reduce_scatter_start", group, COMMRT_ALGORITHM_DEFAULT, channel,
-      handle, [=](Plan &plan) {
-        return checkShardedCollective(PlanKind::ReduceScatter, buffers, counts,
-                                      nbuffers, shard, dtype, reduce, wire,
-                                      prescale, plan);
-      });
+  return fusedAllreduceStart("commrt_reduce_scatter_start", group,
+                             COMMRT_ALGORITHM_DEFAULT, channel, handle,
+                             shardedCheck(PlanKind::ReduceScatter, buffers,
+                                          counts, nbuffers, shard, dtype,
+                                          reduce, wire, prescale));
 }
 
 int32_t commrt_all_gather(int32_t group, const void *shard,
                           void *const *buffers, const int64_t *counts,
                           int32_t nbuffers, int32_t dtype, int32_t wire,
                           float prescale) {
-  return fusedAllreduce(
-      "commrt_all_gather", group, COMMRT_ALGORITHM_DEFAULT, [=](Plan &plan) {
-        return checkShardedCollective(PlanKind::AllGather, buffers, counts,
-                                      nbuffers, shard, dtype, COMMRT_SUM, wire,
-                                      prescale, plan);
-      });
+  return fusedAllreduce("commrt_all_gather", group, COMMRT_ALGORITHM_DEFAULT,
+                        shardedCheck(PlanKind::AllGather, buffers, counts,
+                                     nbuffers, shard, dtype, COMMRT_SUM, wire,
+                                     prescale));
 }
 
 int32_t commrt_all_gather_start(int32_t group, const void *shard,
@@ -893,13 +897,11 @@ int32_t commrt_all_gather_start(int32_t group, const void *shard,
                                 int32_t nbuffers, int32_t dtype, int32_t wire,
                                 float prescale, int32_t channel,
                                 int64_t *handle) {
-  return fusedAllreduceStart(
-      "commrt_all_gather_start", group, COMMRT_ALGORITHM_DEFAULT, channel,
-      handle, [=](Plan &plan) {
-        return checkShardedCollective(PlanKind::AllGather, buffers, counts,
-                                      nbuffers, shard, dtype, COMMRT_SUM, wire,
-                                      prescale, plan);
-      });
+  return fusedAllreduceStart("commrt_all_gather_start", group,
+                             COMMRT_ALGORITHM_DEFAULT, channel, handle,
+                             shardedCheck(PlanKind::AllGather, buffers, counts,
+                                          nbuffers, shard, dtype, COMMRT_SUM,
+                                          wire, prescale));
 }
 
 int32_t commrt_sparse_allreduce_start(float *grad, float *residual,
