@@ -489,13 +489,20 @@ auto mixedCheck(void *const *buffers, const int64_t *counts,
 }
 
 /// The check of a reduce-scatter's or all-gather's arguments (`kind`), for
-/// fusedAllreduce.
-auto shardedCheck(PlanKind kind, void *const *buffers, const int64_t *counts,
-                  int32_t nbuffers, const void *shard, int32_t dtype,
-                  int32_t reduce, int32_t wire, float prescale) {
+/// fusedAllreduce, among the ranks of `group` (which exists when it runs).
+auto shardedCheck(PlanKind kind, int32_t group, void *const *buffers,
+                  const int64_t *counts, int32_t nbuffers, const void *shard,
+                  int64_t shardCount, int32_t dtype, int32_t reduce,
+                  int32_t wire, float prescale) {
   return [=](Plan &plan) {
-    return checkShardedCollective(kind, buffers, counts, nbuffers, shard, dtype,
-                                  reduce, wire, prescale, plan);
+    int ranks = 1;
+    if (group == 0)
+      MPI_Comm_size(runtime().comm, &ranks);
+    else
+      ranks = runtime().groups.at(group).size;
+    return checkShardedCollective(kind, buffers, counts, nbuffers, shard,
+                                  shardCount, ranks, dtype, reduce, wire,
+                                  prescale, plan);
   };
 }
 
@@ -862,46 +869,47 @@ int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
 
 int32_t commrt_reduce_scatter(int32_t group, void *const *buffers,
                               const int64_t *counts, int32_t nbuffers,
-                              void *shard, int32_t dtype, int32_t reduce,
-                              int32_t wire, float prescale) {
+                              void *shard, int64_t shard_count, int32_t dtype,
+                              int32_t reduce, int32_t wire, float prescale) {
   return fusedAllreduce(
       "commrt_reduce_scatter", group, COMMRT_ALGORITHM_DEFAULT,
-      shardedCheck(PlanKind::ReduceScatter, buffers, counts, nbuffers, shard,
-                   dtype, reduce, wire, prescale));
+      shardedCheck(PlanKind::ReduceScatter, group, buffers, counts, nbuffers,
+                   shard, shard_count, dtype, reduce, wire, prescale));
 }
 
 int32_t commrt_reduce_scatter_start(int32_t group, void *const *buffers,
                                     const int64_t *counts, int32_t nbuffers,
-                                    void *shard, int32_t dtype, int32_t reduce,
-                                    int32_t wire, float prescale,
-                                    int32_t channel, int64_t *handle) {
-  return fusedAllreduceStart("commrt_reduce_scatter_start", group,
-                             COMMRT_ALGORITHM_DEFAULT, channel, handle,
-                             shardedCheck(PlanKind::ReduceScatter, buffers,
-                                          counts, nbuffers, shard, dtype,
-                                          reduce, wire, prescale));
+                                    void *shard, int64_t shard_count,
+                                    int32_t dtype, int32_t reduce, int32_t wire,
+                                    float prescale, int32_t channel,
+                                    int64_t *handle) {
+  return fusedAllreduceStart(
+      "commrt_reduce_scatter_start", group, COMMRT_ALGORITHM_DEFAULT, channel,
+      handle,
+      shardedCheck(PlanKind::ReduceScatter, group, buffers, counts, nbuffers,
+                   shard, shard_count, dtype, reduce, wire, prescale));
 }
 
-int32_t commrt_all_gather(int32_t group, const void *shard,
+int32_t commrt_all_gather(int32_t group, const void *shard, int64_t shard_count,
                           void *const *buffers, const int64_t *counts,
                           int32_t nbuffers, int32_t dtype, int32_t wire,
                           float prescale) {
   return fusedAllreduce("commrt_all_gather", group, COMMRT_ALGORITHM_DEFAULT,
-                        shardedCheck(PlanKind::AllGather, buffers, counts,
-                                     nbuffers, shard, dtype, COMMRT_SUM, wire,
-                                     prescale));
+                        shardedCheck(PlanKind::AllGather, group, buffers,
+                                     counts, nbuffers, shard, shard_count,
+                                     dtype, COMMRT_SUM, wire, prescale));
 }
 
 int32_t commrt_all_gather_start(int32_t group, const void *shard,
-                                void *const *buffers, const int64_t *counts,
-                                int32_t nbuffers, int32_t dtype, int32_t wire,
-                                float prescale, int32_t channel,
-                                int64_t *handle) {
+                                int64_t shard_count, void *const *buffers,
+                                const int64_t *counts, int32_t nbuffers,
+                                int32_t dtype, int32_t wire, float prescale,
+                                int32_t channel, int64_t *handle) {
   return fusedAllreduceStart("commrt_all_gather_start", group,
                              COMMRT_ALGORITHM_DEFAULT, channel, handle,
-                             shardedCheck(PlanKind::AllGather, buffers, counts,
-                                          nbuffers, shard, dtype, COMMRT_SUM,
-                                          wire, prescale));
+                             shardedCheck(PlanKind::AllGather, group, buffers,
+                                          counts, nbuffers, shard, shard_count,
+                                          dtype, COMMRT_SUM, wire, prescale));
 }
 
 int32_t commrt_sparse_allreduce_start(float *grad, float *residual,

@@ -480,14 +480,21 @@ Checked commrt::checkFusedAllreduce(void *const *buffers, const int64_t *counts,
 
 Checked commrt::checkShardedCollective(PlanKind kind, void *const *buffers,
                                        const int64_t *counts, int32_t nbuffers,
-                                       const void *shard, int32_t dtype,
-                                       int32_t reduce, int32_t wire,
-                                       float prescale, Plan &plan) {
+                                       const void *shard, int64_t shardCount,
+                                       int ranks, int32_t dtype, int32_t reduce,
+                                       int32_t wire, float prescale,
+                                       Plan &plan) {
   Checked checked = checkFusedAllreduce(buffers, counts, nbuffers, dtype,
                                         reduce, wire, prescale, plan);
   plan.kind = kind;
   plan.shard = const_cast<void *>(shard);
-  if (checked.status == COMMRT_SUCCESS && plan.total > 0 && !shard)
+  const int64_t needed = (plan.total + ranks - 1) / ranks;
+  if (checked.status == COMMRT_SUCCESS && shardCount != needed)
+    checked.status =
+        fail(COMMRT_ERROR_INVALID_ARGUMENT, "shard_count is ", shardCount,
+             ", but a flat tensor of ", plan.total, " elements on ", ranks,
+             " ranks has shards of ", needed);
+  else if (checked.status == COMMRT_SUCCESS && plan.total > 0 && !shard)
     checked.status =
         fail(COMMRT_ERROR_INVALID_ARGUMENT,
              "shard is null, and the buffers hold ", plan.total, " elements");

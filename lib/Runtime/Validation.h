@@ -115,12 +115,14 @@ Checked checkFusedAllreduce(void *const *buffers, const int64_t *counts,
                             int32_t wire, float prescale, Plan &plan);
 
 /// Checks the arguments of a reduce-scatter or all-gather (`kind`) of the
-/// concatenation of `buffers` with this rank's `shard`
-/// (commrt_reduce_scatter, commrt_all_gather) and fills `plan`.
+/// concatenation of `buffers` with this rank's `shard` of `shardCount`
+/// elements on `ranks` ranks (commrt_reduce_scatter, commrt_all_gather) and
+/// fills `plan`.
 Checked checkShardedCollective(PlanKind kind, void *const *buffers,
                                const int64_t *counts, int32_t nbuffers,
-                               const void *shard, int32_t dtype, int32_t reduce,
-                               int32_t wire, float prescale, Plan &plan);
+                               const void *shard, int64_t shardCount, int ranks,
+                               int32_t dtype, int32_t reduce, int32_t wire,
+                               float prescale, Plan &plan);
 
 /// Checks the arguments of a mixed-wire allreduce (commrt_mixed_allreduce)
 /// and fills `plan` with its nonempty buffers; a plan whose nonempty buffers

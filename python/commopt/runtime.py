@@ -74,18 +74,18 @@ _SIGNATURES = [
       _c_float, _c_int32, ctypes.POINTER(_c_int64)]),
     ("commrt_reduce_scatter", _c_int32,
      [_c_int32, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32,
-      _c_void_p, _c_int32, _c_int32, _c_int32, _c_float]),
+      _c_void_p, _c_int64, _c_int32, _c_int32, _c_int32, _c_float]),
     ("commrt_reduce_scatter_start", _c_int32,
      [_c_int32, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32,
-      _c_void_p, _c_int32, _c_int32, _c_int32, _c_float, _c_int32,
+      _c_void_p, _c_int64, _c_int32, _c_int32, _c_int32, _c_float, _c_int32,
       ctypes.POINTER(_c_int64)]),
     ("commrt_all_gather", _c_int32,
-     [_c_int32, _c_void_p, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64),
-      _c_int32, _c_int32, _c_int32, _c_float]),
+     [_c_int32, _c_void_p, _c_int64, ctypes.POINTER(_c_void_p),
+      ctypes.POINTER(_c_int64), _c_int32, _c_int32, _c_int32, _c_float]),
     ("commrt_all_gather_start", _c_int32,
-     [_c_int32, _c_void_p, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64),
-      _c_int32, _c_int32, _c_int32, _c_float, _c_int32,
-      ctypes.POINTER(_c_int64)]),
+     [_c_int32, _c_void_p, _c_int64, ctypes.POINTER(_c_void_p),
+      ctypes.POINTER(_c_int64), _c_int32, _c_int32, _c_int32, _c_float,
+      _c_int32, ctypes.POINTER(_c_int64)]),
     ("commrt_test", _c_int32, [_c_int64, ctypes.POINTER(_c_int32)]),
     ("commrt_wait", _c_int32, [_c_int64]),
     ("commrt_wait_for", _c_int32,
@@ -274,39 +274,39 @@ def shard_elements(total, ranks):
     return -(-total // ranks)
 
 
-def reduce_scatter(pointers, counts, shard, dtype, reduce, wire, prescale,
-                   group=0, channel=None):
+def reduce_scatter(pointers, counts, shard, shard_count, dtype, reduce, wire,
+                   prescale, group=0, channel=None):
     """commrt_reduce_scatter of the flat tensor made of the buffers at
     `pointers` (`counts` elements each) into this rank's `shard` (a pointer
-    to shard_elements(sum(counts), ranks) elements); the buffers' contents
-    are unspecified afterwards. With a `channel`, its start: returns (status,
-    handle); else the status."""
+    to `shard_count` elements: shard_elements(sum(counts), ranks)); the
+    buffers' contents are unspecified afterwards. With a `channel`, its
+    start: returns (status, handle); else the status."""
     buffers, lengths = _arrays(pointers, counts)
     if channel is None:
         return library().commrt_reduce_scatter(
-            group, buffers, lengths, len(pointers), shard, dtype, reduce,
-            wire, prescale)
+            group, buffers, lengths, len(pointers), shard, shard_count, dtype,
+            reduce, wire, prescale)
     handle = _c_int64(0)
     status = library().commrt_reduce_scatter_start(
-        group, buffers, lengths, len(pointers), shard, dtype, reduce, wire,
-        prescale, channel, ctypes.byref(handle))
+        group, buffers, lengths, len(pointers), shard, shard_count, dtype,
+        reduce, wire, prescale, channel, ctypes.byref(handle))
     return status, handle.value
 
 
-def all_gather(shard, pointers, counts, dtype, wire, prescale, group=0,
-               channel=None):
-    """commrt_all_gather of every rank's `shard` into the flat tensor made
-    of the buffers at `pointers`. With a `channel`, its start: returns
-    (status, handle); else the status."""
+def all_gather(shard, shard_count, pointers, counts, dtype, wire, prescale,
+               group=0, channel=None):
+    """commrt_all_gather of every rank's `shard` (`shard_count` elements)
+    into the flat tensor made of the buffers at `pointers`. With a
+    `channel`, its start: returns (status, handle); else the status."""
     buffers, lengths = _arrays(pointers, counts)
     if channel is None:
-        return library().commrt_all_gather(group, shard, buffers, lengths,
-                                           len(pointers), dtype, wire,
-                                           prescale)
+        return library().commrt_all_gather(group, shard, shard_count, buffers,
+                                           lengths, len(pointers), dtype,
+                                           wire, prescale)
     handle = _c_int64(0)
     status = library().commrt_all_gather_start(
-        group, shard, buffers, lengths, len(pointers), dtype, wire, prescale,
-        channel, ctypes.byref(handle))
+        group, shard, shard_count, buffers, lengths, len(pointers), dtype,
+        wire, prescale, channel, ctypes.byref(handle))
     return status, handle.value
 
 

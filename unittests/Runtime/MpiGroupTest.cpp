@@ -391,8 +391,8 @@ TEST(Group, ReduceScatterAndAllGatherShardAmongTheGroup) {
   int64_t counts[] = {count};
   std::vector<float> shard(each, -1.0f);
   ASSERT_EQ(commrt_reduce_scatter(columns, buffers, counts, 1, shard.data(),
-                                  COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE,
-                                  1.0f),
+                                  each, COMMRT_F32, COMMRT_SUM,
+                                  COMMRT_WIRE_NONE, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();
   for (int64_t i = 0; i < each; ++i) {
@@ -402,7 +402,7 @@ TEST(Group, ReduceScatterAndAllGatherShardAmongTheGroup) {
         << "shard element " << i;
   }
   std::fill(buffer.begin(), buffer.end(), 0.0f);
-  ASSERT_EQ(commrt_all_gather(columns, shard.data(), buffers, counts, 1,
+  ASSERT_EQ(commrt_all_gather(columns, shard.data(), each, buffers, counts, 1,
                               COMMRT_F32, COMMRT_WIRE_NONE, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();

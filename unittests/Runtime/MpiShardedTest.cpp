@@ -141,11 +141,11 @@ TEST_P(ReduceScatterTest, EachRankGetsItsShardOfTheAllreduceExactly) {
   FlatBuffers flat(dtype, rank());
   const ShardRange own = shardRange(flat.total, rank(), size());
   GuardedShard shard(dtype, own.padded, /*fill=*/99.0);
-  ASSERT_EQ(commrt_reduce_scatter(/*group=*/0, flat.pointers.data(),
-                                  kCounts.data(),
-                                  static_cast<int32_t>(kCounts.size()),
-                                  shard.data(), dtype, reduce, wire, prescale),
-            COMMRT_SUCCESS)
+  ASSERT_EQ(
+      commrt_reduce_scatter(/*group=*/0, flat.pointers.data(), kCounts.data(),
+                            static_cast<int32_t>(kCounts.size()), shard.data(),
+                            own.padded, dtype, reduce, wire, prescale),
+      COMMRT_SUCCESS)
       << commrt_last_error();
   int64_t wrong = 0, first = -1;
   for (int64_t i = 0; i < own.length; ++i) {
@@ -196,8 +196,9 @@ TEST_P(AllGatherTest, EveryRankGetsEveryShardInItsPlace) {
   for (int64_t i = 0; i < own.length; ++i)
     shard.set(i, flatContribution(0, own.begin + i));
   ASSERT_EQ(commrt_all_gather(
-                /*group=*/0, shard.data(), flat.pointers.data(), kCounts.data(),
-                static_cast<int32_t>(kCounts.size()), dtype, wire, prescale),
+                /*group=*/0, shard.data(), own.padded, flat.pointers.data(),
+                kCounts.data(), static_cast<int32_t>(kCounts.size()), dtype,
+                wire, prescale),
             COMMRT_SUCCESS)
       << commrt_last_error();
   int64_t wrong = 0, first = -1;
@@ -228,8 +229,8 @@ TEST(Sharded, AllGatherInAWireTypeGivesEveryRankTheSameRoundedValues) {
   std::vector<float> shard(own.padded, 0.1f * static_cast<float>(rank() + 1));
   void *buffers[] = {flat.data()};
   const int64_t counts[] = {10};
-  ASSERT_EQ(commrt_all_gather(0, shard.data(), buffers, counts, 1, COMMRT_F32,
-                              COMMRT_F16, 1.0f),
+  ASSERT_EQ(commrt_all_gather(0, shard.data(), own.padded, buffers, counts, 1,
+                              COMMRT_F32, COMMRT_F16, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();
   for (int64_t i = 0; i < 10; ++i) {
@@ -248,13 +249,13 @@ TEST(Sharded, ReduceScatterThenAllGatherIsTheAllreduce) {
   std::vector<float> shard(own.padded);
   const int32_t n = static_cast<int32_t>(kCounts.size());
   ASSERT_EQ(commrt_reduce_scatter(0, sharded.pointers.data(), kCounts.data(), n,
-                                  shard.data(), COMMRT_F32, COMMRT_SUM,
-                                  COMMRT_WIRE_NONE, 1.0f),
+                                  shard.data(), own.padded, COMMRT_F32,
+                                  COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();
-  ASSERT_EQ(commrt_all_gather(0, shard.data(), sharded.pointers.data(),
-                              kCounts.data(), n, COMMRT_F32, COMMRT_WIRE_NONE,
-                              1.0f),
+  ASSERT_EQ(commrt_all_gather(0, shard.data(), own.padded,
+                              sharded.pointers.data(), kCounts.data(), n,
+                              COMMRT_F32, COMMRT_WIRE_NONE, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();
   ASSERT_EQ(commrt_fused_allreduce(reduced.pointers.data(), kCounts.data(), n,
@@ -276,31 +277,31 @@ TEST(Sharded, StartedOnAChannelGivesTheBlockingResult) {
   std::vector<float> blockingShard(own.padded), startedShard(own.padded);
   const int32_t n = static_cast<int32_t>(kCounts.size());
   ASSERT_EQ(commrt_reduce_scatter(0, blocking.pointers.data(), kCounts.data(),
-                                  n, blockingShard.data(), COMMRT_F32,
-                                  COMMRT_AVG, COMMRT_BF16, 1.0f),
+                                  n, blockingShard.data(), own.padded,
+                                  COMMRT_F32, COMMRT_AVG, COMMRT_BF16, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();
   int64_t handle = 0;
-  ASSERT_EQ(commrt_reduce_scatter_start(0, started.pointers.data(),
-                                        kCounts.data(), n, startedShard.data(),
-                                        COMMRT_F32, COMMRT_AVG, COMMRT_BF16,
-                                        1.0f, channels() - 1, &handle),
+  ASSERT_EQ(commrt_reduce_scatter_start(
+                0, started.pointers.data(), kCounts.data(), n,
+                startedShard.data(), own.padded, COMMRT_F32, COMMRT_AVG,
+                COMMRT_BF16, 1.0f, channels() - 1, &handle),
             COMMRT_SUCCESS)
       << commrt_last_error();
   ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
   EXPECT_EQ(blockingShard, startedShard);
 
   // And back: the all-gather started on channel 0.
-  ASSERT_EQ(commrt_all_gather_start(0, startedShard.data(),
+  ASSERT_EQ(commrt_all_gather_start(0, startedShard.data(), own.padded,
                                     started.pointers.data(), kCounts.data(), n,
                                     COMMRT_F32, COMMRT_WIRE_NONE, 1.0f,
                                     /*channel=*/0, &handle),
             COMMRT_SUCCESS)
       << commrt_last_error();
   ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
-  ASSERT_EQ(commrt_all_gather(0, blockingShard.data(), blocking.pointers.data(),
-                              kCounts.data(), n, COMMRT_F32, COMMRT_WIRE_NONE,
-                              1.0f),
+  ASSERT_EQ(commrt_all_gather(0, blockingShard.data(), own.padded,
+                              blocking.pointers.data(), kCounts.data(), n,
+                              COMMRT_F32, COMMRT_WIRE_NONE, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();
   for (size_t b = 0; b < kCounts.size(); ++b)
@@ -318,8 +319,8 @@ TEST(Sharded, FewerElementsThanRanksLeaveTheLastShardsPadding) {
   const ShardRange own = shardRange(2, rank(), size());
   std::vector<double> shard(own.padded, 77.0);
   ASSERT_EQ(commrt_reduce_scatter(0, buffers, counts, 1, shard.data(),
-                                  COMMRT_F64, COMMRT_SUM, COMMRT_WIRE_NONE,
-                                  1.0f),
+                                  own.padded, COMMRT_F64, COMMRT_SUM,
+                                  COMMRT_WIRE_NONE, 1.0f),
             COMMRT_SUCCESS)
       << commrt_last_error();
   const int p = size();
@@ -329,7 +330,35 @@ TEST(Sharded, FewerElementsThanRanksLeaveTheLastShardsPadding) {
         << "shard element " << i;
 }
 
-class ShardedMismatchTest : public CheckedTest {};
+class ShardedMismatchTest : public CheckedTest {
+protected:
+  /// The shard of a flat tensor of `total` elements on this many ranks.
+  static int64_t shardOf(int64_t total) {
+    return (total + size() - 1) / size();
+  }
+};
+
+TEST_F(ShardedMismatchTest, AShardSizedForOtherRanksFailsNamingBoth) {
+  // Rank 0 sized its shard for one rank more than there are (13 elements:
+  // a shard of another size on 2 to 5 ranks).
+  std::vector<float> a(13, 1.0f), shard(13);
+  void *buffers[] = {a.data()};
+  const int64_t counts[] = {13};
+  const int64_t planned =
+      rank() == 0 ? (13 + size()) / (size() + 1) : shardOf(13);
+  int32_t status =
+      commrt_reduce_scatter(0, buffers, counts, 1, shard.data(), planned,
+                            COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f);
+  if (rank() == 0)
+    EXPECT_TRUE(failedWith(
+        status, COMMRT_ERROR_INVALID_ARGUMENT,
+        "commrt_reduce_scatter: shard_count is " + std::to_string(planned) +
+            ", but a flat tensor of 13 elements on " + std::to_string(size()) +
+            " ranks has shards of " + std::to_string(shardOf(13))));
+  else
+    EXPECT_EQ(status, COMMRT_ERROR_INVALID_ARGUMENT) << commrt_last_error();
+  expectRanksStillInStep();
+}
 
 TEST_F(ShardedMismatchTest, ANullShardFailsOnEveryRank) {
   float a[4] = {1, 2, 3, 4};
@@ -338,8 +367,8 @@ TEST_F(ShardedMismatchTest, ANullShardFailsOnEveryRank) {
   std::vector<float> shard(4);
   void *mine = rank() == lastRank() ? nullptr : shard.data();
   int32_t status =
-      commrt_reduce_scatter(0, buffers, counts, 1, mine, COMMRT_F32, COMMRT_SUM,
-                            COMMRT_WIRE_NONE, 1.0f);
+      commrt_reduce_scatter(0, buffers, counts, 1, mine, shardOf(4), COMMRT_F32,
+                            COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f);
   if (rank() == lastRank())
     EXPECT_TRUE(failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT,
                            "commrt_reduce_scatter: shard is null, and the "
@@ -353,8 +382,9 @@ TEST_F(ShardedMismatchTest, RanksWithDifferentFlatTensorsFailTogether) {
   std::vector<float> a(8, 1.0f), shard(8);
   void *buffers[] = {a.data()};
   const int64_t counts[] = {rank() == lastRank() ? 8 : 6};
-  EXPECT_TRUE(failedWith(commrt_all_gather(0, shard.data(), buffers, counts, 1,
-                                           COMMRT_F32, COMMRT_WIRE_NONE, 1.0f),
+  EXPECT_TRUE(failedWith(commrt_all_gather(0, shard.data(), shardOf(counts[0]),
+                                           buffers, counts, 1, COMMRT_F32,
+                                           COMMRT_WIRE_NONE, 1.0f),
                          COMMRT_ERROR_MISMATCH,
                          "commrt_all_gather: ranks disagree on total count "
                          "(min 6, max 8)"));
@@ -365,12 +395,13 @@ TEST_F(ShardedMismatchTest, AReduceScatterMetByAnAllGatherFailsTogether) {
   std::vector<float> a(8, 1.0f), shard(8);
   void *buffers[] = {a.data()};
   const int64_t counts[] = {8};
-  int32_t status = rank() == lastRank()
-                       ? commrt_all_gather(0, shard.data(), buffers, counts, 1,
-                                           COMMRT_F32, COMMRT_WIRE_NONE, 1.0f)
-                       : commrt_reduce_scatter(
-                             0, buffers, counts, 1, shard.data(), COMMRT_F32,
-                             COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f);
+  int32_t status =
+      rank() == lastRank()
+          ? commrt_all_gather(0, shard.data(), shardOf(8), buffers, counts, 1,
+                              COMMRT_F32, COMMRT_WIRE_NONE, 1.0f)
+          : commrt_reduce_scatter(0, buffers, counts, 1, shard.data(),
+                                  shardOf(8), COMMRT_F32, COMMRT_SUM,
+                                  COMMRT_WIRE_NONE, 1.0f);
   EXPECT_EQ(status, COMMRT_ERROR_MISMATCH) << commrt_last_error();
   expectRanksStillInStep();
 }

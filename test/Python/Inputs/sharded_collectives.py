@@ -61,7 +61,7 @@ def reduce_scatters(rank, size):
         grads = gradients(rank)
         shard = torch.full((each,), 99.0)
         runtime.check(runtime.reduce_scatter(
-            *pointers(grads), shard.data_ptr(), F32, reduce,
+            *pointers(grads), shard.data_ptr(), each, F32, reduce,
             runtime.WIRE_NONE, 1.0), "reduce_scatter")
         want = expected_shard(rank, size, reduce)
         if not torch.equal(shard, want):
@@ -79,14 +79,15 @@ def all_gathers(rank, size, each):
     part = full[rank * each:(rank + 1) * each]
     mine[:part.numel()] = part
     params = [torch.full(s, 5.0) for s in SHAPES]
-    runtime.check(runtime.all_gather(mine.data_ptr(), *pointers(params), F32,
-                                     runtime.WIRE_NONE, 1.0), "all_gather")
+    runtime.check(runtime.all_gather(mine.data_ptr(), each, *pointers(params),
+                                     F32, runtime.WIRE_NONE, 1.0),
+                  "all_gather")
     if not torch.equal(flat(params), full):
         fail("all_gather: the tensors are not every rank's shard in order")
     # 0.1 has no f16: every rank, the owner too, holds the rounded value.
     tenth = torch.full((each,), 0.1 * (rank + 1))
     params = [torch.zeros(s) for s in SHAPES]
-    runtime.check(runtime.all_gather(tenth.data_ptr(), *pointers(params),
+    runtime.check(runtime.all_gather(tenth.data_ptr(), each, *pointers(params),
                                      F32, runtime.DTYPES["f16"], 1.0),
                   "all_gather (f16 wire)")
     gathered = flat(params)
@@ -101,24 +102,25 @@ def all_gathers(rank, size, each):
 def started(rank, size, each):
     grads, blocking = gradients(rank), torch.zeros(each)
     runtime.check(runtime.reduce_scatter(
-        *pointers(grads), blocking.data_ptr(), F32, AVG,
+        *pointers(grads), blocking.data_ptr(), each, F32, AVG,
         runtime.DTYPES["bf16"], 1.0), "reduce_scatter")
     grads, shard = gradients(rank), torch.zeros(each)
     status, handle = runtime.reduce_scatter(
-        *pointers(grads), shard.data_ptr(), F32, AVG, runtime.DTYPES["bf16"],
-        1.0, channel=0)
+        *pointers(grads), shard.data_ptr(), each, F32, AVG,
+        runtime.DTYPES["bf16"], 1.0, channel=0)
     runtime.check(status, "reduce_scatter start")
     runtime.check(runtime.library().commrt_wait(handle), "wait")
     params = [torch.zeros(s) for s in SHAPES]
-    status, handle = runtime.all_gather(shard.data_ptr(), *pointers(params),
-                                        F32, runtime.WIRE_NONE, 1.0,
+    status, handle = runtime.all_gather(shard.data_ptr(), each,
+                                        *pointers(params), F32,
+                                        runtime.WIRE_NONE, 1.0,
                                         channel=0)
     runtime.check(status, "all_gather start")
     runtime.check(runtime.library().commrt_wait(handle), "wait")
     if not torch.equal(shard, blocking):
         fail("reduce_scatter started: not the blocking result")
     gathered = [torch.zeros(s) for s in SHAPES]
-    runtime.check(runtime.all_gather(blocking.data_ptr(),
+    runtime.check(runtime.all_gather(blocking.data_ptr(), each,
                                      *pointers(gathered), F32,
                                      runtime.WIRE_NONE, 1.0), "all_gather")
     if not torch.equal(flat(params), flat(gathered)):
@@ -128,14 +130,17 @@ def started(rank, size, each):
 
 def errors(rank, size):
     grads = gradients(rank)
-    shard = torch.zeros(runtime.shard_elements(100000, size))
+    total = sum(torch.Size(s).numel() for s in SHAPES)
+    each = runtime.shard_elements(total, size)
+    shard = torch.zeros(each)
     last = rank == size - 1
     target = 0 if last else shard.data_ptr()
     needles = ["shard is null"] if last else ["INVALID_ARGUMENT"]
     expect_error(
         "a null shard on the last rank",
         lambda: runtime.check(runtime.reduce_scatter(
-            *pointers(grads), target, F32, SUM, runtime.WIRE_NONE, 1.0),
+            *pointers(grads), target, each, F32, SUM, runtime.WIRE_NONE,
+            1.0),
             "reduce_scatter"),
         "reduce_scatter", *needles)
     say("errors: a null shard on one rank fails on every rank")

@@ -676,7 +676,9 @@ int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
  * counts), N elements in all; with p ranks in the group, rank r's shard is
  * elements [r s, min(N, (r + 1) s)) of it, s = ceil(N / p), and `shard`
  * holds s elements: where p does not divide N the last shards are shorter
- * (or empty) and padded to s. Over MPI both run one half of the ring
+ * (or empty) and padded to s. `shard_count` is s, as the caller sized
+ * `shard`: any other value fails with COMMRT_ERROR_INVALID_ARGUMENT naming
+ * both (a rank that planned for another number of ranks). Over MPI both run one half of the ring
  * allreduce on the group's communicator, pipelined as the ring is (every
  * rank sends and receives (p - 1) / p of the flat tensor); on one rank they
  * copy.
@@ -697,26 +699,27 @@ int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
  * yet: they fail there with COMMRT_ERROR_UNAVAILABLE. */
 int32_t commrt_reduce_scatter(int32_t group, void *const *buffers,
                               const int64_t *counts, int32_t nbuffers,
-                              void *shard, int32_t dtype, int32_t reduce,
-                              int32_t wire, float prescale);
+                              void *shard, int64_t shard_count, int32_t dtype,
+                              int32_t reduce, int32_t wire, float prescale);
 int32_t commrt_all_gather(int32_t group, const void *shard,
-                          void *const *buffers, const int64_t *counts,
-                          int32_t nbuffers, int32_t dtype, int32_t wire,
-                          float prescale);
+                          int64_t shard_count, void *const *buffers,
+                          const int64_t *counts, int32_t nbuffers,
+                          int32_t dtype, int32_t wire, float prescale);
 
 /* Starts commrt_reduce_scatter or commrt_all_gather on `channel` of
  * `group`, as commrt_fused_allreduce_start does; waited with commrt_wait.
  * The buffers and the shard belong to the runtime until then. */
 int32_t commrt_reduce_scatter_start(int32_t group, void *const *buffers,
                                     const int64_t *counts, int32_t nbuffers,
-                                    void *shard, int32_t dtype, int32_t reduce,
+                                    void *shard, int64_t shard_count,
+                                    int32_t dtype, int32_t reduce,
                                     int32_t wire, float prescale,
                                     int32_t channel, int64_t *handle);
 int32_t commrt_all_gather_start(int32_t group, const void *shard,
-                                void *const *buffers, const int64_t *counts,
-                                int32_t nbuffers, int32_t dtype, int32_t wire,
-                                float prescale, int32_t channel,
-                                int64_t *handle);
+                                int64_t shard_count, void *const *buffers,
+                                const int64_t *counts, int32_t nbuffers,
+                                int32_t dtype, int32_t wire, float prescale,
+                                int32_t channel, int64_t *handle);
 
 /* commrt_sparse_allreduce among the ranks of `group` (AVG divides by the
  * group's size; the hash exchange's owners are the group's ranks). */
