@@ -3,7 +3,8 @@
 // The collectives (comm.allreduce, comm.fused_allreduce,
 // comm.sparse_allreduce, comm.start, comm.sparse_start) share one model: every
 // gradient operand is read and written in place, and the op in buffer form
-// reduces the operands' buffers, which stand for its tensor results.
+// reduces the operands' buffers, which stand for its tensor results. The
+// sharded collectives write their result into a new buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/DialectRegistry.h"
+
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::bufferization;
@@ -173,6 +176,56 @@ struct ComputeModel
   }
 };
 
+/// A sharded collective (comm.reduce_scatter, comm.all_gather): reads its
+/// operand and writes its result into a new buffer, which the op in buffer
+/// form takes `into`. A reduce-scatter also writes its operand's buffer,
+/// the runtime's working memory.
+template <typename OpTy>
+struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
+                                    ShardedCollectiveModel<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return std::is_same_v<OpTy, ReduceScatterOp>;
+  }
+
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto collective = cast<OpTy>(op);
+    FailureOr<Value> input =
+        getBuffer(rewriter, collective.getInput(), options, state);
+    if (failed(input))
+      return failure();
+    auto type = cast<RankedTensorType>(collective.getResult().getType());
+    if (!type.hasStaticShape())
+      return collective.emitOpError("cannot bufferize a result of dynamic "
+                                    "shape ")
+             << type;
+    rewriter.setInsertionPoint(op);
+    Value output = memref::AllocOp::create(
+        rewriter, op->getLoc(),
+        MemRefType::get(type.getShape(), type.getElementType()));
+    OperationState bufferized(op->getLoc(), op->getName(),
+                              ValueRange{*input, output}, TypeRange(),
+                              op->getAttrs());
+    rewriter.create(bufferized);
+    replaceOpWithBufferizedValues(rewriter, op, output);
+    return success();
+  }
+};
+
 } // namespace
 
 void comm::registerBufferizableOpInterfaceExternalModels(
@@ -188,5 +241,8 @@ void comm::registerBufferizableOpInterfaceExternalModels(
         *context);
     WaitOp::attachInterface<WaitModel>(*context);
     ComputeOp::attachInterface<ComputeModel>(*context);
+    ReduceScatterOp::attachInterface<ShardedCollectiveModel<ReduceScatterOp>>(
+        *context);
+    AllGatherOp::attachInterface<ShardedCollectiveModel<AllGatherOp>>(*context);
   });
 }

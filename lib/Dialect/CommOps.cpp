@@ -647,6 +647,160 @@ void SparseStartOp::getEffects(
 }
 
 //===----------------------------------------------------------------------===//
+// ReduceScatterOp and AllGatherOp
+//===----------------------------------------------------------------------===//
+
+/// Checks a sharded collective whose whole tensor is `whole` and whose shard
+/// is `shard` (both of one form: tensor types for the op's operand and
+/// result, memref types for its two operands): one element type, the
+/// settings verifyCollective checks of the operand `input`, and a shard of
+/// ceil(N / shards) elements where the shapes are static.
+static LogicalResult verifySharded(Operation *op, Value input,
+                                   Value bufferOperand, Value result,
+                                   bool inputIsWhole, int64_t shards,
+                                   ReduceKind reduce, std::optional<Type> wire,
+                                   std::optional<APFloat> prescale) {
+  if (failed(verifyCollective(op, input, {}, /*checkResults=*/false, reduce,
+                              wire, prescale, /*names=*/std::nullopt)))
+    return failure();
+  bool isTensor = isa<RankedTensorType>(input.getType());
+  StringRef other = inputIsWhole ? "shard" : "output";
+  if (isTensor && (bufferOperand || !result))
+    return op->emitOpError("on a tensor returns its ")
+           << (inputIsWhole ? "shard" : "whole tensor")
+           << " and takes no buffer to write it into";
+  if (!isTensor && (!bufferOperand || result))
+    return op->emitOpError("on a memref writes `into` its ")
+           << other << " buffer and has no result";
+  auto produced =
+      cast<ShapedType>(isTensor ? result.getType() : bufferOperand.getType());
+  auto consumed = cast<ShapedType>(input.getType());
+  if (produced.getElementType() != consumed.getElementType())
+    return op->emitOpError("expects one element type, but the operand has ")
+           << consumed.getElementType() << " and the "
+           << (isTensor ? "result" : other) << " has "
+           << produced.getElementType();
+  ShapedType whole = inputIsWhole ? consumed : produced;
+  ShapedType shard = inputIsWhole ? produced : consumed;
+  if (!whole.hasStaticShape() || !shard.hasStaticShape())
+    return success();
+  int64_t expected = llvm::divideCeil(whole.getNumElements(), shards);
+  if (shard.getNumElements() != expected)
+    return op->emitOpError("shard of type ")
+           << shard << " has " << shard.getNumElements()
+           << " elements, but a tensor of " << whole.getNumElements()
+           << " elements has shards of ceil(" << whole.getNumElements() << " / "
+           << shards << ") = " << expected;
+  return success();
+}
+
+/// Checks a sharded collective's group, as every collective's, and that its
+/// `shards` are the group's ranks where the grid's size is static.
+static LogicalResult verifyShardedGroup(Operation *op, GroupAttr group,
+                                        int64_t shards,
+                                        SymbolTableCollection &symbolTable) {
+  if (failed(verifyGroup(op, group, symbolTable)))
+    return failure();
+  if (!group)
+    return success();
+  auto grid = cast<shard::GridOp>(
+      symbolTable.lookupNearestSymbolFrom(op, group.getGrid()));
+  int64_t ranks = 1;
+  for (int64_t axis : group.getAxes()) {
+    int64_t size = grid.getShape()[axis];
+    if (ShapedType::isDynamic(size))
+      return success();
+    ranks *= size;
+  }
+  if (ranks != shards)
+    return op->emitOpError("has ")
+           << shards << " shards, but its group has " << ranks << " ranks";
+  return success();
+}
+
+ValueRange ReduceScatterOp::getGradients() {
+  return getOperation()->getOperands().take_front();
+}
+
+SmallVector<StringRef> ReduceScatterOp::getGradientNames() {
+  return {getName().value_or("")};
+}
+
+// A reduce-scatter runs the ring's first half, not an allreduce algorithm.
+std::optional<AlgorithmKind> ReduceScatterOp::getAllreduceAlgorithm() {
+  return std::nullopt;
+}
+
+void ReduceScatterOp::setAllreduceAlgorithm(AlgorithmKind) {
+  llvm_unreachable("a reduce-scatter has no allreduce algorithm");
+}
+
+bool ReduceScatterOp::isDenseAllreduce() { return false; }
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
+    return failure();
+  return verifySharded(*this, getInput(), getShard(), getResult(),
+                       /*inputIsWhole=*/true, getShards(), getReduce(),
+                       getWire(), getPrescale());
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyShardedGroup(*this, getGroupAttr(), getShards(), symbolTable);
+}
+
+void ReduceScatterOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getOperation()->getOpOperands(), effects);
+}
+
+ValueRange AllGatherOp::getGradients() {
+  return getOperation()->getOperands().take_front();
+}
+
+SmallVector<StringRef> AllGatherOp::getGradientNames() {
+  return {getName().value_or("")};
+}
+
+// Nothing is reduced: every element comes from one rank.
+ReduceKind AllGatherOp::getReduceKind() { return ReduceKind::sum; }
+
+std::optional<AlgorithmKind> AllGatherOp::getAllreduceAlgorithm() {
+  return std::nullopt;
+}
+
+void AllGatherOp::setAllreduceAlgorithm(AlgorithmKind) {
+  llvm_unreachable("an all-gather has no allreduce algorithm");
+}
+
+bool AllGatherOp::isDenseAllreduce() { return false; }
+
+// It carries parameters: a narrower wire is the user's choice, not
+// comm-lower-precision's.
+bool AllGatherOp::canNarrowWire() { return false; }
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
+    return failure();
+  return verifySharded(*this, getInput(), getOutput(), getResult(),
+                       /*inputIsWhole=*/false, getShards(), ReduceKind::sum,
+                       getWire(), getPrescale());
+}
+
+LogicalResult
+AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyShardedGroup(*this, getGroupAttr(), getShards(), symbolTable);
+}
+
+void AllGatherOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getOperation()->getOpOperands(), effects);
+}
+
+//===----------------------------------------------------------------------===//
 // ComputeOp
 //===----------------------------------------------------------------------===//
 

@@ -133,6 +133,12 @@ collectPlan(func::FuncOp func) {
   WalkResult walked = func.walk([&](Operation *op) {
     if (!isPlannedCollective(op))
       return WalkResult::advance();
+    if (isa<ReduceScatterOp, AllGatherOp>(op)) {
+      op->emitError() << "export-plan: " << op->getName()
+                      << " cannot be exported yet: the training bridge's "
+                         "plans allreduce every gradient";
+      return WalkResult::interrupt();
+    }
     auto [gradients, names] = getNamedGradients(op);
     if (names.size() != gradients.size()) {
       op->emitError() << "export-plan: the collective names " << names.size()

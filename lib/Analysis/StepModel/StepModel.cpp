@@ -426,6 +426,33 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                          std::move(label));
   };
 
+  // A reduce-scatter or all-gather: one pass of the ring over the whole
+  // tensor (a reduce-scatter's operand, an all-gather's result) in the type
+  // it travels in, plus packing where the wire narrows it.
+  auto addSharded = [&](CollectiveOpInterface op,
+                        std::string label) -> CollectiveTask & {
+    Value whole = isa<ReduceScatterOp>(op) ? op->getOperand(0)
+                                           : cast<AllGatherOp>(op).getResult();
+    if (!whole)
+      whole = op->getOperand(1);
+    double bytes = static_cast<double>(
+        getGradientBytes(whole.getType(), op.getWireType()).value_or(0));
+    const ClusterModel &ranks = clusters.get(op);
+    CollectiveCost cost = isa<ReduceScatterOp>(op)
+                              ? reduceScatterCost(ranks, bytes)
+                              : allgatherCost(ranks, bytes);
+    double wireUs =
+        op.getWireType()
+            ? getWireCostUs(
+                  ranks,
+                  static_cast<double>(
+                      getGradientBytes(whole.getType(), Type()).value_or(0)))
+            : 0.0;
+    cost.latencyUs += wireUs;
+    return addCollective(op, op.getGradients(), cost, bytes, wireUs,
+                         std::move(label));
+  };
+
   // The step is the function's top-level block: a collective inside a
   // loop's body or a branch would be missing from its price.
   Operation *unpriced = nullptr;
@@ -536,6 +563,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         if (failed(added))
           return failure();
         task = *added;
+      } else if (isa<ReduceScatterOp, AllGatherOp>(op)) {
+        task = &addSharded(collective, getLabel(collective));
       } else {
         task = &addAllreduce(collective, getLabel(collective));
       }

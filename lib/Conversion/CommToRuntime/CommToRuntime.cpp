@@ -26,6 +26,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include <cmath>
+#include <type_traits>
 
 namespace mlir::comm {
 #define GEN_PASS_DEF_CONVERTCOMMTORUNTIME
@@ -518,7 +519,8 @@ static LogicalResult checkLowerable(Operation *op) {
                            "before convert-comm-to-runtime");
   if (isa<RankOp, WorldSizeOp, WaitOp>(op))
     return success();
-  if (isa<AllReduceOp, FusedAllReduceOp, StartOp>(op)) {
+  if (isa<AllReduceOp, FusedAllReduceOp, StartOp, ReduceScatterOp, AllGatherOp>(
+          op)) {
     auto collective = cast<CollectiveOpInterface>(op);
     return getCollectiveArguments(collective, collective.getGradients());
   }
@@ -655,6 +657,64 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
         rewriter, op, "commrt_fused_allreduce", staged, *args, callArgs);
     if (failed(callee) ||
         failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
+      return failure();
+    StagedBuffers::writeBack(rewriter, loc, staged.copies);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// A sharded collective as one runtime call among its group (0: all ranks):
+/// `commrt_reduce_scatter` of the operand's buffer into the shard's, or
+/// `commrt_all_gather` of the shard into the output's, with the shard's
+/// element count, which the runtime checks against the ranks it runs on.
+/// Buffers that are not contiguous go through contiguous copies.
+template <typename OpT>
+struct ShardedCollectiveLowering : public OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpT>::OpAdaptor;
+
+  LogicalResult
+  matchAndRewrite(OpT op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    constexpr bool scatters = std::is_same_v<OpT, ReduceScatterOp>;
+    Value whole, shard;
+    if constexpr (scatters) {
+      whole = adaptor.getInput();
+      shard = adaptor.getShard();
+    } else {
+      whole = adaptor.getOutput();
+      shard = adaptor.getInput();
+    }
+    FailureOr<CollectiveArguments> args =
+        getCollectiveArguments(cast<CollectiveOpInterface>(*op), whole);
+    if (failed(args))
+      return failure();
+    Location loc = op.getLoc();
+    FailureOr<Value> group = emitGroupHandleOrAll(rewriter, op);
+    if (failed(group))
+      return failure();
+    StagedBuffers staged =
+        StagedBuffers::stage(rewriter, loc, ValueRange{whole, shard});
+    SmallVector<Value> arrays =
+        getBufferArrays(rewriter, op, staged.contiguous[0]);
+    Value shardPointer = getDataPointer(rewriter, loc, staged.contiguous[1]);
+    Value shardCount = rewriter.createOrFold<arith::IndexCastOp>(
+        loc, rewriter.getI64Type(),
+        getElementCount(rewriter, loc, staged.contiguous[1]));
+    SmallVector<Value> scalars = getScalarArguments(rewriter, loc, *args);
+    SmallVector<Value> callArgs = {*group};
+    if constexpr (scatters)
+      callArgs.append({arrays[0], arrays[1], arrays[2], shardPointer,
+                       shardCount, scalars[0], scalars[1], scalars[2],
+                       scalars[3]});
+    else
+      callArgs.append({shardPointer, shardCount, arrays[0], arrays[1],
+                       arrays[2], scalars[0], scalars[2], scalars[3]});
+    if (failed(RuntimeCallBuilder(op).emitCheckedCall(
+            rewriter, loc,
+            scatters ? "commrt_reduce_scatter" : "commrt_all_gather",
+            callArgs)))
       return failure();
     StagedBuffers::writeBack(rewriter, loc, staged.copies);
     rewriter.eraseOp(op);
@@ -966,10 +1026,13 @@ struct ConvertCommToRuntimePass
 
     RuntimeTypeConverter converter;
     RewritePatternSet patterns(context);
-    patterns.add<BlockingAllReduceLowering<AllReduceOp>,
-                 BlockingAllReduceLowering<FusedAllReduceOp>, StartLowering,
-                 WaitLowering, SparseAllReduceLowering, SparseStartLowering,
-                 ProcessMultiIndexLowering>(converter, context);
+    patterns
+        .add<BlockingAllReduceLowering<AllReduceOp>,
+             BlockingAllReduceLowering<FusedAllReduceOp>, StartLowering,
+             WaitLowering, SparseAllReduceLowering, SparseStartLowering,
+             ShardedCollectiveLowering<ReduceScatterOp>,
+             ShardedCollectiveLowering<AllGatherOp>, ProcessMultiIndexLowering>(
+            converter, context);
     patterns.add<ComputeLowering>(converter, context, computeDelay);
     patterns.add<IndexQueryLowering<RankOp>,
                  IndexQueryLowering<shard::ProcessLinearIndexOp>>(
