@@ -88,8 +88,9 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
 }
 
 def CommImportShard : Pass<"comm-import-shard", "::mlir::ModuleOp"> {
-  let summary = "Import shard.all_reduce (and StableHLO's all_reduce) as "
-                "comm.allreduce";
+  let summary = "Import shard.all_reduce (and StableHLO's all_reduce), "
+                "shard.reduce_scatter and shard.all_gather as comm "
+                "collectives";
   let description = [{
     Rewrites every `shard.all_reduce` on tensors into a `comm.allreduce`, so
     that the collectives of a module partitioned with upstream's `shard`
@@ -119,6 +120,18 @@ def CommImportShard : Pass<"comm-import-shard", "::mlir::ModuleOp"> {
     - Rejected, with a diagnostic: memrefs (import before bufferization),
       element types comm does not communicate (index, complex, unsigned
       integers), and operand and result shapes that differ.
+
+    Sharded data parallelism: `shard.reduce_scatter` and `shard.all_gather`
+    become `comm.reduce_scatter` and `comm.all_gather`, with `shards` the
+    product of the listed grid axes' sizes, the same group rules, reductions
+    and element conversion as above. comm's shards are the tensor seen flat
+    in row-major order, so the tensor axis they shard along
+    (`scatter_axis`, `gather_axis`) must have only dimensions of size 1
+    before it (upstream's partitioner shards data-parallel parameters along
+    their first axis), the grid axes must be listed in ascending order (the
+    shards follow the order of the group's ranks) and of static size, and
+    the shapes static; anything else is rejected with a diagnostic that says
+    which.
 
     StableHLO, on a best-effort basis: a `"stablehlo.all_reduce"`, the
     generic form in which JAX prints it, read with

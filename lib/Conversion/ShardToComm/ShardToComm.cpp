@@ -2,7 +2,10 @@
 //
 // Implements `comm-import-shard`: upstream `shard.all_reduce` ops, and on a
 // best-effort basis StableHLO's `all_reduce` in generic form, become
-// `comm.allreduce` ops with the matching reduction and process group.
+// `comm.allreduce` ops with the matching reduction and process group;
+// `shard.reduce_scatter` and `shard.all_gather` become `comm.reduce_scatter`
+// and `comm.all_gather` where their axis shards the tensor as comm's
+// row-major shards do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,10 +41,13 @@ struct RankSet {
   GroupAttr group;
 };
 
-/// An allreduce that passed every check and can be rewritten.
+/// A collective that passed every check and can be rewritten.
 struct ImportPlan {
   ReduceKind reduce;
   RankSet ranks;
+  /// For a reduce-scatter or all-gather: the ranks of the group, the number
+  /// of shards.
+  int64_t shards = 1;
 };
 
 /// Whether comm communicates elements of `type` (comm.allreduce's element
@@ -200,6 +206,138 @@ FailureOr<ImportPlan> planShardAllReduce(shard::AllReduceOp op,
 }
 
 //===----------------------------------------------------------------------===//
+// shard.reduce_scatter and shard.all_gather
+//===----------------------------------------------------------------------===//
+
+/// Checks a shard.reduce_scatter or shard.all_gather of `whole` (the
+/// reduce-scatter's operand, the all-gather's result) into or from `part`
+/// along the tensor axis `axis` of both, among the ranks of `gridAxes`, and
+/// says how to import it. comm's shards are the tensor seen flat in
+/// row-major order, cut into equal pieces: that is sharding along `axis`
+/// where every dimension before it is 1 and the ranks divide it, which
+/// upstream's partitioner produces for data-parallel sharding along the
+/// first axis.
+FailureOr<ImportPlan>
+planShardedCollective(Operation *op, Type whole, Type part, int64_t axis,
+                      FlatSymbolRefAttr gridName,
+                      ArrayRef<shard::GridAxis> gridAxes, ReduceKind reduce,
+                      SymbolTableCollection &symbolTable) {
+  auto wholeType = dyn_cast<RankedTensorType>(whole);
+  auto partType = dyn_cast<RankedTensorType>(part);
+  if (!wholeType || !partType)
+    return op->emitOpError("cannot be imported: it must shard ranked tensors "
+                           "(run comm-import-shard before bufferization)");
+  if (!wholeType.hasStaticShape() || !partType.hasStaticShape())
+    return op->emitOpError("cannot be imported: comm shards tensors of "
+                           "static shape, got ")
+           << whole << " and " << part;
+  Type from = wholeType.getElementType();
+  Type to = partType.getElementType();
+  if (!isCommElementType(to) || !isCommElementType(from))
+    return op->emitOpError("cannot be imported: comm communicates floats and "
+                           "signless integers, got ")
+           << from << " and " << to;
+  if (reduce == ReduceKind::avg && !isa<FloatType>(to))
+    return op->emitOpError("cannot be imported: an average of ")
+           << to << " elements has no comm equivalent (comm averages "
+           << "floating-point gradients only)";
+  auto grid = symbolTable.lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
+  assert(grid && "shard collectives verify that their grid is a shard.grid");
+  // The shards follow the ranks' index within the group, which shard
+  // linearizes in the order of `gridAxes` and comm's groups in ascending
+  // axis order.
+  if (!llvm::is_sorted(gridAxes)) {
+    InFlightDiagnostic diag =
+        op->emitOpError("cannot be imported: its grid_axes [");
+    llvm::interleaveComma(gridAxes, diag);
+    return diag << "] are not in ascending order, and its shards follow "
+                   "that order, where comm's groups order their ranks by "
+                   "ascending axes";
+  }
+  ImportPlan plan{reduce, getRankSet(grid, gridAxes)};
+  for (shard::GridAxis gridAxis : gridAxes) {
+    int64_t size = grid.getShape()[gridAxis];
+    if (ShapedType::isDynamic(size))
+      return op->emitOpError("cannot be imported: grid axis ")
+             << gridAxis << " of " << gridName
+             << " has a dynamic size, and comm needs the number of shards";
+    plan.shards *= size;
+  }
+  ArrayRef<int64_t> leading = wholeType.getShape().take_front(axis);
+  if (llvm::any_of(leading, [](int64_t size) { return size != 1; }))
+    return op->emitOpError("cannot be imported: it shards tensor axis ")
+           << axis << " of " << whole
+           << ", and comm shards the tensor in row-major order, which is "
+              "sharding along an axis only where every dimension before it "
+              "is 1 (transpose the axis to the front first)";
+  if (wholeType.getDimSize(axis) != partType.getDimSize(axis) * plan.shards)
+    return op->emitOpError("cannot be imported: its shards of ")
+           << part << " are not " << plan.shards << " equal pieces of "
+           << whole;
+  return plan;
+}
+
+/// Replaces `op`'s result with the comm form of the sharded collective
+/// `plan` says: a reduce-scatter of the operand, converted to the result's
+/// element type first as shard does, or an all-gather; the operand itself
+/// (converted) where each rank is alone.
+void emitShardedCollective(OpBuilder &builder, Operation *op,
+                           const ImportPlan &plan) {
+  Location loc = op->getLoc();
+  Value result = op->getResult(0);
+  auto resultType = cast<RankedTensorType>(result.getType());
+  Value converted = convertElements(builder, loc, op->getOperand(0),
+                                    resultType.getElementType());
+  if (plan.ranks.selfOnly) {
+    result.replaceAllUsesWith(converted);
+    return;
+  }
+  IntegerAttr shards = builder.getI64IntegerAttr(plan.shards);
+  Value replacement;
+  if (isa<shard::ReduceScatterOp>(op))
+    replacement =
+        ReduceScatterOp::create(
+            builder, loc, resultType, converted, /*shard=*/Value(),
+            ReduceKindAttr::get(builder.getContext(), plan.reduce), shards,
+            /*wire=*/nullptr, /*prescale=*/nullptr, /*name=*/nullptr,
+            plan.ranks.group)
+            .getResult();
+  else
+    replacement = AllGatherOp::create(builder, loc, resultType, converted,
+                                      /*output=*/Value(), shards,
+                                      /*wire=*/nullptr, /*prescale=*/nullptr,
+                                      /*name=*/nullptr, plan.ranks.group)
+                      .getResult();
+  result.replaceAllUsesWith(replacement);
+}
+
+/// Checks a shard.reduce_scatter and says how to import it.
+FailureOr<ImportPlan>
+planShardReduceScatter(shard::ReduceScatterOp op,
+                       SymbolTableCollection &symbolTable) {
+  shard::ReductionKind kind = op.getReduction();
+  std::optional<ReduceKind> reduce = getReduceKind(kind);
+  if (!reduce)
+    return op.emitOpError("cannot be imported: reduction '")
+           << shard::stringifyReductionKind(kind)
+           << "' has no comm equivalent (comm reduces with sum, max, min "
+              "and average)";
+  return planShardedCollective(
+      op, op.getInput().getType(), op.getResult().getType(),
+      op.getScatterAxis().getSExtValue(), op.getGridAttr(), op.getGridAxes(),
+      *reduce, symbolTable);
+}
+
+/// Checks a shard.all_gather and says how to import it.
+FailureOr<ImportPlan> planShardAllGather(shard::AllGatherOp op,
+                                         SymbolTableCollection &symbolTable) {
+  return planShardedCollective(
+      op, op.getResult().getType(), op.getInput().getType(),
+      op.getGatherAxis().getSExtValue(), op.getGridAttr(), op.getGridAxes(),
+      ReduceKind::sum, symbolTable);
+}
+
+//===----------------------------------------------------------------------===//
 // stablehlo.all_reduce (generic form, unregistered)
 //===----------------------------------------------------------------------===//
 
@@ -334,7 +472,8 @@ struct CommImportShardPass
   void runOnOperation() final {
     SmallVector<Operation *> candidates;
     getOperation()->walk([&](Operation *op) {
-      if (isa<shard::AllReduceOp>(op) ||
+      if (isa<shard::AllReduceOp, shard::ReduceScatterOp, shard::AllGatherOp>(
+              op) ||
           op->getName().getStringRef() == kStableHloAllReduce)
         candidates.push_back(op);
     });
@@ -345,10 +484,15 @@ struct CommImportShardPass
     SmallVector<std::pair<Operation *, ImportPlan>> plans;
     bool failedAny = false;
     for (Operation *op : candidates) {
-      FailureOr<ImportPlan> plan =
-          isa<shard::AllReduceOp>(op)
-              ? planShardAllReduce(cast<shard::AllReduceOp>(op), symbolTable)
-              : planStableHloAllReduce(op);
+      FailureOr<ImportPlan> plan = failure();
+      if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
+        plan = planShardAllReduce(allReduce, symbolTable);
+      else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
+        plan = planShardReduceScatter(scatter, symbolTable);
+      else if (auto gather = dyn_cast<shard::AllGatherOp>(op))
+        plan = planShardAllGather(gather, symbolTable);
+      else
+        plan = planStableHloAllReduce(op);
       if (failed(plan))
         failedAny = true;
       else
@@ -359,6 +503,11 @@ struct CommImportShardPass
 
     for (auto &[op, plan] : plans) {
       OpBuilder builder(op);
+      if (isa<shard::ReduceScatterOp, shard::AllGatherOp>(op)) {
+        emitShardedCollective(builder, op, plan);
+        op->erase();
+        continue;
+      }
       for (auto [input, result] :
            llvm::zip(op->getOperands(), op->getResults()))
         emitAllReduce(builder, op->getLoc(), input, result, plan);

@@ -1,0 +1,62 @@
+// RUN: commopt-opt %s --comm-import-shard -split-input-file | FileCheck %s
+// RUN: commopt-opt %s --pass-pipeline="builtin.module(func.func(shard-partition),comm-import-shard)" -split-input-file | FileCheck %s --check-prefix=PARTITIONED
+
+// shard.reduce_scatter and shard.all_gather along their tensor's first
+// axis become comm's row-major shards: over all ranks where the grid axes
+// span them, within a group otherwise, and nothing at all where each rank
+// is alone.
+shard.grid @grid(shape = 2x2)
+
+// CHECK-LABEL: func.func @zero
+// CHECK-SAME: (%[[G:.*]]: tensor<8x3xf32>, %[[S:.*]]: tensor<2x3xf32>, %[[H:.*]]: tensor<8x3xf16>)
+// CHECK-NEXT: %[[ROW:.*]] = comm.reduce_scatter %[[G]] {group = #comm.group<@grid, axes = [1]>, shards = 2 : i64} : tensor<8x3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT: %[[ALL:.*]] = comm.reduce_scatter %[[G]] {reduce = #comm.reduce<avg>, shards = 4 : i64} : tensor<8x3xf32> -> tensor<2x3xf32>
+// CHECK-NEXT: %[[GATHERED:.*]] = comm.all_gather %[[S]] {group = #comm.group<@grid, axes = [0]>, shards = 2 : i64} : tensor<2x3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT: %[[WIDE:.*]] = arith.extf %[[H]] : tensor<8x3xf16> to tensor<8x3xf32>
+// CHECK-NEXT: %[[MAX:.*]] = comm.reduce_scatter %[[WIDE]] {reduce = #comm.reduce<max>, shards = 4 : i64} : tensor<8x3xf32> -> tensor<2x3xf32>
+// CHECK-NEXT: return %[[ROW]], %[[ALL]], %[[GATHERED]], %[[MAX]]
+// CHECK-NOT: shard.{{(reduce_scatter|all_gather)}}
+func.func @zero(%g: tensor<8x3xf32>, %s: tensor<2x3xf32>, %h: tensor<8x3xf16>)
+    -> (tensor<4x3xf32>, tensor<2x3xf32>, tensor<4x3xf32>, tensor<2x3xf32>) {
+  %0 = shard.reduce_scatter %g on @grid grid_axes = [1] reduction = sum scatter_axis = 0 : tensor<8x3xf32> -> tensor<4x3xf32>
+  %1 = shard.reduce_scatter %g on @grid grid_axes = [0, 1] reduction = average scatter_axis = 0 : tensor<8x3xf32> -> tensor<2x3xf32>
+  %2 = shard.all_gather %s on @grid grid_axes = [0] gather_axis = 0 : tensor<2x3xf32> -> tensor<4x3xf32>
+  // Elements are converted to the result's type first, as shard does.
+  %3 = shard.reduce_scatter %h on @grid grid_axes = [0, 1] reduction = max scatter_axis = 0 : tensor<8x3xf16> -> tensor<2x3xf32>
+  return %0, %1, %2, %3 : tensor<4x3xf32>, tensor<2x3xf32>, tensor<4x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// An axis after dimensions of size 1 shards the tensor in row-major order
+// too; a grid axis of size 1 leaves each rank alone.
+shard.grid @line(shape = 4x1)
+
+// CHECK-LABEL: func.func @inner_axis
+// CHECK-SAME: (%[[G:.*]]: tensor<1x8xf32>)
+// CHECK-NEXT: %[[S:.*]] = comm.reduce_scatter %[[G]] {shards = 4 : i64} : tensor<1x8xf32> -> tensor<1x2xf32>
+// CHECK-NEXT: return %[[S]], %[[G]]
+func.func @inner_axis(%g: tensor<1x8xf32>) -> (tensor<1x2xf32>, tensor<1x8xf32>) {
+  %0 = shard.reduce_scatter %g on @line grid_axes = [0] reduction = sum scatter_axis = 1 : tensor<1x8xf32> -> tensor<1x2xf32>
+  %1 = shard.all_gather %g on @line grid_axes = [1] gather_axis = 1 : tensor<1x8xf32> -> tensor<1x8xf32>
+  return %0, %1 : tensor<1x2xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+// Upstream's partitioner turns a parameter sharded along its first axis,
+// used replicated, into shard.all_gather, which the import makes a
+// comm.all_gather.
+shard.grid @data(shape = 4)
+
+// PARTITIONED-LABEL: func.func @gather_parameter
+// PARTITIONED-SAME: (%[[P:.*]]: tensor<2x2xf32>)
+// PARTITIONED: comm.all_gather %[[P]] {shards = 4 : i64} : tensor<2x2xf32> -> tensor<8x2xf32>
+// PARTITIONED-NOT: shard.all_gather
+func.func @gather_parameter(%p: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  %split = shard.sharding @data split_axes = [[0]] : !shard.sharding
+  %0 = shard.shard %p to %split : tensor<8x2xf32>
+  %replicated = shard.sharding @data split_axes = [[]] : !shard.sharding
+  %1 = shard.shard %0 to %replicated annotate_for_users : tensor<8x2xf32>
+  return %1 : tensor<8x2xf32>
+}
