@@ -39,14 +39,17 @@ except ImportError:
     # The checkout's own package.
     sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-MODES = ("commopt", "ddp", "ddp-fp16", "ddp-powersgd", "local")
+MODES = ("commopt", "commopt-sharded", "ddp", "ddp-fp16", "ddp-powersgd",
+         "zero", "local")
 
 
 def parse_arguments(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comm", choices=MODES, default="commopt",
                         help="who synchronises gradients (default commopt; "
-                        "'local': nobody, the compute-only step)")
+                        "'commopt-sharded': commopt's sharded optimizer, "
+                        "ZeRO-2; 'zero': torch's ZeroRedundancyOptimizer "
+                        "over DDP; 'local': nobody, the compute-only step)")
     parser.add_argument("--plan", help="a plan from commopt-translate "
                         "--export-plan (default: commopt's default plan)")
     parser.add_argument("--momentum-correction", action="store_true",
@@ -111,6 +114,15 @@ class Commopt:
         self.commopt = commopt
         self.rank, self.size = commopt.rank(), commopt.size()
         commopt.broadcast_parameters(model.state_dict(), root_rank=0)
+        self.model = model
+        if arguments.comm == "commopt-sharded":
+            # Each rank keeps the optimizer state of its shard of the
+            # parameters (ZeRO-2).
+            self.optimizer = commopt.ShardedOptimizer(
+                model.parameters(), type(optimizer),
+                **optimizer.defaults)
+            self.description = "commopt sharded (ZeRO-2)"
+            return
         plan = commopt.load_plan(arguments.plan) if arguments.plan else None
         self.optimizer = commopt.DistributedOptimizer(
             optimizer, model.named_parameters(), plan=plan,
@@ -181,6 +193,14 @@ class Peer:
                 use_error_feedback=True, warm_start=True)
             self.model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
             self.description += f" (rank {arguments.powersgd_rank})"
+        elif arguments.comm == "zero":
+            # DDP averages the gradients; each rank steps the optimizer of
+            # its share of the parameters and broadcasts them (ZeRO-1).
+            from torch.distributed.optim import ZeroRedundancyOptimizer
+            self.optimizer = ZeroRedundancyOptimizer(
+                self.model.parameters(), optimizer_class=type(optimizer),
+                **optimizer.defaults)
+            self.description = "ZeroRedundancyOptimizer over DDP"
 
     def all_sum(self, values):
         tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
@@ -235,7 +255,7 @@ def main(argv):
     model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=arguments.lr,
                                 momentum=arguments.momentum)
-    sync = (Commopt if arguments.comm == "commopt" else Peer)(
+    sync = (Commopt if arguments.comm.startswith("commopt") else Peer)(
         model, optimizer, arguments, device)
     optimizer = sync.optimizer
     train_x, train_y = (t.to(device) for t in fashion_mnist.load("train"))

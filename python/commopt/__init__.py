@@ -28,13 +28,14 @@ from .optimizer import DistributedOptimizer, broadcast_optimizer_state, \
     broadcast_parameters
 from .plan import Collective, GradientRange, Plan, default_plan, load_plan, \
     parse_plan
+from .sharded import ShardedOptimizer
 
 __all__ = [
     "Collective", "CommoptError", "DistributedOptimizer", "GradientRange",
     "Plan", "allgather", "allreduce", "allreduce_", "barrier", "broadcast",
     "broadcast_", "broadcast_optimizer_state", "broadcast_parameters",
     "default_plan", "init", "load_plan", "local_rank", "local_size",
-    "parse_plan", "rank", "save_checkpoint", "size",
+    "parse_plan", "rank", "save_checkpoint", "ShardedOptimizer", "size",
 ]
 
 

@@ -86,6 +86,8 @@ _SIGNATURES = [
      [_c_int32, _c_void_p, _c_int64, ctypes.POINTER(_c_void_p),
       ctypes.POINTER(_c_int64), _c_int32, _c_int32, _c_int32, _c_float,
       _c_int32, ctypes.POINTER(_c_int64)]),
+    ("commrt_group_rank", _c_int32, [_c_int32]),
+    ("commrt_group_size", _c_int32, [_c_int32]),
     ("commrt_test", _c_int32, [_c_int64, ctypes.POINTER(_c_int32)]),
     ("commrt_wait", _c_int32, [_c_int64]),
     ("commrt_wait_for", _c_int32,
@@ -212,6 +214,22 @@ def rank():
 
 def size():
     return library().commrt_size()
+
+
+def group_rank(group):
+    """This rank's index in the process group `group` (0: all ranks)."""
+    value = library().commrt_group_rank(group)
+    if value < 0:
+        raise CommoptError(f"commrt_group_rank: {last_error()}")
+    return value
+
+
+def group_size(group):
+    """The ranks of the process group `group` (0: all ranks)."""
+    value = library().commrt_group_size(group)
+    if value < 0:
+        raise CommoptError(f"commrt_group_size: {last_error()}")
+    return value
 
 
 def _query(function):
