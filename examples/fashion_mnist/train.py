@@ -214,6 +214,27 @@ def process_cpu_s():
     return usage.ru_utime + usage.ru_stime
 
 
+def optimizer_state_elements(optimizer):
+    """The elements of the tensors of `optimizer`'s state on this rank
+    (momentum, Adam's moments): a torch optimizer's, commopt's optimizers'
+    (their shard's, sharded), ZeroRedundancyOptimizer's local one's."""
+    inner = getattr(optimizer, "optim", optimizer)
+    return sum(t.numel() for s in inner.state.values() for t in s.values()
+               if torch.is_tensor(t) and t.dim() > 0)
+
+
+def sent_bytes(rank):
+    """Bytes this rank's host has sent on the emulated cluster's link
+    (bench/cluster/emulate.sh names it commopt-p<rank>), or None where
+    there is no such link."""
+    path = f"/sys/class/net/commopt-p{rank}/statistics/tx_bytes"
+    try:
+        with open(path) as handle:
+            return int(handle.read())
+    except OSError:
+        return None
+
+
 def evaluate(model, sync, test_x, test_y):
     """Test accuracy in percent; each rank scores its share of the set."""
     share = len(test_x) // sync.size + 1
@@ -271,6 +292,7 @@ def main(argv):
 
     history = []
     run_started = time.perf_counter()
+    sent_before, total_steps = sent_bytes(sync.rank), 0
     for epoch in range(1, arguments.epochs + 1):
         order = torch.randperm(len(train_x), generator=torch.Generator()
                                .manual_seed(arguments.seed * 1000 + epoch))
@@ -286,6 +308,7 @@ def main(argv):
             optimizer.step()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
+            total_steps += 1
             step_ms.append((time.perf_counter() - started) * 1e3)
             cpu_ms.append((process_cpu_s() - cpu_started) * 1e3)
             losses.append(loss.item())
@@ -314,6 +337,16 @@ def main(argv):
         for param in model.parameters():
             digest.update(param.detach().cpu().contiguous().numpy().tobytes())
         print(f"parameters sha256 {digest.hexdigest()[:16]}", flush=True)
+    # Per rank, averaged over the ranks: the link's bytes per step (the
+    # evaluation's included where it runs) and the optimizer's state.
+    sent_after = sent_bytes(sync.rank)
+    sent_per_step = (sent_after - sent_before) / max(1, total_steps) \
+        if sent_before is not None and sent_after is not None else -1.0
+    # Each rank's state in its own slot: the largest is what a rank needs.
+    slots = [0.0] * sync.size
+    slots[sync.rank] = float(optimizer_state_elements(optimizer))
+    sums = sync.all_sum([sent_per_step] + slots)
+    sent_sum, states = sums[0], sums[1:]
     if arguments.json and sync.rank == 0:
         with open(arguments.json, "w") as handle:
             json.dump({"label": arguments.label or arguments.comm,
@@ -324,6 +357,11 @@ def main(argv):
                        "seed": arguments.seed,
                        "train_samples": samples,
                        "seconds": time.perf_counter() - run_started,
+                       "parameters": sum(p.numel()
+                                         for p in model.parameters()),
+                       "optimizer_state_elements": states,
+                       "sent_bytes_per_step": sent_sum / sync.size
+                       if sent_per_step >= 0 else None,
                        "epochs": history}, handle, indent=1)
             handle.write("\n")
 
