@@ -227,7 +227,8 @@ def compare_traces(predicted_path, folder, stem="compare", delay_us=DELAY_US,
             if host:
                 # Busy while it computed, at its share of a core.
                 sent = sum(e["args"]["sent_bytes"] for e in collectives)
-                share = min(1.0, host["cores"] / host["ranks"])
+                share = min(1.0, host["cores"] /
+                            (host.get("timed_ranks") or host["ranks"]))
                 cpu = {"cpu_us": (share * computed + host["step_us"] +
                                   host["ns_per_sent_byte"] * sent * 1e-3) *
                        rng.uniform(0.97, 1.03)}
@@ -239,12 +240,16 @@ def compare_traces(predicted_path, folder, stem="compare", delay_us=DELAY_US,
                      plan=f"plan {folder}/{stem}.json", **info)
 
 
-def host_cpu_traces(folder, predicted_paths):
+def host_cpu_traces(folder, predicted_paths, timed_alone=False):
+    """Traces of a host whose durations count at the ranks' share of a core
+    or, `timed_alone`, whole (timed_ranks 1: a profile timed by one
+    process)."""
+    host = dict(HOST_CPU, timed_ranks=1) if timed_alone else HOST_CPU
     for path in predicted_paths:
         stem = path.rsplit("/", 1)[-1].removesuffix(".timeline.json")
-        compare_traces(path, folder, stem, delay_us=0.0, host=HOST_CPU)
+        compare_traces(path, folder, stem, delay_us=0.0, host=host)
     with open(f"{folder}/planted-host.json", "w") as handle:
-        json.dump({"host_cpu": HOST_CPU}, handle)
+        json.dump({"host_cpu": host}, handle)
 
 
 def check(device_path, planted_path):
@@ -278,5 +283,7 @@ if __name__ == "__main__":
         compare_traces(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "host-cpu":
         host_cpu_traces(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "host-cpu-alone":
+        host_cpu_traces(sys.argv[2], sys.argv[3:], timed_alone=True)
     else:
         check(sys.argv[2], sys.argv[3])
