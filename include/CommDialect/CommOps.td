@@ -424,11 +424,11 @@ def Comm_SparseStartOp : Comm_Op<"sparse_start", !listconcat(Comm_SparseTraits,
 
 // The attributes the sharded collectives share: the number of shards (the
 // ranks of the world or of the group), the wire type and prescale, the
-// parameter's name and the process group.
+// parameters' names and the process group.
 defvar Comm_ShardedArgs = (ins ConfinedAttr<I64Attr, [IntPositive]>:$shards,
                                OptionalAttr<TypeAttr>:$wire,
                                OptionalAttr<F64Attr>:$prescale,
-                               OptionalAttr<StrAttr>:$name,
+                               OptionalAttr<StrArrayAttr>:$names,
                                OptionalAttr<Comm_GroupAttr>:$group);
 
 // A sharded collective is a collective with no allreduce algorithm of its
@@ -439,44 +439,51 @@ defvar Comm_ShardedTraits = [
 
 def Comm_ReduceScatterOp : Comm_Op<"reduce_scatter", !listconcat(
     Comm_ShardedTraits,
-    [DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
         ["getGradients", "getGradientNames", "getAllreduceAlgorithm",
          "setAllreduceAlgorithm", "isDenseAllreduce"]>])> {
-  let summary = "Reduce-scatter of a gradient into each rank's shard";
+  let summary = "Reduce-scatter of gradients into each rank's shard";
   let description = [{
-    Reduces `input` element-wise across the `shards` ranks (all ranks, or
-    with `group` the ranks of each process group) and gives each rank its
-    shard of the result: the input is seen flat, in row-major order, cut
-    into `shards` pieces of ceil(N / shards) elements (N the input's
-    elements), and rank r (its index in the group) gets piece r. Where
-    `shards` does not divide N, the last pieces are shorter or empty and the
-    shard is padded with zeros. The shard has ceil(N / shards) elements in
-    any shape. `shards` must be the number of ranks the collective runs
-    among; the runtime checks it. As sharded data parallelism (ZeRO-2,
-    FSDP) reduces gradients.
+    Reduces the flat tensor made of `inputs` (each seen flat in row-major
+    order, concatenated in operand order: FSDP's flat parameter, XLA's
+    combined reduce-scatter) element-wise across the `shards` ranks (all
+    ranks, or with `group` the ranks of each process group) and gives each
+    rank its shard of the result: the flat tensor of N elements is cut into
+    `shards` pieces of ceil(N / shards) elements, and rank r (its index in
+    the group) gets piece r. Where `shards` does not divide N, the last
+    pieces are shorter or empty and the shard is padded with zeros. The
+    shard has ceil(N / shards) elements in any shape. `shards` must be the
+    number of ranks the collective runs among; the runtime checks it. As
+    sharded data parallelism (ZeRO-2, FSDP) reduces gradients. `names`
+    lists the parameters' names.
 
     `wire` and `prescale` are those of `comm.allreduce`. In buffer form the
-    result goes `into` the shard's buffer, and the input's buffer is the
-    collective's working memory: its contents afterwards are unspecified.
+    result goes `into` the shard's buffer, and the inputs' buffers are the
+    collective's working memory: their contents afterwards are unspecified.
 
     Example:
 
     ```mlir
     %s = comm.reduce_scatter %g {reduce = #comm.reduce<avg>, shards = 4 : i64}
         : tensor<1000x10xf32> -> tensor<250x10xf32>
+    // A flat tensor of two gradients, 1010 elements: shards of 253.
+    %f = comm.reduce_scatter %w, %b {names = ["fc.weight", "fc.bias"],
+                                     shards = 4 : i64}
+        : tensor<1000xf32>, tensor<10xf32> -> tensor<253xf32>
     // 10 elements on 4 ranks: shards of 3, the last one of 1 and padding.
-    comm.reduce_scatter %b into %sb {shards = 4 : i64}
+    comm.reduce_scatter %m into %sm {shards = 4 : i64}
         : memref<10xf32> into memref<3xf32>
     ```
   }];
-  let arguments = !con((ins Comm_Gradient:$input,
+  let arguments = !con((ins Variadic<Comm_Gradient>:$inputs,
                             Optional<AnyMemRef>:$shard),
                        (ins DefaultValuedAttr<Comm_ReduceKindAttr,
                             "::mlir::comm::ReduceKind::sum">:$reduce),
                        Comm_ShardedArgs);
   let results = (outs Optional<AnyRankedTensor>:$result);
   let assemblyFormat = [{
-    $input (`into` $shard^)? attr-dict `:` type($input)
+    $inputs (`into` $shard^)? attr-dict `:` type($inputs)
     (`into` type($shard)^)? (`->` type($result)^)?
   }];
   let hasVerifier = 1;
@@ -488,36 +495,40 @@ def Comm_AllGatherOp : Comm_Op<"all_gather", !listconcat(
         ["getGradients", "getGradientNames", "getReduceKind",
          "getAllreduceAlgorithm", "setAllreduceAlgorithm",
          "isDenseAllreduce", "canNarrowWire"]>])> {
-  let summary = "All-gather of every rank's shard into the whole tensor";
+  let summary = "All-gather of every rank's shard into whole tensors";
   let description = [{
-    The inverse of `comm.reduce_scatter`'s sharding: every rank's `shard`
-    (ceil(N / shards) elements) goes to its place in the result, a tensor
-    of N elements seen flat in row-major order; shard elements past N are
-    not read. As sharded data parallelism (ZeRO-3, FSDP) gathers parameters
-    before use.
+    The inverse of `comm.reduce_scatter`'s sharding: every rank's `input`
+    shard (ceil(N / shards) elements) goes to its place in the flat tensor
+    of N elements made of the results (each seen flat in row-major order,
+    concatenated in order); shard elements past N are not read. As sharded
+    data parallelism (ZeRO-3, FSDP) gathers parameters before use.
 
     With `wire`, each shard travels rounded to `wire` after the
     multiplication by `prescale`, and every rank, the shard's owner
     included, holds the rounded values, so that all ranks hold the same
-    tensor. comm-lower-precision leaves all-gathers alone: they carry
-    parameters, not gradients.
+    tensors. comm-lower-precision leaves all-gathers alone: they carry
+    parameters, not gradients. In buffer form the results go `into` the
+    output buffers.
 
     Example:
 
     ```mlir
     %w = comm.all_gather %s {shards = 4 : i64}
         : tensor<250x10xf32> -> tensor<1000x10xf32>
-    comm.all_gather %sb into %b {shards = 4 : i64}
+    %p:2 = comm.all_gather %f {names = ["fc.weight", "fc.bias"],
+                               shards = 4 : i64}
+        : tensor<253xf32> -> tensor<1000xf32>, tensor<10xf32>
+    comm.all_gather %sm into %m {shards = 4 : i64}
         : memref<3xf32> into memref<10xf32>
     ```
   }];
   let arguments = !con((ins Comm_Gradient:$input,
-                            Optional<AnyMemRef>:$output),
+                            Variadic<AnyMemRef>:$outputs),
                        Comm_ShardedArgs);
-  let results = (outs Optional<AnyRankedTensor>:$result);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
-    $input (`into` $output^)? attr-dict `:` type($input)
-    (`into` type($output)^)? (`->` type($result)^)?
+    $input (`into` $outputs^)? attr-dict `:` type($input)
+    (`into` type($outputs)^)? (`->` type($results)^)?
   }];
   let hasVerifier = 1;
 }

@@ -177,9 +177,9 @@ struct ComputeModel
 };
 
 /// A sharded collective (comm.reduce_scatter, comm.all_gather): reads its
-/// operand and writes its result into a new buffer, which the op in buffer
-/// form takes `into`. A reduce-scatter also writes its operand's buffer,
-/// the runtime's working memory.
+/// operands and writes each result into a new buffer, which the op in
+/// buffer form takes `into`, after its operands. A reduce-scatter also
+/// writes its operands' buffers, the runtime's working memory.
 template <typename OpTy>
 struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
                                     ShardedCollectiveModel<OpTy>, OpTy> {
@@ -203,25 +203,35 @@ struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    auto collective = cast<OpTy>(op);
-    FailureOr<Value> input =
-        getBuffer(rewriter, collective.getInput(), options, state);
-    if (failed(input))
-      return failure();
-    auto type = cast<RankedTensorType>(collective.getResult().getType());
-    if (!type.hasStaticShape())
-      return collective.emitOpError("cannot bufferize a result of dynamic "
-                                    "shape ")
-             << type;
+    SmallVector<Value> operands;
+    for (Value input : op->getOperands()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+      if (failed(buffer))
+        return failure();
+      operands.push_back(*buffer);
+    }
     rewriter.setInsertionPoint(op);
-    Value output = memref::AllocOp::create(
-        rewriter, op->getLoc(),
-        MemRefType::get(type.getShape(), type.getElementType()));
-    OperationState bufferized(op->getLoc(), op->getName(),
-                              ValueRange{*input, output}, TypeRange(),
-                              op->getAttrs());
+    SmallVector<Value> outputs;
+    for (Type result : op->getResultTypes()) {
+      auto type = cast<RankedTensorType>(result);
+      if (!type.hasStaticShape())
+        return op->emitOpError("cannot bufferize a result of dynamic shape ")
+               << type;
+      outputs.push_back(memref::AllocOp::create(
+          rewriter, op->getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType())));
+    }
+    OperationState bufferized(op->getLoc(), op->getName());
+    bufferized.addOperands(operands);
+    bufferized.addOperands(outputs);
+    bufferized.addAttributes(op->getAttrs());
+    if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
+      bufferized.attributes.set(
+          ReduceScatterOp::getOperandSegmentSizeAttr(),
+          rewriter.getDenseI32ArrayAttr(
+              {static_cast<int32_t>(operands.size()), 1}));
     rewriter.create(bufferized);
-    replaceOpWithBufferizedValues(rewriter, op, output);
+    replaceOpWithBufferizedValues(rewriter, op, outputs);
     return success();
   }
 };

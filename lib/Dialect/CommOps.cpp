@@ -650,47 +650,66 @@ void SparseStartOp::getEffects(
 // ReduceScatterOp and AllGatherOp
 //===----------------------------------------------------------------------===//
 
-/// Checks a sharded collective whose whole tensor is `whole` and whose shard
-/// is `shard` (both of one form: tensor types for the op's operand and
-/// result, memref types for its two operands): one element type, the
-/// settings verifyCollective checks of the operand `input`, and a shard of
-/// ceil(N / shards) elements where the shapes are static.
-static LogicalResult verifySharded(Operation *op, Value input,
-                                   Value bufferOperand, Value result,
-                                   bool inputIsWhole, int64_t shards,
-                                   ReduceKind reduce, std::optional<Type> wire,
-                                   std::optional<APFloat> prescale) {
-  if (failed(verifyCollective(op, input, {}, /*checkResults=*/false, reduce,
+/// Checks a sharded collective of the flat tensor made of `wholes` and its
+/// shard `shard` (tensor types for the op's operands and results, memref
+/// types for its operands): one form and one element type, the settings
+/// verifyCollective checks of the operands `gradients`, a name per tensor,
+/// and a shard of ceil(N / shards) elements where the shapes are static.
+/// `wholesAreInputs`: a reduce-scatter's; else an all-gather's, whose
+/// wholes are its results or its output buffers.
+static LogicalResult
+verifySharded(Operation *op, ValueRange gradients, TypeRange wholes, Type shard,
+              bool wholesAreInputs, bool isTensor, size_t bufferOperands,
+              size_t results, int64_t shards, ReduceKind reduce,
+              std::optional<Type> wire, std::optional<APFloat> prescale,
+              std::optional<ArrayAttr> names) {
+  if (failed(verifyCollective(op, gradients, {}, /*checkResults=*/false, reduce,
                               wire, prescale, /*names=*/std::nullopt)))
     return failure();
-  bool isTensor = isa<RankedTensorType>(input.getType());
-  StringRef other = inputIsWhole ? "shard" : "output";
-  if (isTensor && (bufferOperand || !result))
-    return op->emitOpError("on a tensor returns its ")
-           << (inputIsWhole ? "shard" : "whole tensor")
-           << " and takes no buffer to write it into";
-  if (!isTensor && (!bufferOperand || result))
-    return op->emitOpError("on a memref writes `into` its ")
-           << other << " buffer and has no result";
-  auto produced =
-      cast<ShapedType>(isTensor ? result.getType() : bufferOperand.getType());
-  auto consumed = cast<ShapedType>(input.getType());
-  if (produced.getElementType() != consumed.getElementType())
-    return op->emitOpError("expects one element type, but the operand has ")
-           << consumed.getElementType() << " and the "
-           << (isTensor ? "result" : other) << " has "
-           << produced.getElementType();
-  ShapedType whole = inputIsWhole ? consumed : produced;
-  ShapedType shard = inputIsWhole ? produced : consumed;
-  if (!whole.hasStaticShape() || !shard.hasStaticShape())
+  StringRef produced = wholesAreInputs ? "shard" : "whole tensors";
+  if (isTensor && (bufferOperands != 0 || results == 0))
+    return op->emitOpError("on tensors returns its ")
+           << produced << " and takes no buffers to write into";
+  if (!isTensor && (bufferOperands == 0 || results != 0))
+    return op->emitOpError("on memrefs writes its ")
+           << produced << " `into` buffers and has no results";
+  if (wholes.empty())
+    return op->emitOpError("expects at least one whole tensor");
+  Type elementType = cast<ShapedType>(shard).getElementType();
+  int64_t total = 0;
+  bool isStatic = cast<ShapedType>(shard).hasStaticShape();
+  for (auto [index, type] : llvm::enumerate(wholes)) {
+    auto shaped = cast<ShapedType>(type);
+    if (isa<RankedTensorType>(shaped) != isTensor)
+      return op->emitOpError("expects tensors or memrefs throughout, but ")
+             << (wholesAreInputs ? "operand" : "whole") << " #" << index
+             << " is " << type;
+    if (shaped.getElementType() != elementType)
+      return op->emitOpError("expects one element type, but the shard has ")
+             << elementType << " and whole tensor #" << index << " has "
+             << shaped.getElementType();
+    if (!shaped.hasStaticShape())
+      isStatic = false;
+    else
+      total += shaped.getNumElements();
+  }
+  if (isa<RankedTensorType>(shard) != isTensor)
+    return op->emitOpError("expects tensors or memrefs throughout, but the "
+                           "shard is ")
+           << shard;
+  if (names && names->size() != wholes.size())
+    return op->emitOpError("has ") << names->size() << " names for "
+                                   << wholes.size() << " whole tensors";
+  if (!isStatic)
     return success();
-  int64_t expected = llvm::divideCeil(whole.getNumElements(), shards);
-  if (shard.getNumElements() != expected)
+  auto shardType = cast<ShapedType>(shard);
+  int64_t expected = llvm::divideCeil(total, shards);
+  if (shardType.getNumElements() != expected)
     return op->emitOpError("shard of type ")
-           << shard << " has " << shard.getNumElements()
-           << " elements, but a tensor of " << whole.getNumElements()
-           << " elements has shards of ceil(" << whole.getNumElements() << " / "
-           << shards << ") = " << expected;
+           << shard << " has " << shardType.getNumElements()
+           << " elements, but a flat tensor of " << total
+           << " elements has shards of ceil(" << total << " / " << shards
+           << ") = " << expected;
   return success();
 }
 
@@ -718,12 +737,10 @@ static LogicalResult verifyShardedGroup(Operation *op, GroupAttr group,
   return success();
 }
 
-ValueRange ReduceScatterOp::getGradients() {
-  return getOperation()->getOperands().take_front();
-}
+ValueRange ReduceScatterOp::getGradients() { return getInputs(); }
 
 SmallVector<StringRef> ReduceScatterOp::getGradientNames() {
-  return {getName().value_or("")};
+  return getBucketNames(getNames(), getInputs().size());
 }
 
 // A reduce-scatter runs the ring's first half, not an allreduce algorithm.
@@ -740,9 +757,21 @@ bool ReduceScatterOp::isDenseAllreduce() { return false; }
 LogicalResult ReduceScatterOp::verify() {
   if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
     return failure();
-  return verifySharded(*this, getInput(), getShard(), getResult(),
-                       /*inputIsWhole=*/true, getShards(), getReduce(),
-                       getWire(), getPrescale());
+  if (getInputs().empty())
+    return emitOpError("expects at least one gradient");
+  bool isTensor = isa<RankedTensorType>(getInputs().front().getType());
+  Type shard = getResult()  ? getResult().getType()
+               : getShard() ? getShard().getType()
+                            : Type();
+  if (!shard)
+    return emitOpError(isTensor ? "on tensors returns its shard and takes no "
+                                  "buffers to write into"
+                                : "on memrefs writes its shard `into` buffers "
+                                  "and has no results");
+  return verifySharded(*this, getInputs(), getInputs().getTypes(), shard,
+                       /*wholesAreInputs=*/true, isTensor, getShard() ? 1 : 0,
+                       getResult() ? 1 : 0, getShards(), getReduce(), getWire(),
+                       getPrescale(), getNames());
 }
 
 LogicalResult
@@ -761,7 +790,8 @@ ValueRange AllGatherOp::getGradients() {
 }
 
 SmallVector<StringRef> AllGatherOp::getGradientNames() {
-  return {getName().value_or("")};
+  size_t count = getOutputs().empty() ? getNumResults() : getOutputs().size();
+  return getBucketNames(getNames(), count);
 }
 
 // Nothing is reduced: every element comes from one rank.
@@ -784,9 +814,13 @@ bool AllGatherOp::canNarrowWire() { return false; }
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyNamesAreUTF8(*this, getGradientNames())))
     return failure();
-  return verifySharded(*this, getInput(), getOutput(), getResult(),
-                       /*inputIsWhole=*/false, getShards(), ReduceKind::sum,
-                       getWire(), getPrescale());
+  bool isTensor = isa<RankedTensorType>(getInput().getType());
+  TypeRange wholes = isTensor ? TypeRange(getResultTypes())
+                              : TypeRange(getOutputs().getTypes());
+  return verifySharded(*this, getInput(), wholes, getInput().getType(),
+                       /*wholesAreInputs=*/false, isTensor, getOutputs().size(),
+                       getNumResults(), getShards(), ReduceKind::sum, getWire(),
+                       getPrescale(), getNames());
 }
 
 LogicalResult

@@ -4,7 +4,9 @@
 // shard one element and two of padding (zeros); all-gathered back (in bf16
 // on the wire, exact for these integers), every rank holds the whole sum.
 // Within the rows of a 2x2 grid ({0, 1} and {2, 3}) the shards are 5
-// elements of 3 (i + 1) and of 7 (i + 1). Every value is exact in f32.
+// elements of 3 (i + 1) and of 7 (i + 1). The same 10 elements as the flat
+// tensor of two (6 and 4 elements, FSDP's flat parameter) give the same
+// shards, and gather back into both. Every value is exact in f32.
 //
 // RUN: commopt-opt %s --commopt-lower-to-llvm -o %t.llvm.mlir
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.llvm.mlir
@@ -18,14 +20,23 @@
 // LOWERED: llvm.call @commrt_all_gather(
 // LOWERED: llvm.call @commrt_group_split(
 // LOWERED: llvm.call @commrt_reduce_scatter(
+// LOWERED: llvm.call @commrt_reduce_scatter(
+// LOWERED: llvm.call @commrt_all_gather(
 
-// Every rank: its shard, the gathered sum, its shard within its row.
+// Every rank: its shard, the gathered sum, its shard within its row, its
+// shard of the flat tensor of two, and the two gathered.
 // RANK0: data =
 // RANK0-NEXT: [10,  20,  30]
 // RANK0: data =
 // RANK0-NEXT: [10,  20,  30,  40,  50,  60,  70,  80,  90,  100]
 // RANK0: data =
 // RANK0-NEXT: [3,  6,  9,  12,  15]
+// RANK0: data =
+// RANK0-NEXT: [10,  20,  30]
+// RANK0: data =
+// RANK0-NEXT: [10,  20,  30,  40,  50,  60]
+// RANK0: data =
+// RANK0-NEXT: [70,  80,  90,  100]
 // RANK0-NOT: data =
 //
 // RANK1: data =
@@ -34,6 +45,12 @@
 // RANK1-NEXT: [10,  20,  30,  40,  50,  60,  70,  80,  90,  100]
 // RANK1: data =
 // RANK1-NEXT: [18,  21,  24,  27,  30]
+// RANK1: data =
+// RANK1-NEXT: [40,  50,  60]
+// RANK1: data =
+// RANK1-NEXT: [10,  20,  30,  40,  50,  60]
+// RANK1: data =
+// RANK1-NEXT: [70,  80,  90,  100]
 // RANK1-NOT: data =
 //
 // RANK2: data =
@@ -42,6 +59,12 @@
 // RANK2-NEXT: [10,  20,  30,  40,  50,  60,  70,  80,  90,  100]
 // RANK2: data =
 // RANK2-NEXT: [7,  14,  21,  28,  35]
+// RANK2: data =
+// RANK2-NEXT: [70,  80,  90]
+// RANK2: data =
+// RANK2-NEXT: [10,  20,  30,  40,  50,  60]
+// RANK2: data =
+// RANK2-NEXT: [70,  80,  90,  100]
 // RANK2-NOT: data =
 //
 // RANK3: data =
@@ -50,6 +73,12 @@
 // RANK3-NEXT: [10,  20,  30,  40,  50,  60,  70,  80,  90,  100]
 // RANK3: data =
 // RANK3-NEXT: [42,  49,  56,  63,  70]
+// RANK3: data =
+// RANK3-NEXT: [100,  0,  0]
+// RANK3: data =
+// RANK3-NEXT: [10,  20,  30,  40,  50,  60]
+// RANK3: data =
+// RANK3-NEXT: [70,  80,  90,  100]
 // RANK3-NOT: data =
 
 shard.grid @mesh(shape = 2x2)
@@ -66,6 +95,20 @@ func.func @print3(%t: tensor<3xf32>) {
 func.func @print5(%t: tensor<5xf32>) {
   %m = bufferization.to_buffer %t : tensor<5xf32> to memref<5xf32>
   %u = memref.cast %m : memref<5xf32> to memref<*xf32>
+  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  return
+}
+
+func.func @print6(%t: tensor<6xf32>) {
+  %m = bufferization.to_buffer %t : tensor<6xf32> to memref<6xf32>
+  %u = memref.cast %m : memref<6xf32> to memref<*xf32>
+  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  return
+}
+
+func.func @print4(%t: tensor<4xf32>) {
+  %m = bufferization.to_buffer %t : tensor<4xf32> to memref<4xf32>
+  %u = memref.cast %m : memref<4xf32> to memref<*xf32>
   call @printMemrefF32(%u) : (memref<*xf32>) -> ()
   return
 }
@@ -94,8 +137,17 @@ func.func @main() {
       : tensor<3xf32> -> tensor<10xf32>
   %row = comm.reduce_scatter %g {shards = 2, group = #comm.group<@mesh, axes = [1]>}
       : tensor<10xf32> -> tensor<5xf32>
+  %a = tensor.extract_slice %g[0] [6] [1] : tensor<10xf32> to tensor<6xf32>
+  %b = tensor.extract_slice %g[6] [4] [1] : tensor<10xf32> to tensor<4xf32>
+  %flat = comm.reduce_scatter %a, %b {shards = 4}
+      : tensor<6xf32>, tensor<4xf32> -> tensor<3xf32>
+  %both:2 = comm.all_gather %flat {shards = 4}
+      : tensor<3xf32> -> tensor<6xf32>, tensor<4xf32>
   call @print3(%shard) : (tensor<3xf32>) -> ()
   call @print10(%whole) : (tensor<10xf32>) -> ()
   call @print5(%row) : (tensor<5xf32>) -> ()
+  call @print3(%flat) : (tensor<3xf32>) -> ()
+  call @print6(%both#0) : (tensor<6xf32>) -> ()
+  call @print4(%both#1) : (tensor<4xf32>) -> ()
   return
 }

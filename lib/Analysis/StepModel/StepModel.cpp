@@ -426,28 +426,32 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                          std::move(label));
   };
 
-  // A reduce-scatter or all-gather: one pass of the ring over the whole
-  // tensor (a reduce-scatter's operand, an all-gather's result) in the type
-  // it travels in, plus packing where the wire narrows it.
+  // A reduce-scatter or all-gather: one pass of the ring over the flat
+  // tensor (a reduce-scatter's operands, an all-gather's results or output
+  // buffers) in the type it travels in, plus packing where the wire
+  // narrows it.
   auto addSharded = [&](CollectiveOpInterface op,
                         std::string label) -> CollectiveTask & {
-    Value whole = isa<ReduceScatterOp>(op) ? op->getOperand(0)
-                                           : cast<AllGatherOp>(op).getResult();
-    if (!whole)
-      whole = op->getOperand(1);
-    double bytes = static_cast<double>(
-        getGradientBytes(whole.getType(), op.getWireType()).value_or(0));
+    TypeRange wholes;
+    if (auto scatter = dyn_cast<ReduceScatterOp>(op.getOperation()))
+      wholes = scatter.getInputs().getTypes();
+    else if (auto gather = cast<AllGatherOp>(op.getOperation());
+             gather->getNumResults() > 0)
+      wholes = gather.getResultTypes();
+    else
+      wholes = gather.getOutputs().getTypes();
+    double bytes = 0, ownBytes = 0;
+    for (Type whole : wholes) {
+      bytes += static_cast<double>(
+          getGradientBytes(whole, op.getWireType()).value_or(0));
+      ownBytes +=
+          static_cast<double>(getGradientBytes(whole, Type()).value_or(0));
+    }
     const ClusterModel &ranks = clusters.get(op);
-    CollectiveCost cost = isa<ReduceScatterOp>(op)
+    CollectiveCost cost = isa<ReduceScatterOp>(op.getOperation())
                               ? reduceScatterCost(ranks, bytes)
                               : allgatherCost(ranks, bytes);
-    double wireUs =
-        op.getWireType()
-            ? getWireCostUs(
-                  ranks,
-                  static_cast<double>(
-                      getGradientBytes(whole.getType(), Type()).value_or(0)))
-            : 0.0;
+    double wireUs = op.getWireType() ? getWireCostUs(ranks, ownBytes) : 0.0;
     cost.latencyUs += wireUs;
     return addCollective(op, op.getGradients(), cost, bytes, wireUs,
                          std::move(label));

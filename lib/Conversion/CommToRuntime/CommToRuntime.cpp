@@ -665,10 +665,11 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
 };
 
 /// A sharded collective as one runtime call among its group (0: all ranks):
-/// `commrt_reduce_scatter` of the operand's buffer into the shard's, or
-/// `commrt_all_gather` of the shard into the output's, with the shard's
-/// element count, which the runtime checks against the ranks it runs on.
-/// Buffers that are not contiguous go through contiguous copies.
+/// `commrt_reduce_scatter` of the flat tensor of the operands' buffers into
+/// the shard's, or `commrt_all_gather` of the shard into the flat tensor of
+/// the output buffers, with the shard's element count, which the runtime
+/// checks against the ranks it runs on. Buffers that are not contiguous go
+/// through contiguous copies.
 template <typename OpT>
 struct ShardedCollectiveLowering : public OpConversionPattern<OpT> {
   using OpConversionPattern<OpT>::OpConversionPattern;
@@ -678,30 +679,29 @@ struct ShardedCollectiveLowering : public OpConversionPattern<OpT> {
   matchAndRewrite(OpT op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
     constexpr bool scatters = std::is_same_v<OpT, ReduceScatterOp>;
-    Value whole, shard;
+    SmallVector<Value> buffers;
     if constexpr (scatters) {
-      whole = adaptor.getInput();
-      shard = adaptor.getShard();
+      llvm::append_range(buffers, adaptor.getInputs());
+      buffers.push_back(adaptor.getShard());
     } else {
-      whole = adaptor.getOutput();
-      shard = adaptor.getInput();
+      llvm::append_range(buffers, adaptor.getOutputs());
+      buffers.push_back(adaptor.getInput());
     }
-    FailureOr<CollectiveArguments> args =
-        getCollectiveArguments(cast<CollectiveOpInterface>(*op), whole);
+    FailureOr<CollectiveArguments> args = getCollectiveArguments(
+        cast<CollectiveOpInterface>(*op), ValueRange(buffers).drop_back());
     if (failed(args))
       return failure();
     Location loc = op.getLoc();
     FailureOr<Value> group = emitGroupHandleOrAll(rewriter, op);
     if (failed(group))
       return failure();
-    StagedBuffers staged =
-        StagedBuffers::stage(rewriter, loc, ValueRange{whole, shard});
-    SmallVector<Value> arrays =
-        getBufferArrays(rewriter, op, staged.contiguous[0]);
-    Value shardPointer = getDataPointer(rewriter, loc, staged.contiguous[1]);
+    StagedBuffers staged = StagedBuffers::stage(rewriter, loc, buffers);
+    Value shard = staged.contiguous.back();
+    SmallVector<Value> arrays = getBufferArrays(
+        rewriter, op, ArrayRef<Value>(staged.contiguous).drop_back());
+    Value shardPointer = getDataPointer(rewriter, loc, shard);
     Value shardCount = rewriter.createOrFold<arith::IndexCastOp>(
-        loc, rewriter.getI64Type(),
-        getElementCount(rewriter, loc, staged.contiguous[1]));
+        loc, rewriter.getI64Type(), getElementCount(rewriter, loc, shard));
     SmallVector<Value> scalars = getScalarArguments(rewriter, loc, *args);
     SmallVector<Value> callArgs = {*group};
     if constexpr (scatters)

@@ -297,17 +297,18 @@ void emitShardedCollective(OpBuilder &builder, Operation *op,
   if (isa<shard::ReduceScatterOp>(op))
     replacement =
         ReduceScatterOp::create(
-            builder, loc, resultType, converted, /*shard=*/Value(),
+            builder, loc, resultType, ValueRange{converted},
+            /*shard=*/Value(),
             ReduceKindAttr::get(builder.getContext(), plan.reduce), shards,
-            /*wire=*/nullptr, /*prescale=*/nullptr, /*name=*/nullptr,
+            /*wire=*/nullptr, /*prescale=*/nullptr, /*names=*/nullptr,
             plan.ranks.group)
             .getResult();
   else
-    replacement = AllGatherOp::create(builder, loc, resultType, converted,
-                                      /*output=*/Value(), shards,
-                                      /*wire=*/nullptr, /*prescale=*/nullptr,
-                                      /*name=*/nullptr, plan.ranks.group)
-                      .getResult();
+    replacement = AllGatherOp::create(
+                      builder, loc, TypeRange{resultType}, converted,
+                      /*outputs=*/ValueRange(), shards, /*wire=*/nullptr,
+                      /*prescale=*/nullptr, /*names=*/nullptr, plan.ranks.group)
+                      .getResult(0);
   result.replaceAllUsesWith(replacement);
 }
 

@@ -85,3 +85,23 @@ func.func @strided_shard(%g: memref<4xf32>, %s: memref<2xf32, strided<[2]>>) {
   comm.reduce_scatter %g into %s {shards = 2} : memref<4xf32> into memref<2xf32, strided<[2]>>
   return
 }
+
+// -----
+
+// The flat tensor of two gradients: one call with both buffers' addresses
+// and counts (2), and the shard's 3 elements; gathered back into both.
+
+// CHECK-LABEL: func.func @flat
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[SHARD:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[SIX:.*]] = arith.constant 6 : i64
+// CHECK-DAG: %[[FOUR:.*]] = arith.constant 4 : i64
+// CHECK: memref.store %[[SIX]], %[[COUNTS:.*]][%{{.*}}] : memref<2xi64>
+// CHECK: memref.store %[[FOUR]], %[[COUNTS]][%{{.*}}] : memref<2xi64>
+// CHECK: call @commrt_reduce_scatter(%{{.*}}, %{{.*}}, %{{.*}}, %[[TWO]], %{{.*}}, %[[SHARD]],
+// CHECK: call @commrt_all_gather(%{{.*}}, %{{.*}}, %[[SHARD]], %{{.*}}, %{{.*}}, %[[TWO]],
+func.func @flat(%a: tensor<6xf32>, %b: tensor<4xf32>) -> (tensor<6xf32>, tensor<4xf32>) {
+  %s = comm.reduce_scatter %a, %b {shards = 4} : tensor<6xf32>, tensor<4xf32> -> tensor<3xf32>
+  %p:2 = comm.all_gather %s {shards = 4} : tensor<3xf32> -> tensor<6xf32>, tensor<4xf32>
+  return %p#0, %p#1 : tensor<6xf32>, tensor<4xf32>
+}

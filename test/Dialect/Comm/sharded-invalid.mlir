@@ -3,7 +3,7 @@
 // Every verifier error of the sharded collectives.
 
 func.func @wrong_shard_size(%g: tensor<10xf32>) {
-  // expected-error @+1 {{'comm.reduce_scatter' op shard of type 'tensor<2xf32>' has 2 elements, but a tensor of 10 elements has shards of ceil(10 / 4) = 3}}
+  // expected-error @+1 {{'comm.reduce_scatter' op shard of type 'tensor<2xf32>' has 2 elements, but a flat tensor of 10 elements has shards of ceil(10 / 4) = 3}}
   %s = comm.reduce_scatter %g {shards = 4} : tensor<10xf32> -> tensor<2xf32>
   return
 }
@@ -11,7 +11,7 @@ func.func @wrong_shard_size(%g: tensor<10xf32>) {
 // -----
 
 func.func @wrong_gathered_size(%p: tensor<3xf32>) {
-  // expected-error @+1 {{'comm.all_gather' op shard of type 'tensor<3xf32>' has 3 elements, but a tensor of 16 elements has shards of ceil(16 / 4) = 4}}
+  // expected-error @+1 {{'comm.all_gather' op shard of type 'tensor<3xf32>' has 3 elements, but a flat tensor of 16 elements has shards of ceil(16 / 4) = 4}}
   %w = comm.all_gather %p {shards = 4} : tensor<3xf32> -> tensor<16xf32>
   return
 }
@@ -35,7 +35,7 @@ func.func @zero_shards(%g: tensor<8xf32>) {
 // -----
 
 func.func @element_types_differ(%g: tensor<8xf32>) {
-  // expected-error @+1 {{'comm.reduce_scatter' op expects one element type, but the operand has 'f32' and the result has 'f16'}}
+  // expected-error @+1 {{'comm.reduce_scatter' op expects one element type, but the shard has 'f16' and whole tensor #0 has 'f32'}}
   %s = comm.reduce_scatter %g {shards = 4} : tensor<8xf32> -> tensor<2xf16>
   return
 }
@@ -43,7 +43,7 @@ func.func @element_types_differ(%g: tensor<8xf32>) {
 // -----
 
 func.func @tensor_without_result(%g: tensor<8xf32>) {
-  // expected-error @+1 {{'comm.reduce_scatter' op on a tensor returns its shard and takes no buffer to write it into}}
+  // expected-error @+1 {{'comm.reduce_scatter' op on tensors returns its shard and takes no buffers to write into}}
   comm.reduce_scatter %g {shards = 4} : tensor<8xf32>
   return
 }
@@ -51,7 +51,7 @@ func.func @tensor_without_result(%g: tensor<8xf32>) {
 // -----
 
 func.func @memref_without_output(%g: memref<3xf32>) {
-  // expected-error @+1 {{'comm.all_gather' op on a memref writes `into` its output buffer and has no result}}
+  // expected-error @+1 {{'comm.all_gather' op on memrefs writes its whole tensors `into` buffers and has no results}}
   comm.all_gather %g {shards = 4} : memref<3xf32>
   return
 }
@@ -59,7 +59,7 @@ func.func @memref_without_output(%g: memref<3xf32>) {
 // -----
 
 func.func @memref_with_result(%g: memref<8xf32>, %s: memref<2xf32>) {
-  // expected-error @+1 {{'comm.reduce_scatter' op on a memref writes `into` its shard buffer and has no result}}
+  // expected-error @+1 {{'comm.reduce_scatter' op on memrefs writes its shard `into` buffers and has no results}}
   %r = comm.reduce_scatter %g into %s {shards = 4} : memref<8xf32> into memref<2xf32> -> tensor<2xf32>
   return
 }
@@ -110,6 +110,38 @@ func.func @unknown_grid(%g: tensor<8xf32>) {
 
 func.func @bad_name(%g: tensor<8xf32>) {
   // expected-error @+1 {{'comm.reduce_scatter' op name '...' is not valid UTF-8 at byte 0}}
-  %s = comm.reduce_scatter %g {shards = 4, name = "\FF"} : tensor<8xf32> -> tensor<2xf32>
+  %s = comm.reduce_scatter %g {shards = 4, names = ["\FF"]} : tensor<8xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @names_for_other_tensors(%w: tensor<8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'comm.reduce_scatter' op has 1 names for 2 whole tensors}}
+  %s = comm.reduce_scatter %w, %b {shards = 4, names = ["w"]} : tensor<8xf32>, tensor<4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gradients_of_two_types(%w: tensor<8xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'comm.reduce_scatter' op expects all gradients to share one element type, but operand #1 has 'f16' and operand #0 has 'f32'}}
+  %s = comm.reduce_scatter %w, %b {shards = 4} : tensor<8xf32>, tensor<4xf16> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @outputs_of_two_types(%s: tensor<3xf32>) {
+  // expected-error @+1 {{'comm.all_gather' op expects one element type, but the shard has 'f32' and whole tensor #1 has 'f16'}}
+  %p:2 = comm.all_gather %s {shards = 4} : tensor<3xf32> -> tensor<8xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @tensor_into_memref(%g: tensor<8xf32>, %s: memref<2xf32>) {
+  // expected-error @+1 {{'comm.reduce_scatter' op on tensors returns its shard and takes no buffers to write into}}
+  comm.reduce_scatter %g into %s {shards = 4} : tensor<8xf32> into memref<2xf32>
   return
 }

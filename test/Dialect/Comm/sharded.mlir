@@ -2,22 +2,36 @@
 // RUN: commopt-opt %s -split-input-file | commopt-opt -split-input-file | FileCheck %s
 // RUN: commopt-opt %s -split-input-file --mlir-print-op-generic | commopt-opt -split-input-file | FileCheck %s
 
-// Sharded data parallelism's collectives: a gradient reduce-scattered into
-// each rank's shard and a parameter all-gathered from every rank's shard,
-// in tensor and in buffer form, among all ranks or a group, in a narrower
-// wire type.
+// Sharded data parallelism's collectives: gradients reduce-scattered into
+// each rank's shard and parameters all-gathered from every rank's shard, one
+// tensor or the flat tensor of several (FSDP's flat parameter), in tensor
+// and in buffer form, among all ranks or a group, in a narrower wire type.
 
 // CHECK-LABEL: func.func @zero
 func.func @zero(%g: tensor<1000x10xf32>, %p: tensor<250x10xf32>)
     -> (tensor<250x10xf32>, tensor<1000x10xf32>) {
-  // CHECK: %{{.*}} = comm.reduce_scatter %{{.*}} {name = "fc.weight", reduce = #comm.reduce<avg>, shards = 4 : i64} : tensor<1000x10xf32> -> tensor<250x10xf32>
+  // CHECK: %{{.*}} = comm.reduce_scatter %{{.*}} {names = ["fc.weight"], reduce = #comm.reduce<avg>, shards = 4 : i64} : tensor<1000x10xf32> -> tensor<250x10xf32>
   %s = comm.reduce_scatter %g {reduce = #comm.reduce<avg>, shards = 4,
-                               name = "fc.weight"}
+                               names = ["fc.weight"]}
       : tensor<1000x10xf32> -> tensor<250x10xf32>
-  // CHECK: %{{.*}} = comm.all_gather %{{.*}} {name = "fc.weight", shards = 4 : i64} : tensor<250x10xf32> -> tensor<1000x10xf32>
-  %w = comm.all_gather %p {shards = 4, name = "fc.weight"}
+  // CHECK: %{{.*}} = comm.all_gather %{{.*}} {names = ["fc.weight"], shards = 4 : i64} : tensor<250x10xf32> -> tensor<1000x10xf32>
+  %w = comm.all_gather %p {shards = 4, names = ["fc.weight"]}
       : tensor<250x10xf32> -> tensor<1000x10xf32>
   return %s, %w : tensor<250x10xf32>, tensor<1000x10xf32>
+}
+
+// -----
+
+// A flat parameter of a weight and a bias, 1010 elements: shards of 253.
+
+// CHECK-LABEL: func.func @flat
+func.func @flat(%w: tensor<1000xf32>, %b: tensor<10xf32>) {
+  // CHECK: %[[S:.*]] = comm.reduce_scatter %{{.*}}, %{{.*}} {names = ["fc.weight", "fc.bias"], shards = 4 : i64} : tensor<1000xf32>, tensor<10xf32> -> tensor<253xf32>
+  %s = comm.reduce_scatter %w, %b {names = ["fc.weight", "fc.bias"], shards = 4}
+      : tensor<1000xf32>, tensor<10xf32> -> tensor<253xf32>
+  // CHECK: %{{.*}}:2 = comm.all_gather %[[S]] {shards = 4 : i64} : tensor<253xf32> -> tensor<1000xf32>, tensor<10xf32>
+  %p:2 = comm.all_gather %s {shards = 4} : tensor<253xf32> -> tensor<1000xf32>, tensor<10xf32>
+  return
 }
 
 // -----
@@ -37,11 +51,12 @@ func.func @padded(%g: tensor<10xf32>, %p: tensor<3x1xf32>) {
 // -----
 
 // CHECK-LABEL: func.func @buffers
-func.func @buffers(%g: memref<10xf32>, %s: memref<3xf32>, %w: memref<10xf32>) {
-  // CHECK: comm.reduce_scatter %{{.*}} into %{{.*}} {shards = 4 : i64} : memref<10xf32> into memref<3xf32>
-  comm.reduce_scatter %g into %s {shards = 4} : memref<10xf32> into memref<3xf32>
-  // CHECK: comm.all_gather %{{.*}} into %{{.*}} {shards = 4 : i64} : memref<3xf32> into memref<10xf32>
-  comm.all_gather %s into %w {shards = 4} : memref<3xf32> into memref<10xf32>
+func.func @buffers(%g: memref<10xf32>, %h: memref<2xf32>, %s: memref<3xf32>,
+                   %w: memref<10xf32>, %b: memref<2xf32>) {
+  // CHECK: comm.reduce_scatter %{{.*}}, %{{.*}} into %{{.*}} {shards = 4 : i64} : memref<10xf32>, memref<2xf32> into memref<3xf32>
+  comm.reduce_scatter %g, %h into %s {shards = 4} : memref<10xf32>, memref<2xf32> into memref<3xf32>
+  // CHECK: comm.all_gather %{{.*}} into %{{.*}}, %{{.*}} {shards = 4 : i64} : memref<3xf32> into memref<10xf32>, memref<2xf32>
+  comm.all_gather %s into %w, %b {shards = 4} : memref<3xf32> into memref<10xf32>, memref<2xf32>
   return
 }
 
