@@ -56,6 +56,22 @@ bool isCommElementType(Type type) {
   return isa<FloatType>(type) || type.isSignlessInteger();
 }
 
+/// Checks that a collective's elements of type `from` (its operand's) and
+/// `to` (its result's) are ones that comm communicates, and that an average
+/// is of floating-point values.
+LogicalResult checkElementTypes(Operation *op, Type from, Type to,
+                                ReduceKind reduce) {
+  if (!isCommElementType(to) || !isCommElementType(from))
+    return op->emitOpError("cannot be imported: comm communicates floats and "
+                           "signless integers, got ")
+           << from << " -> " << to;
+  if (reduce == ReduceKind::avg && !isa<FloatType>(to))
+    return op->emitOpError("cannot be imported: an average of ")
+           << to << " elements has no comm equivalent (comm averages "
+           << "floating-point gradients only)";
+  return success();
+}
+
 /// Checks that an allreduce of `input` into `result` can become a
 /// comm.allreduce: ranked tensors of one shape, elements that comm
 /// communicates and that arith can convert into the result's, and an
@@ -73,17 +89,8 @@ LogicalResult checkTypes(Operation *op, Type input, Type result,
     return op->emitOpError("cannot be imported: its operand and result "
                            "shapes differ: ")
            << input << " -> " << result;
-  Type from = inputType.getElementType();
-  Type to = resultType.getElementType();
-  if (!isCommElementType(to) || !isCommElementType(from))
-    return op->emitOpError("cannot be imported: comm communicates floats and "
-                           "signless integers, got ")
-           << from << " -> " << to;
-  if (reduce == ReduceKind::avg && !isa<FloatType>(to))
-    return op->emitOpError("cannot be imported: an average of ")
-           << to << " elements has no comm equivalent (comm averages "
-           << "floating-point gradients only)";
-  return success();
+  return checkElementTypes(op, inputType.getElementType(),
+                           resultType.getElementType(), reduce);
 }
 
 /// Converts the elements of the tensor `input` to `elementType` (a no-op
@@ -231,16 +238,13 @@ planShardedCollective(Operation *op, Type whole, Type part, int64_t axis,
     return op->emitOpError("cannot be imported: comm shards tensors of "
                            "static shape, got ")
            << whole << " and " << part;
-  Type from = wholeType.getElementType();
-  Type to = partType.getElementType();
-  if (!isCommElementType(to) || !isCommElementType(from))
-    return op->emitOpError("cannot be imported: comm communicates floats and "
-                           "signless integers, got ")
-           << from << " and " << to;
-  if (reduce == ReduceKind::avg && !isa<FloatType>(to))
-    return op->emitOpError("cannot be imported: an average of ")
-           << to << " elements has no comm equivalent (comm averages "
-           << "floating-point gradients only)";
+  // A reduce-scatter's operand is the whole tensor, an all-gather's the
+  // part.
+  bool gathers = isa<shard::AllGatherOp>(op);
+  if (failed(checkElementTypes(
+          op, (gathers ? partType : wholeType).getElementType(),
+          (gathers ? wholeType : partType).getElementType(), reduce)))
+    return failure();
   auto grid = symbolTable.lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
   assert(grid && "shard collectives verify that their grid is a shard.grid");
   // The shards follow the ranks' index within the group, which shard

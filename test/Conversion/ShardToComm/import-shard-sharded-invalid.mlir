@@ -55,7 +55,7 @@ func.func @average_of_integers(%g: tensor<8xi32>) -> tensor<2xi32> {
 shard.grid @grid(shape = 4)
 
 func.func @index_elements(%g: tensor<8xindex>) -> tensor<2xindex> {
-  // expected-error @+1 {{'shard.reduce_scatter' op cannot be imported: comm communicates floats and signless integers, got 'index' and 'index'}}
+  // expected-error @+1 {{'shard.reduce_scatter' op cannot be imported: comm communicates floats and signless integers, got 'index' -> 'index'}}
   %0 = shard.reduce_scatter %g on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<8xindex> -> tensor<2xindex>
   return %0 : tensor<2xindex>
 }
