@@ -153,6 +153,15 @@ def Comm_StartedCollectiveOpInterface
       }]>,
     InterfaceMethod<"The token its comm.wait consumes.", "::mlir::Value",
       "getToken", (ins), [{ return $_op.getToken(); }]>,
+    InterfaceMethod<[{
+        In buffer form, the buffers that hold the collective's results once
+        its comm.wait returns (its comm.wait's results in tensor form):
+        every operand for collectives in place, the output buffers of a
+        sharded collective.
+      }],
+      "::mlir::ValueRange", "getResultBuffers", (ins), [{}], [{
+        return $_op->getOperands();
+      }]>,
   ];
 }
 

@@ -533,6 +533,78 @@ def Comm_AllGatherOp : Comm_Op<"all_gather", !listconcat(
   let hasVerifier = 1;
 }
 
+// The attributes of a sharded collective's start: its channel and priority.
+defvar Comm_ChannelArgs = (ins DefaultValuedAttr<ConfinedAttr<I64Attr,
+                                   [IntNonNegative]>, "0">:$channel,
+                               OptionalAttr<I64Attr>:$priority);
+
+def Comm_ReduceScatterStartOp : Comm_Op<"reduce_scatter_start", !listconcat(
+    Comm_ShardedTraits,
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
+        ["getGradients", "getGradientNames", "getAllreduceAlgorithm",
+         "setAllreduceAlgorithm", "isDenseAllreduce"]>,
+     DeclareOpInterfaceMethods<Comm_StartedCollectiveOpInterface,
+        ["getResultBuffers"]>])> {
+  let summary = "Start an asynchronous reduce-scatter";
+  let description = [{
+    `comm.reduce_scatter` split for overlap: starts the reduce-scatter of
+    `inputs` on `channel` (with `priority`, as `comm.start`) and returns a
+    token, which exactly one `comm.wait` consumes; in tensor form the wait
+    returns the shard, whose type the wait gives. In buffer form the shard
+    goes `into` its buffer by the wait.
+
+    ```mlir
+    %t = comm.reduce_scatter_start %w, %b {channel = 1 : i64, shards = 4 : i64}
+        : tensor<1000xf32>, tensor<10xf32>
+    %s = comm.wait %t : tensor<253xf32>
+    ```
+  }];
+  let arguments = !con((ins Variadic<Comm_Gradient>:$inputs,
+                            Optional<AnyMemRef>:$shard),
+                       (ins DefaultValuedAttr<Comm_ReduceKindAttr,
+                            "::mlir::comm::ReduceKind::sum">:$reduce),
+                       Comm_ShardedArgs, Comm_ChannelArgs);
+  let results = (outs Comm_TokenType:$token);
+  let assemblyFormat = [{
+    $inputs (`into` $shard^)? attr-dict `:` type($inputs)
+    (`into` type($shard)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Comm_AllGatherStartOp : Comm_Op<"all_gather_start", !listconcat(
+    Comm_ShardedTraits,
+    [DeclareOpInterfaceMethods<Comm_CollectiveOpInterface,
+        ["getGradients", "getGradientNames", "getReduceKind",
+         "getAllreduceAlgorithm", "setAllreduceAlgorithm",
+         "isDenseAllreduce", "canNarrowWire"]>,
+     DeclareOpInterfaceMethods<Comm_StartedCollectiveOpInterface,
+        ["getResultBuffers"]>])> {
+  let summary = "Start an asynchronous all-gather";
+  let description = [{
+    `comm.all_gather` split for overlap, as `comm.reduce_scatter_start`:
+    the wait returns the whole tensors (in tensor form) or fills the output
+    buffers (in buffer form). A prefetched parameter is gathered this way
+    ahead of the layer that needs it.
+
+    ```mlir
+    %t = comm.all_gather_start %s {channel = 1 : i64, shards = 4 : i64}
+        : tensor<253xf32>
+    %w, %b = comm.wait %t : tensor<1000xf32>, tensor<10xf32>
+    ```
+  }];
+  let arguments = !con((ins Comm_Gradient:$input,
+                            Variadic<AnyMemRef>:$outputs),
+                       Comm_ShardedArgs, Comm_ChannelArgs);
+  let results = (outs Comm_TokenType:$token);
+  let assemblyFormat = [{
+    $input (`into` $outputs^)? attr-dict `:` type($input)
+    (`into` type($outputs)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Profile skeletons and queries
 //===----------------------------------------------------------------------===//

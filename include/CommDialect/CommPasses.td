@@ -291,7 +291,9 @@ def CommScheduleOverlap : Pass<"comm-schedule-overlap", "::mlir::func::FuncOp"> 
     Splits every blocking collective in tensor form (`comm.allreduce`,
     `comm.fused_allreduce`) into a `comm.start` and a `comm.wait`, so that
     communication runs while the rest of the step computes (XLA's async
-    start/done split):
+    start/done split); `comm.reduce_scatter` and `comm.all_gather` likewise
+    become a `comm.reduce_scatter_start` or `comm.all_gather_start` (with
+    all their attributes) and a `comm.wait`:
 
     - the start is placed right after the last of its operands is produced
       (after the latest-defined operand in the block; at the start of the

@@ -91,7 +91,7 @@ struct WaitModel
     // The start bufferizes first (it dominates the wait), so its operands are
     // already the buffers the collective reduces in place.
     StartedCollectiveOpInterface start = wait.getStartingOp();
-    SmallVector<Value> buffers(start->getOperands());
+    SmallVector<Value> buffers(start.getResultBuffers());
     if (llvm::any_of(buffers,
                      [](Value v) { return !isa<BaseMemRefType>(v.getType()); }))
       return wait.emitOpError("its ")
@@ -176,10 +176,12 @@ struct ComputeModel
   }
 };
 
-/// A sharded collective (comm.reduce_scatter, comm.all_gather): reads its
-/// operands and writes each result into a new buffer, which the op in
-/// buffer form takes `into`, after its operands. A reduce-scatter also
-/// writes its operands' buffers, the runtime's working memory.
+/// A sharded collective (comm.reduce_scatter, comm.all_gather, and their
+/// starts): reads its operands and writes each result into a new buffer,
+/// which the op in buffer form takes `into`, after its operands. A start's
+/// results are its comm.wait's, which takes the buffers from it
+/// (getResultBuffers). A reduce-scatter also writes its operands' buffers,
+/// the runtime's working memory.
 template <typename OpTy>
 struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
                                     ShardedCollectiveModel<OpTy>, OpTy> {
@@ -190,7 +192,8 @@ struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
 
   bool bufferizesToMemoryWrite(Operation *, OpOperand &,
                                const AnalysisState &) const {
-    return std::is_same_v<OpTy, ReduceScatterOp>;
+    return std::is_same_v<OpTy, ReduceScatterOp> ||
+           std::is_same_v<OpTy, ReduceScatterStartOp>;
   }
 
   AliasingValueList getAliasingValues(Operation *, OpOperand &,
@@ -199,6 +202,9 @@ struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
   }
 
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  static constexpr bool kStarts = std::is_same_v<OpTy, ReduceScatterStartOp> ||
+                                  std::is_same_v<OpTy, AllGatherStartOp>;
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -211,8 +217,14 @@ struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
       operands.push_back(*buffer);
     }
     rewriter.setInsertionPoint(op);
+    SmallVector<Type> resultTypes(op->getResultTypes());
+    if constexpr (kStarts) {
+      // The verifier made sure that the token has its one comm.wait.
+      auto wait = cast<WaitOp>(*op->getResult(0).getUsers().begin());
+      resultTypes.assign(wait->result_type_begin(), wait->result_type_end());
+    }
     SmallVector<Value> outputs;
-    for (Type result : op->getResultTypes()) {
+    for (Type result : resultTypes) {
       auto type = cast<RankedTensorType>(result);
       if (!type.hasStaticShape())
         return op->emitOpError("cannot bufferize a result of dynamic shape ")
@@ -225,13 +237,19 @@ struct ShardedCollectiveModel : public BufferizableOpInterface::ExternalModel<
     bufferized.addOperands(operands);
     bufferized.addOperands(outputs);
     bufferized.addAttributes(op->getAttrs());
-    if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
+    if constexpr (std::is_same_v<OpTy, ReduceScatterOp> ||
+                  std::is_same_v<OpTy, ReduceScatterStartOp>)
       bufferized.attributes.set(
-          ReduceScatterOp::getOperandSegmentSizeAttr(),
+          OpTy::getOperandSegmentSizeAttr(),
           rewriter.getDenseI32ArrayAttr(
               {static_cast<int32_t>(operands.size()), 1}));
-    rewriter.create(bufferized);
-    replaceOpWithBufferizedValues(rewriter, op, outputs);
+    if constexpr (kStarts) {
+      bufferized.addTypes(op->getResultTypes());
+      rewriter.replaceOp(op, rewriter.create(bufferized)->getResults());
+    } else {
+      rewriter.create(bufferized);
+      replaceOpWithBufferizedValues(rewriter, op, outputs);
+    }
     return success();
   }
 };
@@ -254,5 +272,9 @@ void comm::registerBufferizableOpInterfaceExternalModels(
     ReduceScatterOp::attachInterface<ShardedCollectiveModel<ReduceScatterOp>>(
         *context);
     AllGatherOp::attachInterface<ShardedCollectiveModel<AllGatherOp>>(*context);
+    ReduceScatterStartOp::attachInterface<
+        ShardedCollectiveModel<ReduceScatterStartOp>>(*context);
+    AllGatherStartOp::attachInterface<ShardedCollectiveModel<AllGatherStartOp>>(
+        *context);
   });
 }

@@ -403,8 +403,12 @@ StartedCollectiveOpInterface WaitOp::getStartingOp() {
 LogicalResult WaitOp::verify() {
   StartedCollectiveOpInterface start = getStartingOp();
   if (!start)
-    return emitOpError(
-        "token must come directly from a comm.start or comm.sparse_start");
+    return emitOpError("token must come directly from a comm.start, "
+                       "comm.sparse_start, comm.reduce_scatter_start or "
+                       "comm.all_gather_start");
+  // A sharded start checks its wait's results against itself.
+  if (isa<ReduceScatterStartOp, AllGatherStartOp>(start.getOperation()))
+    return success();
   // A dense start's results are its gradients reduced; a sparse start's are
   // its gradient reduced and its new residual: one per operand either way.
   ValueRange inputs = start->getOperands();
@@ -829,6 +833,136 @@ AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 void AllGatherOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getOperation()->getOpOperands(), effects);
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceScatterStartOp and AllGatherStartOp
+//===----------------------------------------------------------------------===//
+
+/// The comm.wait that consumes `token`, where it has exactly one (which
+/// verifyWaitedOnce checks).
+static WaitOp getOnlyWait(Value token) {
+  if (!token.hasOneUse())
+    return {};
+  return dyn_cast<WaitOp>(*token.getUsers().begin());
+}
+
+ValueRange ReduceScatterStartOp::getGradients() { return getInputs(); }
+
+SmallVector<StringRef> ReduceScatterStartOp::getGradientNames() {
+  return getBucketNames(getNames(), getInputs().size());
+}
+
+std::optional<AlgorithmKind> ReduceScatterStartOp::getAllreduceAlgorithm() {
+  return std::nullopt;
+}
+
+void ReduceScatterStartOp::setAllreduceAlgorithm(AlgorithmKind) {
+  llvm_unreachable("a reduce-scatter has no allreduce algorithm");
+}
+
+bool ReduceScatterStartOp::isDenseAllreduce() { return false; }
+
+ValueRange ReduceScatterStartOp::getResultBuffers() {
+  return getOperation()->getOperands().drop_front(getInputs().size());
+}
+
+LogicalResult ReduceScatterStartOp::verify() {
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())) ||
+      failed(verifyWaitedOnce(*this, getToken())))
+    return failure();
+  if (getInputs().empty())
+    return emitOpError("expects at least one gradient");
+  bool isTensor = isa<RankedTensorType>(getInputs().front().getType());
+  // In tensor form the shard is its comm.wait's one result.
+  Type shard;
+  size_t results = 0;
+  if (isTensor) {
+    WaitOp wait = getOnlyWait(getToken());
+    if (wait.getNumResults() != 1)
+      return emitOpError("expects its comm.wait to return the shard, one "
+                         "tensor, but it returns ")
+             << wait.getNumResults();
+    shard = wait.getResult(0).getType();
+    results = 1;
+  } else if (getShard()) {
+    shard = getShard().getType();
+  } else {
+    return emitOpError("on memrefs writes its shard `into` buffers and has "
+                       "no results");
+  }
+  return verifySharded(*this, getInputs(), getInputs().getTypes(), shard,
+                       /*wholesAreInputs=*/true, isTensor, getShard() ? 1 : 0,
+                       results, getShards(), getReduce(), getWire(),
+                       getPrescale(), getNames());
+}
+
+LogicalResult
+ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyShardedGroup(*this, getGroupAttr(), getShards(), symbolTable);
+}
+
+void ReduceScatterStartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects(getOperation()->getOpOperands(), effects);
+}
+
+ValueRange AllGatherStartOp::getGradients() {
+  return getOperation()->getOperands().take_front();
+}
+
+SmallVector<StringRef> AllGatherStartOp::getGradientNames() {
+  size_t count = getOutputs().size();
+  if (WaitOp wait = getOnlyWait(getToken()); wait && count == 0)
+    count = wait.getNumResults();
+  return getBucketNames(getNames(), count);
+}
+
+ReduceKind AllGatherStartOp::getReduceKind() { return ReduceKind::sum; }
+
+std::optional<AlgorithmKind> AllGatherStartOp::getAllreduceAlgorithm() {
+  return std::nullopt;
+}
+
+void AllGatherStartOp::setAllreduceAlgorithm(AlgorithmKind) {
+  llvm_unreachable("an all-gather has no allreduce algorithm");
+}
+
+bool AllGatherStartOp::isDenseAllreduce() { return false; }
+
+bool AllGatherStartOp::canNarrowWire() { return false; }
+
+ValueRange AllGatherStartOp::getResultBuffers() { return getOutputs(); }
+
+LogicalResult AllGatherStartOp::verify() {
+  if (failed(verifyNamesAreUTF8(*this, getGradientNames())) ||
+      failed(verifyWaitedOnce(*this, getToken())))
+    return failure();
+  bool isTensor = isa<RankedTensorType>(getInput().getType());
+  // In tensor form the whole tensors are its comm.wait's results.
+  TypeRange wholes = getOutputs().getTypes();
+  size_t results = 0;
+  if (isTensor) {
+    WaitOp wait = getOnlyWait(getToken());
+    wholes = wait.getResultTypes();
+    results = wait.getNumResults();
+  }
+  return verifySharded(*this, getInput(), wholes, getInput().getType(),
+                       /*wholesAreInputs=*/false, isTensor, getOutputs().size(),
+                       results, getShards(), ReduceKind::sum, getWire(),
+                       getPrescale(), getNames());
+}
+
+LogicalResult
+AllGatherStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyShardedGroup(*this, getGroupAttr(), getShards(), symbolTable);
+}
+
+void AllGatherStartOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   getCollectiveEffects(getOperation()->getOpOperands(), effects);

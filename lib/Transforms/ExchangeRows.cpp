@@ -130,7 +130,7 @@ private:
       chosen = ExchangeKind::hash;
       break;
     case RowsExchangeChoice::Dense:
-      return success();
+      llvm_unreachable("a forced dense exchange leaves the op as it is above");
     case RowsExchangeChoice::Auto: {
       double bytes = static_cast<double>(gradient.denseElements) *
                      static_cast<double>(gradient.valueBytes);

@@ -179,7 +179,8 @@ public:
   void run() {
     SmallVector<Operation *> collectives;
     for (Operation &op : block)
-      if (isBlockingTensorCollective(&op, options.sparse))
+      if (isBlockingTensorCollective(&op, options.sparse) ||
+          (isa<ReduceScatterOp, AllGatherOp>(op) && op.getNumResults() > 0))
         collectives.push_back(&op);
     for (Operation *op : collectives)
       split(op);
@@ -189,6 +190,11 @@ public:
 private:
   /// Replaces `op` by one start/wait pair, or by one per piece.
   void split(Operation *op) {
+    if (isa<ReduceScatterOp, AllGatherOp>(op)) {
+      splitSharded(op);
+      op->erase();
+      return;
+    }
     if (auto sparse = dyn_cast<SparseAllReduceOp>(op)) {
       splitSparse(sparse);
       op->erase();
@@ -215,6 +221,30 @@ private:
     setWaitInsertionPoint(op->getResults());
     auto wait = WaitOp::create(builder, op->getLoc(), op->getResultTypes(),
                                start.getToken());
+    op->replaceAllUsesWith(wait.getResults());
+  }
+
+  /// Replaces the reduce-scatter or all-gather `op` by its start right after
+  /// its operands are ready, with the same attributes, and a wait right
+  /// before the first use of its results.
+  void splitSharded(Operation *op) {
+    Operation *anchor = beginStartGroup(op->getOperands());
+    OperationState state(op->getLoc(),
+                         isa<ReduceScatterOp>(op)
+                             ? ReduceScatterStartOp::getOperationName()
+                             : AllGatherStartOp::getOperationName());
+    state.addOperands(op->getOperands());
+    state.addAttributes(op->getAttrs());
+    state.addTypes(TokenType::get(builder.getContext()));
+    if (std::optional<int64_t> priority = getPriority(op->getOperands()))
+      state.attributes.set("priority", builder.getI64IntegerAttr(*priority));
+    Operation *start = builder.create(state);
+    created.insert(start);
+    endStartGroup(anchor);
+
+    setWaitInsertionPoint(op->getResults());
+    auto wait = WaitOp::create(builder, op->getLoc(), op->getResultTypes(),
+                               start->getResult(0));
     op->replaceAllUsesWith(wait.getResults());
   }
 

@@ -1,7 +1,8 @@
 // An upstream shard module of a sharded data-parallel step
 // (examples/end-to-end/shard-zero.mlir: shard.reduce_scatter of each
 // process's gradient, shard.all_gather of the shards) imported, planned
-// and lowered as the example says, runs on 4 ranks with exact results:
+// and lowered as the example says (comm-optimize starts both on channels),
+// runs on 4 ranks with exact results:
 // rank r keeps rows 2r and 2r + 1 of the sum, and every rank gathers the
 // whole sum back.
 //
@@ -9,8 +10,8 @@
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.lowered.mlir
 // LOWERED-NOT: shard.
 // LOWERED: llvm.call @commrt_expect_size
-// LOWERED: llvm.call @commrt_reduce_scatter(
-// LOWERED: llvm.call @commrt_all_gather(
+// LOWERED: llvm.call @commrt_reduce_scatter_start(
+// LOWERED: llvm.call @commrt_all_gather_start(
 //
 // RUN: rm -rf %t.out
 // RUN: %mpirun -np 4 --output-filename %t.out mlir-runner %t.lowered.mlir \

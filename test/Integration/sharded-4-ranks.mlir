@@ -15,6 +15,16 @@
 // RUN:   -e main -entry-point-result=void \
 // RUN:   -shared-libs=%commrt_lib,%mlir_c_runner_utils,%mlir_runner_utils
 // RUN: for r in 0 1 2 3; do FileCheck %s --check-prefix=RANK$r < %t.out/1/rank.$r/stdout || exit 1; done
+//
+// Split for overlap by comm-schedule-overlap, every collective is started
+// on a channel and waited for, with the same results.
+// RUN: commopt-opt %s --comm-schedule-overlap --commopt-lower-to-llvm -o %t.started.mlir
+// RUN: FileCheck %s --check-prefix=STARTED --implicit-check-not="llvm.call @commrt_reduce_scatter(" --implicit-check-not="llvm.call @commrt_all_gather(" < %t.started.mlir
+// RUN: rm -rf %t.started.out
+// RUN: %mpirun -np 4 --output-filename %t.started.out mlir-runner %t.started.mlir \
+// RUN:   -e main -entry-point-result=void \
+// RUN:   -shared-libs=%commrt_lib,%mlir_c_runner_utils,%mlir_runner_utils
+// RUN: for r in 0 1 2 3; do FileCheck %s --check-prefix=RANK$r < %t.started.out/1/rank.$r/stdout || exit 1; done
 
 // LOWERED: llvm.call @commrt_reduce_scatter(
 // LOWERED: llvm.call @commrt_all_gather(
@@ -22,6 +32,10 @@
 // LOWERED: llvm.call @commrt_reduce_scatter(
 // LOWERED: llvm.call @commrt_reduce_scatter(
 // LOWERED: llvm.call @commrt_all_gather(
+
+// STARTED-DAG: llvm.call @commrt_reduce_scatter_start(
+// STARTED-DAG: llvm.call @commrt_all_gather_start(
+// STARTED-DAG: llvm.call @commrt_wait(
 
 // Every rank: its shard, the gathered sum, its shard within its row, its
 // shard of the flat tensor of two, and the two gathered.

@@ -432,14 +432,21 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   // narrows it.
   auto addSharded = [&](CollectiveOpInterface op,
                         std::string label) -> CollectiveTask & {
+    Operation *collective = op.getOperation();
+    bool scatters = isa<ReduceScatterOp, ReduceScatterStartOp>(collective);
     TypeRange wholes;
-    if (auto scatter = dyn_cast<ReduceScatterOp>(op.getOperation()))
-      wholes = scatter.getInputs().getTypes();
-    else if (auto gather = cast<AllGatherOp>(op.getOperation());
-             gather->getNumResults() > 0)
-      wholes = gather.getResultTypes();
+    if (scatters)
+      wholes = op.getGradients().getTypes();
+    else if (auto gather = dyn_cast<AllGatherOp>(collective))
+      wholes = gather->getNumResults() > 0
+                   ? TypeRange(gather.getResultTypes())
+                   : TypeRange(gather.getOutputs().getTypes());
+    else if (auto start = cast<AllGatherStartOp>(collective);
+             !start.getOutputs().empty())
+      wholes = start.getOutputs().getTypes();
     else
-      wholes = gather.getOutputs().getTypes();
+      // In tensor form its comm.wait returns the whole tensors.
+      wholes = (*start.getToken().getUsers().begin())->getResultTypes();
     double bytes = 0, ownBytes = 0;
     for (Type whole : wholes) {
       bytes += static_cast<double>(
@@ -448,9 +455,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
           static_cast<double>(getGradientBytes(whole, Type()).value_or(0));
     }
     const ClusterModel &ranks = clusters.get(op);
-    CollectiveCost cost = isa<ReduceScatterOp>(op.getOperation())
-                              ? reduceScatterCost(ranks, bytes)
-                              : allgatherCost(ranks, bytes);
+    CollectiveCost cost = scatters ? reduceScatterCost(ranks, bytes)
+                                   : allgatherCost(ranks, bytes);
     double wireUs = op.getWireType() ? getWireCostUs(ranks, ownBytes) : 0.0;
     cost.latencyUs += wireUs;
     return addCollective(op, op.getGradients(), cost, bytes, wireUs,
@@ -567,7 +573,8 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         if (failed(added))
           return failure();
         task = *added;
-      } else if (isa<ReduceScatterOp, AllGatherOp>(op)) {
+      } else if (isa<ReduceScatterOp, AllGatherOp, ReduceScatterStartOp,
+                     AllGatherStartOp>(op)) {
         task = &addSharded(collective, getLabel(collective));
       } else {
         task = &addAllreduce(collective, getLabel(collective));

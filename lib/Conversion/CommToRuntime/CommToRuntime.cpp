@@ -519,8 +519,8 @@ static LogicalResult checkLowerable(Operation *op) {
                            "before convert-comm-to-runtime");
   if (isa<RankOp, WorldSizeOp, WaitOp>(op))
     return success();
-  if (isa<AllReduceOp, FusedAllReduceOp, StartOp, ReduceScatterOp, AllGatherOp>(
-          op)) {
+  if (isa<AllReduceOp, FusedAllReduceOp, StartOp, ReduceScatterOp, AllGatherOp,
+          ReduceScatterStartOp, AllGatherStartOp>(op)) {
     auto collective = cast<CollectiveOpInterface>(op);
     return getCollectiveArguments(collective, collective.getGradients());
   }
@@ -664,64 +664,6 @@ struct BlockingAllReduceLowering : public OpConversionPattern<OpT> {
   }
 };
 
-/// A sharded collective as one runtime call among its group (0: all ranks):
-/// `commrt_reduce_scatter` of the flat tensor of the operands' buffers into
-/// the shard's, or `commrt_all_gather` of the shard into the flat tensor of
-/// the output buffers, with the shard's element count, which the runtime
-/// checks against the ranks it runs on. Buffers that are not contiguous go
-/// through contiguous copies.
-template <typename OpT>
-struct ShardedCollectiveLowering : public OpConversionPattern<OpT> {
-  using OpConversionPattern<OpT>::OpConversionPattern;
-  using OpAdaptor = typename OpConversionPattern<OpT>::OpAdaptor;
-
-  LogicalResult
-  matchAndRewrite(OpT op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const final {
-    constexpr bool scatters = std::is_same_v<OpT, ReduceScatterOp>;
-    SmallVector<Value> buffers;
-    if constexpr (scatters) {
-      llvm::append_range(buffers, adaptor.getInputs());
-      buffers.push_back(adaptor.getShard());
-    } else {
-      llvm::append_range(buffers, adaptor.getOutputs());
-      buffers.push_back(adaptor.getInput());
-    }
-    FailureOr<CollectiveArguments> args = getCollectiveArguments(
-        cast<CollectiveOpInterface>(*op), ValueRange(buffers).drop_back());
-    if (failed(args))
-      return failure();
-    Location loc = op.getLoc();
-    FailureOr<Value> group = emitGroupHandleOrAll(rewriter, op);
-    if (failed(group))
-      return failure();
-    StagedBuffers staged = StagedBuffers::stage(rewriter, loc, buffers);
-    Value shard = staged.contiguous.back();
-    SmallVector<Value> arrays = getBufferArrays(
-        rewriter, op, ArrayRef<Value>(staged.contiguous).drop_back());
-    Value shardPointer = getDataPointer(rewriter, loc, shard);
-    Value shardCount = rewriter.createOrFold<arith::IndexCastOp>(
-        loc, rewriter.getI64Type(), getElementCount(rewriter, loc, shard));
-    SmallVector<Value> scalars = getScalarArguments(rewriter, loc, *args);
-    SmallVector<Value> callArgs = {*group};
-    if constexpr (scatters)
-      callArgs.append({arrays[0], arrays[1], arrays[2], shardPointer,
-                       shardCount, scalars[0], scalars[1], scalars[2],
-                       scalars[3]});
-    else
-      callArgs.append({shardPointer, shardCount, arrays[0], arrays[1],
-                       arrays[2], scalars[0], scalars[2], scalars[3]});
-    if (failed(RuntimeCallBuilder(op).emitCheckedCall(
-            rewriter, loc,
-            scatters ? "commrt_reduce_scatter" : "commrt_all_gather",
-            callArgs)))
-      return failure();
-    StagedBuffers::writeBack(rewriter, loc, staged.copies);
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
 /// Replaces a start by what its token converts to: the handle the runtime
 /// stored in `slot`, then the staged copies (see RuntimeTypeConverter).
 static void replaceStartWithToken(ConversionPatternRewriter &rewriter,
@@ -765,6 +707,86 @@ struct StartLowering : public OpConversionPattern<StartOp> {
     if (failed(runtime.emitCheckedCall(rewriter, loc, *callee, callArgs)))
       return failure();
     replaceStartWithToken(rewriter, start, slot, staged.copies);
+    return success();
+  }
+};
+
+/// A sharded collective as one runtime call among its group (0: all ranks):
+/// `commrt_reduce_scatter` of the flat tensor of the operands' buffers into
+/// the shard's, or `commrt_all_gather` of the shard into the flat tensor of
+/// the output buffers, with the shard's element count, which the runtime
+/// checks against the ranks it runs on; a start calls the `_start` form on
+/// its channel and its token becomes the handle and the staged copies.
+/// Buffers that are not contiguous go through contiguous copies, staged in
+/// operand order as RuntimeTypeConverter expects.
+template <typename OpT>
+struct ShardedCollectiveLowering : public OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpT>::OpAdaptor;
+
+  static constexpr bool kScatters = std::is_same_v<OpT, ReduceScatterOp> ||
+                                    std::is_same_v<OpT, ReduceScatterStartOp>;
+  static constexpr bool kStarts = std::is_same_v<OpT, ReduceScatterStartOp> ||
+                                  std::is_same_v<OpT, AllGatherStartOp>;
+
+  LogicalResult
+  matchAndRewrite(OpT op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    ValueRange operands = adaptor.getOperands();
+    // A reduce-scatter's shard is its last operand, an all-gather's its
+    // first.
+    size_t shardIndex = kScatters ? operands.size() - 1 : 0;
+    SmallVector<Value> wholes;
+    for (auto [index, operand] : llvm::enumerate(operands))
+      if (index != shardIndex)
+        wholes.push_back(operand);
+    FailureOr<CollectiveArguments> args =
+        getCollectiveArguments(cast<CollectiveOpInterface>(*op), wholes);
+    if (failed(args))
+      return failure();
+    Location loc = op.getLoc();
+    FailureOr<Value> group = emitGroupHandleOrAll(rewriter, op);
+    if (failed(group))
+      return failure();
+    Value slot;
+    if constexpr (kStarts)
+      slot = allocateI64Array(rewriter, op, 1);
+    StagedBuffers staged = StagedBuffers::stage(rewriter, loc, operands);
+    Value shard = staged.contiguous[shardIndex];
+    SmallVector<Value> contiguousWholes;
+    for (auto [index, buffer] : llvm::enumerate(staged.contiguous))
+      if (index != shardIndex)
+        contiguousWholes.push_back(buffer);
+    SmallVector<Value> arrays = getBufferArrays(rewriter, op, contiguousWholes);
+    Value shardPointer = getDataPointer(rewriter, loc, shard);
+    Value shardCount = rewriter.createOrFold<arith::IndexCastOp>(
+        loc, rewriter.getI64Type(), getElementCount(rewriter, loc, shard));
+    SmallVector<Value> scalars = getScalarArguments(rewriter, loc, *args);
+    SmallVector<Value> callArgs = {*group};
+    if constexpr (kScatters)
+      callArgs.append({arrays[0], arrays[1], arrays[2], shardPointer,
+                       shardCount, scalars[0], scalars[1], scalars[2],
+                       scalars[3]});
+    else
+      callArgs.append({shardPointer, shardCount, arrays[0], arrays[1],
+                       arrays[2], scalars[0], scalars[2], scalars[3]});
+    std::string callee =
+        kScatters ? "commrt_reduce_scatter" : "commrt_all_gather";
+    if constexpr (kStarts) {
+      callee += "_start";
+      callArgs.push_back(
+          arith::ConstantIntOp::create(rewriter, loc, op.getChannel(), 32));
+      callArgs.push_back(getDataPointer(rewriter, loc, slot));
+    }
+    if (failed(RuntimeCallBuilder(op).emitCheckedCall(rewriter, loc, callee,
+                                                      callArgs)))
+      return failure();
+    if constexpr (kStarts) {
+      replaceStartWithToken(rewriter, op, slot, staged.copies);
+    } else {
+      StagedBuffers::writeBack(rewriter, loc, staged.copies);
+      rewriter.eraseOp(op);
+    }
     return success();
   }
 };
@@ -1026,13 +1048,14 @@ struct ConvertCommToRuntimePass
 
     RuntimeTypeConverter converter;
     RewritePatternSet patterns(context);
-    patterns
-        .add<BlockingAllReduceLowering<AllReduceOp>,
-             BlockingAllReduceLowering<FusedAllReduceOp>, StartLowering,
-             WaitLowering, SparseAllReduceLowering, SparseStartLowering,
-             ShardedCollectiveLowering<ReduceScatterOp>,
-             ShardedCollectiveLowering<AllGatherOp>, ProcessMultiIndexLowering>(
-            converter, context);
+    patterns.add<BlockingAllReduceLowering<AllReduceOp>,
+                 BlockingAllReduceLowering<FusedAllReduceOp>, StartLowering,
+                 WaitLowering, SparseAllReduceLowering, SparseStartLowering,
+                 ShardedCollectiveLowering<ReduceScatterOp>,
+                 ShardedCollectiveLowering<AllGatherOp>,
+                 ShardedCollectiveLowering<ReduceScatterStartOp>,
+                 ShardedCollectiveLowering<AllGatherStartOp>,
+                 ProcessMultiIndexLowering>(converter, context);
     patterns.add<ComputeLowering>(converter, context, computeDelay);
     patterns.add<IndexQueryLowering<RankOp>,
                  IndexQueryLowering<shard::ProcessLinearIndexOp>>(

@@ -105,3 +105,23 @@ func.func @flat(%a: tensor<6xf32>, %b: tensor<4xf32>) -> (tensor<6xf32>, tensor<
   %p:2 = comm.all_gather %s {shards = 4} : tensor<3xf32> -> tensor<6xf32>, tensor<4xf32>
   return %p#0, %p#1 : tensor<6xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Started on channel 1: the `_start` forms with the channel and a slot for
+// the handle, and commrt_wait where the wait stands.
+
+// CHECK-LABEL: func.func @started
+// CHECK-DAG: %[[CHANNEL:.*]] = arith.constant 1 : i32
+// CHECK: call @commrt_reduce_scatter_start(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[CHANNEL]], %{{.*}})
+// CHECK: call @commrt_wait(
+// CHECK: call @commrt_all_gather_start(
+// CHECK: call @commrt_wait(
+// CHECK-NOT: comm.
+func.func @started(%g: tensor<8xf32>) -> tensor<8xf32> {
+  %t = comm.reduce_scatter_start %g {channel = 1 : i64, shards = 2} : tensor<8xf32>
+  %s = comm.wait %t : tensor<4xf32>
+  %u = comm.all_gather_start %s {shards = 2} : tensor<4xf32>
+  %p = comm.wait %u : tensor<8xf32>
+  return %p : tensor<8xf32>
+}

@@ -211,7 +211,7 @@ func.func @start_negative_channel(%a: tensor<4xf32>) {
 // -----
 
 func.func @wait_token_from_argument(%t: !comm.token) {
-  // expected-error @+1 {{'comm.wait' op token must come directly from a comm.start or comm.sparse_start}}
+  // expected-error @+1 {{'comm.wait' op token must come directly from a comm.start, comm.sparse_start, comm.reduce_scatter_start or comm.all_gather_start}}
   %0 = comm.wait %t : tensor<4xf32>
   return
 }

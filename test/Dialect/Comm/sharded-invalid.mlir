@@ -145,3 +145,47 @@ func.func @tensor_into_memref(%g: tensor<8xf32>, %s: memref<2xf32>) {
   comm.reduce_scatter %g into %s {shards = 4} : tensor<8xf32> into memref<2xf32>
   return
 }
+
+// -----
+
+func.func @started_wrong_shard(%g: tensor<10xf32>) {
+  // expected-error @+1 {{'comm.reduce_scatter_start' op shard of type 'tensor<2xf32>' has 2 elements, but a flat tensor of 10 elements has shards of ceil(10 / 4) = 3}}
+  %t = comm.reduce_scatter_start %g {shards = 4} : tensor<10xf32>
+  %s = comm.wait %t : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @started_two_shards(%g: tensor<8xf32>) {
+  // expected-error @+1 {{'comm.reduce_scatter_start' op expects its comm.wait to return the shard, one tensor, but it returns 2}}
+  %t = comm.reduce_scatter_start %g {shards = 4} : tensor<8xf32>
+  %s:2 = comm.wait %t : tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @started_never_waited(%g: tensor<8xf32>) {
+  // expected-error @+1 {{'comm.all_gather_start' op token is never waited on: every comm.all_gather_start needs exactly one comm.wait}}
+  %t = comm.all_gather_start %g {shards = 4} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @started_gathered_wrong(%s: tensor<3xf32>) {
+  // expected-error @+1 {{'comm.all_gather_start' op shard of type 'tensor<3xf32>' has 3 elements, but a flat tensor of 16 elements has shards of ceil(16 / 4) = 4}}
+  %t = comm.all_gather_start %s {shards = 4} : tensor<3xf32>
+  %p = comm.wait %t : tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @started_memref_without_shard(%g: memref<8xf32>) {
+  // expected-error @+1 {{'comm.reduce_scatter_start' op on memrefs writes its shard `into` buffers and has no results}}
+  %t = comm.reduce_scatter_start %g {shards = 4} : memref<8xf32>
+  comm.wait %t
+  return
+}
