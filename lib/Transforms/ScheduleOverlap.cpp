@@ -70,13 +70,25 @@ static int64_t getBytes(ValueRange gradients) {
 }
 
 /// The bytes a started collective counts towards its channel's load: its
-/// gradients', or the selected part of a sparse start's gradient.
+/// gradients', the selected part of a sparse start's gradient, or what a
+/// sharded start sends of its flat tensor: (p - 1) / p of it, which is
+/// about the tensor.
 static int64_t getLoadBytes(StartedCollectiveOpInterface start) {
-  if (auto sparse = dyn_cast<SparseStartOp>(start.getOperation()))
+  Operation *op = start.getOperation();
+  if (auto sparse = dyn_cast<SparseStartOp>(op))
     return static_cast<int64_t>(
         std::ceil(static_cast<double>(getBytes(sparse.getGrad().getType())) *
                   sparse.getDensity().convertToDouble()));
-  return getBytes(cast<StartOp>(start.getOperation()).getInputs());
+  if (auto scatter = dyn_cast<ReduceScatterStartOp>(op))
+    return getBytes(scatter.getInputs());
+  if (auto gather = dyn_cast<AllGatherStartOp>(op)) {
+    // The whole tensors are the outputs in buffer form, the wait's results
+    // in tensor form.
+    if (!gather.getOutputs().empty())
+      return getBytes(gather.getOutputs());
+    return getBytes((*gather.getToken().getUsers().begin())->getResults());
+  }
+  return getBytes(cast<StartOp>(op).getInputs());
 }
 
 /// The smallest `layer` of the backward comm.compute steps that define
