@@ -193,16 +193,24 @@ RankSet getRankSet(shard::GridOp grid, ArrayRef<shard::GridAxis> axes) {
   return ranks;
 }
 
+/// The comm reduction of `op`'s shard reduction `kind`, or a diagnostic on
+/// `op` naming it where comm has none.
+FailureOr<ReduceKind> importReduction(Operation *op,
+                                      shard::ReductionKind kind) {
+  if (std::optional<ReduceKind> reduce = getReduceKind(kind))
+    return *reduce;
+  return op->emitOpError("cannot be imported: reduction '")
+         << shard::stringifyReductionKind(kind)
+         << "' has no comm equivalent (comm reduces with sum, max, min "
+            "and average)";
+}
+
 /// Checks a shard.all_reduce and says how to import it.
 FailureOr<ImportPlan> planShardAllReduce(shard::AllReduceOp op,
                                          SymbolTableCollection &symbolTable) {
-  shard::ReductionKind kind = op.getReduction();
-  std::optional<ReduceKind> reduce = getReduceKind(kind);
-  if (!reduce)
-    return op.emitOpError("cannot be imported: reduction '")
-           << shard::stringifyReductionKind(kind)
-           << "' has no comm equivalent (comm reduces with sum, max, min "
-              "and average)";
+  FailureOr<ReduceKind> reduce = importReduction(op, op.getReduction());
+  if (failed(reduce))
+    return failure();
   if (failed(checkTypes(op, op.getInput().getType(), op.getResult().getType(),
                         *reduce)))
     return failure();
@@ -320,13 +328,9 @@ void emitShardedCollective(OpBuilder &builder, Operation *op,
 FailureOr<ImportPlan>
 planShardReduceScatter(shard::ReduceScatterOp op,
                        SymbolTableCollection &symbolTable) {
-  shard::ReductionKind kind = op.getReduction();
-  std::optional<ReduceKind> reduce = getReduceKind(kind);
-  if (!reduce)
-    return op.emitOpError("cannot be imported: reduction '")
-           << shard::stringifyReductionKind(kind)
-           << "' has no comm equivalent (comm reduces with sum, max, min "
-              "and average)";
+  FailureOr<ReduceKind> reduce = importReduction(op, op.getReduction());
+  if (failed(reduce))
+    return failure();
   return planShardedCollective(
       op, op.getInput().getType(), op.getResult().getType(),
       op.getScatterAxis().getSExtValue(), op.getGridAttr(), op.getGridAxes(),
