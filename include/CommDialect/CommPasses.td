@@ -187,6 +187,83 @@ def CommImportShard : Pass<"comm-import-shard", "::mlir::ModuleOp"> {
   ];
 }
 
+def CommShardDataParallel
+    : Pass<"comm-shard-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Plan a step as sharded data parallelism (ZeRO-2, ZeRO-3, "
+                "FSDP): reduce-scatters, prefetched all-gathers, a memory "
+                "limit";
+  let description = [{
+    Rewrites a data-parallel step as imported from a gradient profile (a
+    `comm.compute` per layer's forward and backward, one `comm.allreduce`
+    per gradient, the optimizer's `comm.compute`) into a sharded one, as
+    PyTorch FSDP and DeepSpeed ZeRO run it:
+
+    - Parameters are grouped into units of whole layers in backward order
+      (FSDP's flat parameters, XLA's combined collectives): a unit closes
+      once it holds `bucket-cap-mb` or more, or where the element type
+      changes.
+    - Each unit's parameters live sharded: the function takes one shard per
+      unit (`comm.names` on the argument lists its parameters) and returns
+      the updated shards.
+    - Before a unit's first forward layer its shard is all-gathered
+      (`comm.all_gather_start` on the cluster's second channel where it has
+      two), started `prefetch` units ahead; the layers' `comm.compute` ops
+      take the gathered parameters as operands.
+    - With `stage=grad` (ZeRO-2, FSDP's SHARD_GRAD_OP) the gathered
+      parameters stay for the backward pass. With `stage=full` (ZeRO-3,
+      FSDP's FULL_SHARD) they are freed after the unit's forward, and
+      gathered again for its backward, `prefetch` units ahead in backward
+      order; the last unit of the forward pass keeps its parameters for the
+      backward, as FSDP does with its root.
+    - Once a unit's last gradient is produced, its gradients are
+      reduce-scattered into the unit's gradient shard
+      (`comm.reduce_scatter_start` on channel 0, with the allreduces'
+      reduction), overlapping the rest of the backward pass; each is waited
+      for before the optimizer, which then updates only this rank's shards:
+      its cost becomes 1/p of the profiled cost.
+
+    The plan is chosen by the cost model with its peak memory: every unit
+    size from `bucket-cap-mb` down (halving, until each layer is a unit),
+    with every prefetch depth (or the one `prefetch` gives) and with the
+    reduce-scatters waited for at the optimizer or, freeing their gradients
+    sooner, before the backward of the unit after next, is planned,
+    simulated with the step model (one step) and sized with the step memory
+    analysis (the buffers the step holds at once: shards, gathered
+    parameters, gradients; not activations, which the profile does not
+    describe, nor optimizer state); the fastest plan whose peak stays
+    within `memory-limit-mb` is kept, on a tie the one that holds less,
+    then the first tried (larger units, smaller depth). A limit that no plan meets is an error
+    naming the smallest peak found. The choice is recorded on the function
+    (`comm.shard_plan`). Shards are ceil(N / p) elements for the cluster's
+    p ranks (the last padded). A function without allreduces is left alone.
+    A step that is not in the imported form (a gradient not produced by a
+    layer's backward `comm.compute`, a collective other than a dense
+    `comm.allreduce` in tensor form, a layer without a forward step, a
+    reduced gradient used by an op other than the optimizer and the
+    return, a function that is called) is an error naming the op.
+  }];
+  let options = [
+    CommChoiceOption<"stage", "stage", "ShardStage", "Full",
+                     "What is sharded (default: full)",
+                     "COMMOPT_SHARD_STAGE_VALUES">,
+    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
+           "Size in MiB at which a unit of parameters closes; smaller "
+           "units are tried too (default: 25)">,
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"-1",
+           "Units all-gathered ahead of the one computing (-1: the depth "
+           "the cost model finds fastest within the memory limit) "
+           "(default: -1)">,
+    Option<"memoryLimitMb", "memory-limit-mb", "double", /*default=*/"0.0",
+           "The most MiB the step may hold at once per rank (0: no limit) "
+           "(default: 0)">,
+    CommClusterOption,
+    Option<"device", "device", "std::string", /*default=*/"\"v100\"",
+           "Device preset or JSON file for unprofiled compute "
+           "(default: v100)">
+  ];
+  let dependentDialects = ["::mlir::comm::CommDialect"];
+}
+
 def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
   let summary = "Fuse gradient allreduces into buckets (tensor fusion)";
   let description = [{

@@ -48,6 +48,13 @@ enum class AlgorithmChoice { Auto, Ring, Tree, Hierarchical };
 /// (`select`).
 enum class SparseSelectChoice { Threshold, Topk };
 
+/// How comm-shard-data-parallel shards a step (`stage`): ZeRO-2's gradients
+/// and optimizer state (parameters gathered once a step and kept through
+/// backward, FSDP's SHARD_GRAD_OP), or ZeRO-3's parameters too (gathered
+/// for each layer's forward and again for its backward, FSDP's
+/// FULL_SHARD); comm-optimize `shard=none` leaves the pass out.
+enum class ShardStage { None, Grad, Full };
+
 template <>
 inline llvm::StringRef
 getChoiceHint<SparseSelectChoice>(llvm::StringRef value) {
@@ -109,6 +116,12 @@ getChoiceHint<SparseSelectChoice>(llvm::StringRef value) {
       clEnumValN(::mlir::comm::SparseSelectChoice::Topk, "topk",               \
                  "the exact top k")
 
+#define COMMOPT_SHARD_STAGE_VALUES                                             \
+  clEnumValN(::mlir::comm::ShardStage::Grad, "grad",                           \
+             "gradients and optimizer state (ZeRO-2)"),                        \
+      clEnumValN(::mlir::comm::ShardStage::Full, "full",                       \
+                 "parameters too (ZeRO-3, FSDP)")
+
 // The parsers of the enums above, for llvm::cl and MLIR's pass options.
 #define COMMOPT_CHOICE_PARSER(Enum)                                            \
   template <>                                                                  \
@@ -125,6 +138,7 @@ COMMOPT_CHOICE_PARSER(SparseExchangeChoice)
 COMMOPT_CHOICE_PARSER(SparseSelectChoice)
 COMMOPT_CHOICE_PARSER(RowsExchangeChoice)
 COMMOPT_CHOICE_PARSER(AlgorithmChoice)
+COMMOPT_CHOICE_PARSER(ShardStage)
 #undef COMMOPT_CHOICE_PARSER
 
 #endif // COMMDIALECT_PASSOPTIONTYPES_H

@@ -248,6 +248,28 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
                      "the fastest in the model; false plans exactly the "
                      "options given (default: true)"),
       llvm::cl::init(true)};
+  Option<ShardStage> shard{
+      *this, "shard",
+      llvm::cl::desc("Plan sharded data parallelism instead of allreduces "
+                     "(comm-shard-data-parallel): grad (ZeRO-2) or full "
+                     "(ZeRO-3, FSDP); fusion, sparse and partition-mb do not "
+                     "apply, wire narrows the reduce-scatters "
+                     "(default: none)"),
+      llvm::cl::init(ShardStage::None),
+      llvm::cl::values(
+          clEnumValN(ShardStage::None, "none", "allreduce data parallelism"),
+          COMMOPT_SHARD_STAGE_VALUES)};
+  Option<double> shardMemoryLimitMb{
+      *this, "shard-memory-limit-mb",
+      llvm::cl::desc("With shard: the most MiB a rank's step may hold at "
+                     "once (comm-shard-data-parallel's memory-limit-mb) "
+                     "(0: no limit) (default: 0)"),
+      llvm::cl::init(CommShardDataParallelOptions().memoryLimitMb)};
+  Option<int64_t> shardPrefetch{
+      *this, "shard-prefetch",
+      llvm::cl::desc("With shard: units all-gathered ahead (-1: by cost) "
+                     "(comm-shard-data-parallel's prefetch) (default: -1)"),
+      llvm::cl::init(CommShardDataParallelOptions().prefetch)};
 };
 
 /// Checks the options of `comm-optimize` as a user typed them: each error

@@ -112,6 +112,30 @@ LogicalResult comm::verifyOptimizeOptions(
     return fail("lossy-margin",
                 "expected a fraction of the step in [0, 1), got " +
                     llvm::formatv("{0}", options.lossyMargin.getValue()));
+  if (options.shard == ShardStage::None) {
+    for (const llvm::cl::Option *shardOption :
+         {static_cast<const llvm::cl::Option *>(&options.shardMemoryLimitMb),
+          static_cast<const llvm::cl::Option *>(&options.shardPrefetch)})
+      if (shardOption->getNumOccurrences() > 0)
+        return fail(shardOption->ArgStr,
+                    "applies to sharded plans only; add shard=grad or "
+                    "shard=full");
+  } else {
+    if (!(options.shardMemoryLimitMb >= 0.0) ||
+        std::isinf(options.shardMemoryLimitMb))
+      return fail(
+          "shard-memory-limit-mb",
+          "expected a non-negative finite size in MiB (0: no limit), "
+          "got " +
+              llvm::formatv("{0}", options.shardMemoryLimitMb.getValue()));
+    if (options.shardPrefetch < -1)
+      return fail("shard-prefetch",
+                  "expected -1 (by cost) or a unit count of 0 or more, got " +
+                      Twine(options.shardPrefetch));
+    if (options.sparse)
+      return fail("sparse", "a sharded plan reduce-scatters every gradient "
+                            "dense; leave sparse out with shard");
+  }
   // The report's options would be dropped without a word.
   if (options.estimate == EstimateMode::None)
     for (const llvm::cl::Option *reportOption :
@@ -211,7 +235,29 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
   record.sparseWarmupSteps = options.sparseWarmupSteps;
   record.sparseWarmupDensity = options.sparseWarmupDensity;
   pm.addPass(createCommRecordCluster(record));
-  pm.addPass(createPlanSearchPass(options));
+  if (options.shard != ShardStage::None) {
+    // Sharded plans are chosen by comm-shard-data-parallel's own search
+    // (unit size and prefetch depth within the memory limit). Precision is
+    // chosen per gradient first, as for buckets: a unit's gradients share
+    // a wire type.
+    if (options.wire != WirePrecision::None) {
+      CommLowerPrecisionOptions precision;
+      precision.wire = options.wire;
+      precision.minBytes = options.wireMinBytes;
+      precision.cluster = options.cluster;
+      pm.addNestedPass<func::FuncOp>(createCommLowerPrecision(precision));
+    }
+    CommShardDataParallelOptions shard;
+    shard.stage = options.shard;
+    shard.bucketCapMb = options.bucketCapMb;
+    shard.prefetch = options.shardPrefetch;
+    shard.memoryLimitMb = options.shardMemoryLimitMb;
+    shard.cluster = options.cluster;
+    shard.device = options.device;
+    pm.addPass(createCommShardDataParallel(shard));
+  } else {
+    pm.addPass(createPlanSearchPass(options));
+  }
   if (options.estimate != EstimateMode::None) {
     CommEstimateOptions estimate;
     estimate.cluster = options.cluster;
@@ -262,14 +308,20 @@ static void registerCheckedPipeline(
 }
 
 ArrayRef<StringRef> comm::getCommOptPassArguments() {
-  static constexpr StringRef arguments[] = {
-      "comm-optimize",          "commopt-lower-to-llvm",
-      "comm-import-shard",      "comm-record-cluster",
-      "comm-sparsify",          "comm-lower-precision",
-      "comm-fuse-buckets",      "comm-schedule-overlap",
-      "comm-select-algorithm",  "comm-estimate",
-      "comm-add-step-driver",   "comm-forward-residuals",
-      "convert-comm-to-runtime"};
+  static constexpr StringRef arguments[] = {"comm-optimize",
+                                            "commopt-lower-to-llvm",
+                                            "comm-import-shard",
+                                            "comm-record-cluster",
+                                            "comm-shard-data-parallel",
+                                            "comm-sparsify",
+                                            "comm-lower-precision",
+                                            "comm-fuse-buckets",
+                                            "comm-schedule-overlap",
+                                            "comm-select-algorithm",
+                                            "comm-estimate",
+                                            "comm-add-step-driver",
+                                            "comm-forward-residuals",
+                                            "convert-comm-to-runtime"};
   return arguments;
 }
 

@@ -10,6 +10,7 @@
 #include "CommDialect/CommDialect.h"
 #include "CommDialect/Passes.h"
 #include "CommOpt/Analysis/PlanningCluster.h"
+#include "CommOpt/Analysis/StepMemory.h"
 #include "CommOpt/Analysis/StepModel.h"
 #include "CommOpt/Support/OptionChecks.h"
 
@@ -73,6 +74,11 @@ struct FunctionEstimate {
   /// hostBoundUs).
   double networkIdleUs = 0;
   double hostBoundUs = 0;
+  /// The most bytes the step holds at once per rank (computeStepMemory).
+  double peakMemoryBytes = 0;
+  /// A sharded plan's choice (comm-shard-data-parallel), for the report;
+  /// empty otherwise.
+  std::string shardPlan;
   /// Collectives in program order.
   std::vector<CollectiveRow> collectives;
 
@@ -95,7 +101,7 @@ static std::string getTitle(const FunctionEstimate &estimate) {
 /// the plan export records.
 static void attachEstimate(func::FuncOp func, const StepModel &model,
                            const StepTimeline &timeline, StringRef clusterName,
-                           int64_t ranks) {
+                           int64_t ranks, const StepMemory &memory) {
   Builder builder(func.getContext());
   const TimelineResult &result = timeline.result;
   func->setAttr(
@@ -115,6 +121,8 @@ static void attachEstimate(func::FuncOp func, const StepModel &model,
               builder.getStringAttr(stringifySimulationMode(timeline.mode))),
           builder.getNamedAttr("cluster", builder.getStringAttr(clusterName)),
           builder.getNamedAttr("ranks", builder.getI64IntegerAttr(ranks)),
+          builder.getNamedAttr("peak_memory_bytes",
+                               builder.getF64FloatAttr(memory.peakBytes)),
       }));
   // Where the device describes its host: the CPU a rank needs in a step,
   // and the step that bounds.
@@ -146,8 +154,30 @@ static void attachEstimate(func::FuncOp func, const StepModel &model,
 /// The report's view of one simulated function.
 static FunctionEstimate summarize(StringRef modelName, func::FuncOp func,
                                   const StepModel &model,
-                                  const StepTimeline &timeline) {
+                                  const StepTimeline &timeline,
+                                  const StepMemory &memory) {
   FunctionEstimate estimate;
+  estimate.peakMemoryBytes = memory.peakBytes;
+  if (auto plan = func->getAttrOfType<DictionaryAttr>("comm.shard_plan")) {
+    auto integer = [&](StringRef name) {
+      auto attr = plan.getAs<IntegerAttr>(name);
+      return attr ? attr.getInt() : 0;
+    };
+    auto real = [&](StringRef name) {
+      auto attr = plan.getAs<FloatAttr>(name);
+      return attr ? attr.getValueAsDouble() : 0.0;
+    };
+    auto stage = plan.getAs<StringAttr>("stage");
+    llvm::raw_string_ostream os(estimate.shardPlan);
+    os << (stage && stage.getValue() == "grad" ? "grad (ZeRO-2)"
+                                               : "full (ZeRO-3, FSDP)")
+       << ", " << integer("shards") << " shards; " << integer("units")
+       << " units of up to " << llvm::format("%g", real("unit_cap_mb"))
+       << " MiB, prefetch " << integer("prefetch") << ", the fastest of "
+       << integer("plans") << " plans";
+    if (real("memory_limit_mb") > 0)
+      os << " within " << llvm::format("%g", real("memory_limit_mb")) << " MiB";
+  }
   estimate.model = modelName.str();
   estimate.function = func.getSymName().str();
   const TimelineResult &result = timeline.result;
@@ -256,10 +286,12 @@ struct CommEstimatePass : public WithCheckedOptions<
                          << llvm::toString(timeline.takeError());
         return signalPassFailure();
       }
+      StepMemory memory = computeStepMemory(func);
       attachEstimate(func, *model, *timeline, getClusterName(),
-                     clusterModel->ranks);
+                     clusterModel->ranks, memory);
       if (reportFormat != ReportFormat::None)
-        estimates.push_back(summarize(modelName, func, *model, *timeline));
+        estimates.push_back(
+            summarize(modelName, func, *model, *timeline, memory));
     }
     if (failed(writeReport(estimates)))
       signalPassFailure();
@@ -406,6 +438,11 @@ private:
                     << llvm::format("  (%.1f%% of the ",
                                     100.0 * estimate.exposedFraction())
                     << period << ")\n";
+    line("memory") << llvm::format("%14.3f MiB",
+                                   estimate.peakMemoryBytes / kBytesPerMiB)
+                   << " at most a rank (parameters, gradients, shards)\n";
+    if (!estimate.shardPlan.empty())
+      line("sharded") << estimate.shardPlan << "\n";
     if (estimate.cpuUs > 0) {
       const HostCpu &host = deviceModel->hostCpu;
       line("host CPU") << time(estimate.cpuUs) << " a rank; "
@@ -503,6 +540,7 @@ private:
       json.attribute("communication_us", estimate.communicationUs);
       json.attribute("exposed_us", estimate.exposedUs);
       json.attribute("exposed_fraction", estimate.exposedFraction());
+      json.attribute("peak_memory_bytes", estimate.peakMemoryBytes);
       if (estimate.cpuUs > 0) {
         json.attribute("cpu_us", estimate.cpuUs);
         json.attribute("cpu_bound_us", estimate.cpuBoundUs);

@@ -35,6 +35,20 @@
 // RUN: not commopt-opt %s --comm-optimize="channels=two" 2>&1 | FileCheck %s --check-prefix=PARSE
 // PARSE: for the --channels option: 'two' value invalid for integer argument
 // PARSE: error: comm-optimize: cannot parse options 'channels=two'{{$}}
+// The sharded plan's options need shard, and shard plans no sparse
+// gradients.
+// RUN: not commopt-opt %s --comm-optimize="shard=zero" 2>&1 | FileCheck %s --check-prefix=SHARD
+// SHARD: error: comm-optimize: option 'shard': unknown value 'zero'; expected one of none, grad, full{{$}}
+// RUN: not commopt-opt %s --comm-optimize="shard-prefetch=2" 2>&1 | FileCheck %s --check-prefix=SHARD-PREFETCH
+// SHARD-PREFETCH: error: comm-optimize: option 'shard-prefetch': applies to sharded plans only; add shard=grad or shard=full
+// RUN: not commopt-opt %s --comm-optimize="shard-memory-limit-mb=100" 2>&1 | FileCheck %s --check-prefix=SHARD-LIMIT
+// SHARD-LIMIT: error: comm-optimize: option 'shard-memory-limit-mb': applies to sharded plans only
+// RUN: not commopt-opt %s --comm-optimize="shard=full shard-memory-limit-mb=-5" 2>&1 | FileCheck %s --check-prefix=SHARD-NEGATIVE
+// SHARD-NEGATIVE: error: comm-optimize: option 'shard-memory-limit-mb': expected a non-negative finite size in MiB (0: no limit), got -5
+// RUN: not commopt-opt %s --comm-optimize="shard=grad shard-prefetch=-3" 2>&1 | FileCheck %s --check-prefix=SHARD-DEPTH
+// SHARD-DEPTH: error: comm-optimize: option 'shard-prefetch': expected -1 (by cost) or a unit count of 0 or more, got -3
+// RUN: not commopt-opt %s --comm-optimize="shard=full sparse=true" 2>&1 | FileCheck %s --check-prefix=SHARD-SPARSE
+// SHARD-SPARSE: error: comm-optimize: option 'sparse': a sharded plan reduce-scatters every gradient dense; leave sparse out with shard
 
 // The passes' own option names are checked the same way.
 // RUN: not commopt-opt %s --comm-fuse-buckets="polcy=cost" 2>&1 | FileCheck %s --check-prefix=PASS

@@ -24,6 +24,8 @@
 //   embed.weight   35270.051 + T(4096000) = 35270.051 + 1898.599 = 37168.650
 // Step 37168.650; compute 30500 + 480 + 12.5 + 7 = 30999.5; communication
 // the five T(n), 6169.150, all exposed: 6169.150 / 37168.650 = 16.6%.
+// Memory: the gradients (3073034 f32, 12292136 B, returned, so all live at
+// the end) and as many bytes of parameters: 24584272 B = 23.445 MiB.
 
 // STEP: comm-estimate: tiny-mlp @train_step
 // STEP-NEXT: cluster ib56-16 (16 ranks, 1 per node, ring allreduce, 1 shared channel)
@@ -33,6 +35,7 @@
 // STEP-NEXT: compute 30999.500 us
 // STEP-NEXT: communication 6169.150 us
 // STEP-NEXT: exposed 6169.150 us (16.6% of the step)
+// STEP-NEXT: memory 23.445 MiB at most a rank (parameters, gradients, shards)
 // STEP-NEXT: collectives 5; the 5 most exposed:
 // STEP-NEXT: name bytes channel start (us) end (us) exposed (us)
 // STEP-NEXT: fc.weight 8192000 0 30980.000 34541.362 3561.362
@@ -49,4 +52,5 @@
 // STEADY-NEXT: compute 30999.500 us
 // STEADY-NEXT: communication 6169.150 us
 // STEADY-NEXT: exposed 6169.150 us (16.6% of the iteration)
+// STEADY-NEXT: memory 23.445 MiB at most a rank (parameters, gradients, shards)
 // STEADY-NEXT: collectives 5{{$}}

@@ -53,7 +53,7 @@
 // TIMED-ALONE: host CPU            12048.576 us a rank; 4 ranks on 2 cores bound the step at 24097.152 us (0.000 us of it idle on the network), which sets it
 
 // A device that describes no host: no CPU figures, no bound.
-// UNDESCRIBED: @step() {{.*}}comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 1.000000e+04 : f64}
+// UNDESCRIBED: @step() {{.*}}comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.000000e+04 : f64}
 
 // JSON: "step_us": 14097.152
 // JSON: "cpu_us": 7048.576

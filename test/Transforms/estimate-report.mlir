@@ -25,6 +25,8 @@
 // the optimizer waits for all three, 150-160. Step 160, compute 140,
 // communication 14 + 50 + 11 = 75, exposed 20 (12.5%). Per collective, the
 // time no compute runs: small 0, large 130-150 = 20, tiny 130-141 = 11.
+// Memory: the three gradients (46080 B, all returned, so live to the end)
+// and their parameters, which every rank holds whole: 92160 B = 0.088 MiB.
 
 // TEXT: comm-estimate: toy @step
 // TEXT-NEXT: cluster two-ranks-independent (2 ranks, 2 per node, ring allreduce, 2 independent channels)
@@ -34,6 +36,7 @@
 // TEXT-NEXT: compute 140.000 us
 // TEXT-NEXT: communication 75.000 us
 // TEXT-NEXT: exposed 20.000 us (12.5% of the step)
+// TEXT-NEXT: memory 0.088 MiB at most a rank (parameters, gradients, shards)
 // TEXT-NEXT: collectives 3; the 2 most exposed:
 // TEXT-NEXT: name bytes channel start (us) end (us) exposed (us)
 // TEXT-NEXT: large 40960 1 100.000 150.000 20.000
@@ -69,6 +72,7 @@
 // JSON-NEXT: "communication_us": 75,
 // JSON-NEXT: "exposed_us": 20,
 // JSON-NEXT: "exposed_fraction": 0.125,
+// JSON-NEXT: "peak_memory_bytes": 92160,
 // JSON-NEXT: "collectives": [
 // JSON-NEXT: {
 // JSON-NEXT: "index": 0,

@@ -19,7 +19,7 @@
 // then the optimizer 114-164. Step 164, compute 150, communication 14, all
 // of it exposed.
 // CHECK-LABEL: func.func @blocking_stall
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 1.500000e+02 : f64, exposed_us = 1.400000e+01 : f64, mode = "step", ranks = 2 : i64, step_us = 1.640000e+02 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 1.500000e+02 : f64, exposed_us = 1.400000e+01 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.640000e+02 : f64}
 // CHECK: comm.allreduce {{.*}}{comm.end_us = 1.140000e+02 : f64, comm.start_us = 1.000000e+02 : f64, name = "w"}
 func.func @blocking_stall() -> tensor<1024xf32> {
   %g = comm.compute () {cost_us = 100.0 : f64, name = "backward"} : () -> tensor<1024xf32>
@@ -31,7 +31,7 @@ func.func @blocking_stall() -> tensor<1024xf32> {
 // start/wait around 50 us of compute hides the whole collective (100-114
 // while compute runs 100-150): step 170 = compute, nothing exposed.
 // CHECK-LABEL: func.func @overlap_hidden
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 1.700000e+02 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 1.700000e+02 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 1.700000e+02 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.700000e+02 : f64}
 // CHECK: comm.start {{.*}}{comm.end_us = 1.140000e+02 : f64, comm.start_us = 1.000000e+02 : f64, names = ["w"]}
 func.func @overlap_hidden() -> tensor<1024xf32> {
   %g = comm.compute () {cost_us = 100.0 : f64, name = "backward"} : () -> tensor<1024xf32>
@@ -45,7 +45,7 @@ func.func @overlap_hidden() -> tensor<1024xf32> {
 // Only 8 us of compute to hide it: compute 100-108, waits 108-114, the
 // optimizer runs 114-134. Step 134, compute 128, exposed 6.
 // CHECK-LABEL: func.func @overlap_partial
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 1.280000e+02 : f64, exposed_us = 6.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 1.340000e+02 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 1.280000e+02 : f64, exposed_us = 6.000000e+00 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.340000e+02 : f64}
 func.func @overlap_partial() -> tensor<1024xf32> {
   %g = comm.compute () {cost_us = 100.0 : f64, name = "backward"} : () -> tensor<1024xf32>
   %t = comm.start %g {names = ["w"]} : tensor<1024xf32>
@@ -60,8 +60,8 @@ func.func @overlap_partial() -> tensor<1024xf32> {
 // half rate, 110-118; the optimizer runs 118-128; communication 18 + 18.
 // Independent channels: both end at 114, the step at 124.
 // CHECK-LABEL: func.func @two_channels
-// SHARED-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 3.600000e+01 : f64, compute_us = 1.100000e+02 : f64, exposed_us = 1.800000e+01 : f64, mode = "step", ranks = 2 : i64, step_us = 1.280000e+02 : f64}
-// INDEP-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 2.800000e+01 : f64, compute_us = 1.100000e+02 : f64, exposed_us = 1.400000e+01 : f64, mode = "step", ranks = 2 : i64, step_us = 1.240000e+02 : f64}
+// SHARED-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 3.600000e+01 : f64, compute_us = 1.100000e+02 : f64, exposed_us = 1.800000e+01 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.280000e+02 : f64}
+// INDEP-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 2.800000e+01 : f64, compute_us = 1.100000e+02 : f64, exposed_us = 1.400000e+01 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.240000e+02 : f64}
 // SHARED: comm.start {{.*}}{comm.end_us = 1.180000e+02 : f64, comm.start_us = 1.000000e+02 : f64, names = ["a"]}
 // SHARED: comm.start {{.*}}{channel = 1 : i64, comm.end_us = 1.180000e+02 : f64, comm.start_us = 1.000000e+02 : f64, names = ["b"]}
 // INDEP: comm.start {{.*}}{comm.end_us = 1.140000e+02 : f64, comm.start_us = 1.000000e+02 : f64, names = ["a"]}
@@ -79,7 +79,7 @@ func.func @two_channels() -> (tensor<1024xf32>, tensor<1024xf32>) {
 // The same on one channel: one after the other, 100-114 and 114-128; the
 // optimizer runs 128-138, whatever the sharing.
 // CHECK-LABEL: func.func @one_channel
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 2.800000e+01 : f64, compute_us = 1.100000e+02 : f64, exposed_us = 2.800000e+01 : f64, mode = "step", ranks = 2 : i64, step_us = 1.380000e+02 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 2.800000e+01 : f64, compute_us = 1.100000e+02 : f64, exposed_us = 2.800000e+01 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.380000e+02 : f64}
 // CHECK: comm.start {{.*}}{comm.end_us = 1.140000e+02 : f64, comm.start_us = 1.000000e+02 : f64, names = ["a"]}
 // CHECK: comm.start {{.*}}{comm.end_us = 1.280000e+02 : f64, comm.start_us = 1.140000e+02 : f64, names = ["b"]}
 func.func @one_channel() -> (tensor<1024xf32>, tensor<1024xf32>) {
@@ -95,7 +95,7 @@ func.func @one_channel() -> (tensor<1024xf32>, tensor<1024xf32>) {
 // A bucket of two f32 gradients sent as bf16: 2 x 1024 x 2 B = 4096 B on the
 // wire, 14 us, blocking: 20-34.
 // CHECK-LABEL: func.func @bf16_bucket
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 1.400000e+01 : f64, mode = "step", ranks = 2 : i64, step_us = 3.400000e+01 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.400000e+01 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 1.400000e+01 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 3.400000e+01 : f64}
 // CHECK: comm.fused_allreduce {{.*}}{comm.end_us = 3.400000e+01 : f64, comm.start_us = 2.000000e+01 : f64, wire = bf16}
 func.func @bf16_bucket() -> (tensor<1024xf32>, tensor<1024xf32>) {
   %g:2 = comm.compute () {cost_us = 20.0 : f64, name = "backward"} : () -> (tensor<1024xf32>, tensor<1024xf32>)
@@ -122,11 +122,11 @@ func.func @bf16_bucket() -> (tensor<1024xf32>, tensor<1024xf32>) {
 // iteration), backward 0 440-460, its gradient 460-474 (186-200).
 // CHECK-LABEL: func.func @layers
 // SHARED-SAME: mode = "step"
-// INDEP-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.840000e+02 : f64, compute_us = 6.000000e+01 : f64, exposed_us = 1.500000e+02 : f64, mode = "step", ranks = 2 : i64, step_us = 2.100000e+02 : f64}
+// INDEP-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.840000e+02 : f64, compute_us = 6.000000e+01 : f64, exposed_us = 1.500000e+02 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 2.100000e+02 : f64}
 // INDEP: comm.start {{.*}}{channel = 1 : i64, comm.end_us = 2.100000e+02 : f64, comm.start_us = 4.000000e+01 : f64, names = ["fc1.weight"]}
 // INDEP: comm.start {{.*}}{comm.end_us = 7.400000e+01 : f64, comm.start_us = 6.000000e+01 : f64, names = ["fc0.weight"]}
 // STEADY-LABEL: func.func @layers
-// STEADY-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.840000e+02 : f64, compute_us = 6.000000e+01 : f64, exposed_us = 1.400000e+02 : f64, mode = "steady", ranks = 2 : i64, step_us = 2.000000e+02 : f64}
+// STEADY-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 1.840000e+02 : f64, compute_us = 6.000000e+01 : f64, exposed_us = 1.400000e+02 : f64, mode = "steady", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 2.000000e+02 : f64}
 // STEADY: comm.start {{.*}}{channel = 1 : i64, comm.end_us = 3.360000e+02 : f64, comm.start_us = 1.660000e+02 : f64, names = ["fc1.weight"]}
 // STEADY: comm.start {{.*}}{comm.end_us = 2.000000e+02 : f64, comm.start_us = 1.860000e+02 : f64, names = ["fc0.weight"]}
 func.func @layers() -> (tensor<40960xf32>, tensor<1024xf32>) {
@@ -152,7 +152,7 @@ func.func @layers() -> (tensor<40960xf32>, tensor<1024xf32>) {
 // 2 k (12 + 8) B: 204800 B at the v100's 900 GB/s, 0.227556 us. In all
 // 27.235368 us after the 10 us of compute.
 // CHECK-LABEL: func.func @sparse
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 27.235368055555554 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 27.235368055555554 : f64, mode = "step", ranks = 2 : i64, step_us = 47.235368055555554 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 27.235368055555554 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 27.235368055555554 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 47.235368055555554 : f64}
 // CHECK: comm.sparse_allreduce
 // CHECK-SAME: comm.end_us = 37.235368055555554 : f64, comm.start_us = 1.000000e+01 : f64
 func.func @sparse(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
@@ -167,7 +167,7 @@ func.func @sparse(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096
 // 10 us of compute that follow go on: it ends at 10 + 27.235368 us,
 // 17.235368 us after compute, which is exposed.
 // CHECK-LABEL: func.func @sparse_started
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 27.235368055555554 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 17.235368055555554 : f64, mode = "step", ranks = 2 : i64, step_us = 37.235368055555554 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 27.235368055555554 : f64, compute_us = 2.000000e+01 : f64, exposed_us = 17.235368055555554 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 37.235368055555554 : f64}
 // CHECK: comm.sparse_start
 // CHECK-SAME: comm.end_us = 37.235368055555554 : f64, comm.start_us = 1.000000e+01 : f64
 func.func @sparse_started(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
@@ -180,9 +180,9 @@ func.func @sparse_started(%residual: tensor<4096xf32>) -> (tensor<4096xf32>, ten
 
 // A step without collectives: its compute is the step.
 // CHECK-LABEL: func.func @compute_only
-// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 0.000000e+00 : f64, compute_us = 5.000000e+00 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", ranks = 2 : i64, step_us = 5.000000e+00 : f64}
+// CHECK-SAME: comm.estimate = {cluster = "{{[^"]+}}", communication_us = 0.000000e+00 : f64, compute_us = 5.000000e+00 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 5.000000e+00 : f64}
 // STEADY-LABEL: func.func @compute_only
-// STEADY-SAME: mode = "steady", ranks = 2 : i64, step_us = 5.000000e+00 : f64
+// STEADY-SAME: mode = "steady", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 5.000000e+00 : f64
 func.func @compute_only() {
   comm.compute () {cost_us = 5.0 : f64, name = "step"} : () -> ()
   return
