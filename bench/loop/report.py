@@ -28,7 +28,14 @@ PLANS = [("optimized", "comm-optimize (cost-model plan)"),
          ("ddp", "DDP policy (25 MiB threshold buckets, 1 channel)"),
          ("sparse", "comm-optimize, sparse allowed (started sparse allreduces)"),
          ("sparse-blocking",
-          "comm-optimize, sparse allowed (blocking sparse allreduces)")]
+          "comm-optimize, sparse allowed (blocking sparse allreduces)"),
+         ("zero2", "comm-optimize shard=grad (ZeRO-2)"),
+         ("zero3", "comm-optimize shard=full (ZeRO-3, FSDP)"),
+         ("zero3-limited", "comm-optimize shard=full within the limit")]
+# The sharded plans, whose predictions the sharded-training target holds to
+# 15%.
+SHARDED = [("zero2", "ZeRO-2 plan"), ("zero3", "ZeRO-3 plan"),
+           ("zero3-limited", "memory-limited ZeRO-3 plan")]
 TITLE = "## Closing the loop"
 STEP = re.compile(r"^round (\d+): commrt: step (\d+): ([0-9.]+) us$")
 
@@ -58,6 +65,10 @@ def ms(us):
     return f"{us / 1000:.1f}"
 
 
+def mib(size):
+    return f"{size / (1024 * 1024):.1f}"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -71,6 +82,7 @@ def main():
     parser.add_argument("--measured-device")
     parser.add_argument("--profile",
                         default="../shared/profiles/pipedream/resnet50.graph.txt")
+    parser.add_argument("--shard-limit-mb", default="100")
     args = parser.parse_args()
 
     rows, results = [], {}
@@ -85,7 +97,8 @@ def main():
             f"| {label} | {len(step['collectives'])} | {ms(step['compute_us'])} "
             f"| {ms(step['step_us'])} | {ms(steady['step_us'])} "
             f"| {ms(median)} ({ms(min(timed))}..{ms(max(timed))}, {len(timed)} steps) "
-            f"| {ms(statistics.median(warmups))} | {error:+.1f}% |")
+            f"| {ms(statistics.median(warmups))} | {error:+.1f}% "
+            f"| {mib(step['peak_memory_bytes'])} |")
 
     ddp_step, ddp_measured, ddp_error = results["ddp"]
     device_text = f"device={args.device}`"
@@ -98,6 +111,8 @@ def main():
             f"`channel_slowdown` ({measured_device['channel_slowdown']:.2f}) "
             "measured by `commrt-in-step-bench` on the same cluster at the "
             "start of the run")
+
+    limited_peak = results["zero3-limited"][0]["peak_memory_bytes"]
 
     def speedup(plan):
         """Measured and predicted speedup of `plan` over the DDP policy."""
@@ -113,7 +128,7 @@ def main():
         "Release build with clang-22) by `bench/loop/run.sh`. "
         f"pipedream's ResNet-50 profile (`{args.profile}`, imported with "
         "`commopt-translate --import-pipedream`) is planned by `comm-optimize` "
-        f"for the calibrated cluster `{args.cluster}` five times: the "
+        f"for the calibrated cluster `{args.cluster}` eight times: the "
         "cost-model plan (`cluster=FILE`, defaults), the same with f16 on the "
         "wire (`wire=f16`: precision lowering, prescale 1/p), DDP's policy (`cluster=FILE "
         "fusion=threshold bucket-cap-mb=25 channels=1 priorities=false`) "
@@ -121,7 +136,12 @@ def main():
         f"{device_text}: comm-sparsify's choice of gradients, "
         "densities and exchanges, its local steps priced on the host CPU, "
         "its sparse allreduces started on channels, `comm.sparse_start`), "
-        "also with them blocking (`sparse-overlap=false`). "
+        "also with them blocking (`sparse-overlap=false`), and sharded "
+        "data parallelism (`shard=grad`, ZeRO-2; `shard=full`, ZeRO-3/FSDP; "
+        f"`shard=full shard-memory-limit-mb={args.shard_limit_mb}`: "
+        "comm-shard-data-parallel's units, prefetch depth and reduce-scatter "
+        "waits of least simulated step within the limit; its shards are "
+        "the step's arguments, filled by the driver). "
         "`comm-estimate` predicts each plan's step (`estimate=step`, one step "
         "from a cold start, which is what the driver times: `@train_step` waits "
         "for every gradient before it returns) and, for reference, the steady "
@@ -133,11 +153,15 @@ def main():
         "`commrt_report_step_us`; it runs in `mlir-runner` on 4 ranks of "
         f"`bench/cluster/emulate.sh` at {args.rate} ({args.rounds} rounds, the "
         "plans alternating). Times in ms; measured is the median of the timed "
-        "steps of all rounds (min..max); error = (predicted - measured) / measured.",
+        "steps of all rounds (min..max); error = (predicted - measured) / "
+        "measured; "
+        "peak memory: what the plan holds at once per rank as `comm-estimate` "
+        "counts it (parameters, gradients, shards, gathered parameters; not "
+        "activations or optimizer state).",
         "",
         "| Plan | collectives | compute | predicted step | predicted steady | "
-        "measured step | warm-up step | error (step) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "measured step | warm-up step | error (step) | peak memory (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
         *[f"- Measured speedup of the {name} over the DDP-policy plan: "
@@ -145,7 +169,8 @@ def main():
           for plan, name in [("optimized", "cost-model plan"),
                              ("optimized-f16", "f16-wire plan"),
                              ("sparse", "sparse plan"),
-                             ("sparse-blocking", "blocking sparse plan")]],
+                             ("sparse-blocking", "blocking sparse plan")]
+          + SHARDED],
         "",
         "| Target | result |",
         "|---|---|",
@@ -156,6 +181,12 @@ def main():
                              ("ddp", "DDP-policy plan"),
                              ("sparse", "sparse plan"),
                              ("sparse-blocking", "blocking sparse plan")]],
+        *[f"| {name}: predicted step within 15% of measured | "
+          f"{results[plan][2]:+.1f}%, {verdict(abs(results[plan][2]) <= 15)} |"
+          for plan, name in SHARDED],
+        f"| memory-limited ZeRO-3 plan holds at most "
+        f"{args.shard_limit_mb} MiB a rank | {mib(limited_peak)} MiB, "
+        f"{verdict(limited_peak <= float(args.shard_limit_mb) * 2**20)} |",
         *[f"| {name} beats DDP (measured) | {speedup(plan)[0]:.2f}x, "
           f"{verdict(results[plan][1] < ddp_measured)} |"
           for plan, name in [("optimized", "cost-model plan"),

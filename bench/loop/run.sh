@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 #===- run.sh - Closing the loop: predicted vs measured step times --------===#
 #
-# Imports pipedream's ResNet-50 profile, plans it five times for the
+# Imports pipedream's ResNet-50 profile, plans it eight times for the
 # calibrated emulated cluster (comm-optimize's default plan, the same with
 # f16 on the wire, DDP's policy: 25 MiB threshold buckets, one channel,
-# no priorities, and a sparse plan: comm-sparsify's choice, priced with the
+# no priorities, a sparse plan: comm-sparsify's choice, priced with the
 # host CPU as the device of its local steps, its sparse allreduces started
-# on channels, and the same with them blocking), takes comm-estimate's
+# on channels, the same with them blocking, and sharded plans: ZeRO-2,
+# ZeRO-3/FSDP, and ZeRO-3 within SHARD_LIMIT_MB per rank), takes comm-estimate's
 # prediction of each plan (step and steady state, JSON), appends a timing
 # @main (comm-add-step-driver), lowers with comm.compute taking its cost
 # (compute-delay), runs them on 4 ranks of bench/cluster/emulate.sh at 1 Gbit/s
@@ -25,7 +26,8 @@
 # commrt-in-step-bench and plans with what it writes), PROFILE (default
 # ../shared/profiles/pipedream/resnet50.graph.txt, pipedream's measured
 # profile beside the checkout), LLVM_BIN (default
-# /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3).
+# /usr/lib/llvm-22/bin), PYTHON (default /usr/bin/python3), SHARD_LIMIT_MB
+# (default 100).
 #
 #===----------------------------------------------------------------------===#
 
@@ -48,6 +50,9 @@ CLUSTER=${CLUSTER:-bench/cluster/emulated-4x1gbit.json}
 # residual run on the host CPU here, two ranks to a core).
 DEVICE=${DEVICE:-bench/cluster/host-2core-4ranks.json}
 PROFILE=${PROFILE:-../shared/profiles/pipedream/resnet50.graph.txt}
+# The memory limit of the third sharded plan, in MiB per rank: about half
+# of what the replicated plans hold for ResNet-50 (195 MiB).
+SHARD_LIMIT_MB=${SHARD_LIMIT_MB:-100}
 LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 BUILD=$(cd "$BUILD" && pwd)
 mkdir -p "$OUT"
@@ -86,8 +91,11 @@ declare -A PLAN_OPTIONS=(
   [ddp]="cluster=$CLUSTER fusion=threshold bucket-cap-mb=25 channels=1 priorities=false"
   [sparse]="cluster=$CLUSTER sparse=true search=false device=$PLAN_DEVICE"
   [sparse-blocking]="cluster=$CLUSTER sparse=true sparse-overlap=false search=false device=$PLAN_DEVICE"
+  [zero2]="cluster=$CLUSTER shard=grad"
+  [zero3]="cluster=$CLUSTER shard=full"
+  [zero3-limited]="cluster=$CLUSTER shard=full shard-memory-limit-mb=$SHARD_LIMIT_MB"
 )
-PLANS=(optimized optimized-f16 ddp sparse sparse-blocking)
+PLANS=(optimized optimized-f16 ddp sparse sparse-blocking zero2 zero3 zero3-limited)
 
 "$TRANSLATE" --import-pipedream "$PROFILE" -o "$OUT/resnet50.mlir"
 for plan in "${PLANS[@]}"; do
@@ -118,4 +126,5 @@ done
 "$PYTHON" bench/loop/report.py "$OUT" BENCHMARKS.md \
   --rate="$RATE" --steps="$STEPS" --rounds="$ROUNDS" \
   --cluster="$CLUSTER" --device="$DEVICE" --profile="$PROFILE" \
+  --shard-limit-mb="$SHARD_LIMIT_MB" \
   ${MEASURED_DEVICE:+--measured-device="$MEASURED_DEVICE"}
