@@ -199,16 +199,19 @@ def CommShardDataParallel
     PyTorch FSDP and DeepSpeed ZeRO run it:
 
     - Parameters are grouped into units of whole layers in backward order
-      (FSDP's flat parameters, XLA's combined collectives): a unit closes
-      once it holds `bucket-cap-mb` or more, or where the element type
-      changes.
+      (FSDP's flat parameters, XLA's combined collectives), one element
+      type, wire type and prescale to a unit (comm-lower-precision may run
+      first): a unit closes once it holds `bucket-cap-mb` or more.
     - Each unit's parameters live sharded: the function takes one shard per
       unit (`comm.names` on the argument lists its parameters) and returns
       the updated shards.
     - Before a unit's first forward layer its shard is all-gathered
       (`comm.all_gather_start` on the cluster's second channel where it has
       two), started `prefetch` units ahead; the layers' `comm.compute` ops
-      take the gathered parameters as operands.
+      take the gathered parameters as operands. A layer without a forward
+      step of its own (a profile that timed the forward pass whole) is
+      gathered before the step's forward `comm.compute` without a layer, or
+      at the start of the step.
     - With `stage=grad` (ZeRO-2, FSDP's SHARD_GRAD_OP) the gathered
       parameters stay for the backward pass. With `stage=full` (ZeRO-3,
       FSDP's FULL_SHARD) they are freed after the unit's forward, and
@@ -218,29 +221,33 @@ def CommShardDataParallel
     - Once a unit's last gradient is produced, its gradients are
       reduce-scattered into the unit's gradient shard
       (`comm.reduce_scatter_start` on channel 0, with the allreduces'
-      reduction), overlapping the rest of the backward pass; each is waited
-      for before the optimizer, which then updates only this rank's shards:
-      its cost becomes 1/p of the profiled cost.
+      reduction, wire type and prescale), overlapping the rest of the
+      backward pass; each is waited for before the optimizer (or sooner,
+      below), which then updates only this rank's shards: its cost becomes
+      1/p of the profiled cost.
 
     The plan is chosen by the cost model with its peak memory: every unit
     size from `bucket-cap-mb` down (halving, until each layer is a unit),
     with every prefetch depth (or the one `prefetch` gives) and with the
     reduce-scatters waited for at the optimizer or, freeing their gradients
-    sooner, before the backward of the unit after next, is planned,
+    sooner, before the backward of the unit whose reduce-scatter starts two
+    after their own, is planned,
     simulated with the step model (one step) and sized with the step memory
     analysis (the buffers the step holds at once: shards, gathered
     parameters, gradients; not activations, which the profile does not
     describe, nor optimizer state); the fastest plan whose peak stays
     within `memory-limit-mb` is kept, on a tie the one that holds less,
-    then the first tried (larger units, smaller depth). A limit that no plan meets is an error
-    naming the smallest peak found. The choice is recorded on the function
-    (`comm.shard_plan`). Shards are ceil(N / p) elements for the cluster's
-    p ranks (the last padded). A function without allreduces is left alone.
+    then the first tried (larger units, smaller depth). A limit that no
+    plan meets is an error naming the smallest peak found. The choice is
+    recorded on the function (`comm.shard_plan`). Shards are ceil(N / p)
+    elements for the cluster's p ranks (the last padded). A function
+    without allreduces is left alone.
     A step that is not in the imported form (a gradient not produced by a
     layer's backward `comm.compute`, a collective other than a dense
-    `comm.allreduce` in tensor form, a layer without a forward step, a
-    reduced gradient used by an op other than the optimizer and the
-    return, a function that is called) is an error naming the op.
+    `comm.allreduce` in tensor form among all ranks, one in a nested
+    region, a reduced gradient used by an op other than the optimizer and
+    the return, a second optimizer step, a function that is called) is an
+    error naming the op.
   }];
   let options = [
     CommChoiceOption<"stage", "stage", "ShardStage", "Full",

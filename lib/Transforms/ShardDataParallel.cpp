@@ -58,8 +58,8 @@ struct ImportedStep {
   func::ReturnOp terminator;
 };
 
-/// Parameters of whole layers, of one element type, sharded, gathered and
-/// reduced together (FSDP's flat parameter).
+/// Parameters of whole layers, of one element type, wire type and prescale,
+/// sharded, gathered and reduced together (FSDP's flat parameter).
 struct Unit {
   /// Indices into ImportedStep::layers, in backward order.
   SmallVector<size_t> layers;
@@ -110,7 +110,7 @@ FailureOr<ImportedStep> readImportedStep(func::FuncOp func) {
       step.layers.emplace_back();
     return step.layers[it->second];
   };
-  // Forward steps by layer, until their layer's backward step is seen.
+  // The forward steps of each layer.
   llvm::DenseMap<int64_t, SmallVector<ComputeOp, 1>> forward;
   WalkResult walked = func.walk([&](Operation *op) {
     if (!isa<CollectiveOpInterface>(op))
