@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -206,6 +207,12 @@ FailureOr<ImportedStep> readImportedStep(func::FuncOp func) {
       layer.forward = it->second;
     else if (wholeForward)
       layer.forward.push_back(wholeForward);
+    // Its backward steps take the parameters its forward gathers.
+    for (ComputeOp later : layer.forward)
+      if (layer.backward.front()->isBeforeInBlock(later))
+        return fail(later) << "this forward step of layer " << number
+                           << " comes after the layer's backward step, "
+                              "which would use parameters not yet gathered";
     layers.push_back(std::move(layer));
   }
   step.layers = std::move(layers);
@@ -263,7 +270,8 @@ public:
                      unsigned channels)
       : func(func), step(step), units(units), shards(shards), stage(stage),
         prefetch(prefetch), scatterLag(scatterLag), builder(func.getContext()),
-        gatherChannel(channels > 1 ? 1 : 0) {}
+        gatherChannel(channels > 1 ? 1 : 0),
+        entry(&func.getBody().front().front()) {}
 
   LogicalResult build() {
     addShardArguments();
@@ -298,7 +306,8 @@ private:
   }
 
   /// The first compute op of the unit's layers in forward or backward, in
-  /// program order; without forward steps, the first op of the step.
+  /// program order; without forward steps, the first op of the step as
+  /// imported.
   Operation *getFirst(const Unit &unit, bool forward) const {
     Operation *first = nullptr;
     for (size_t index : unit.layers) {
@@ -307,7 +316,7 @@ private:
         if (!first || compute->isBeforeInBlock(first))
           first = compute;
     }
-    return first ? first : &func::FuncOp(func).getBody().front().front();
+    return first ? first : entry;
   }
 
   void addShardArguments() {
@@ -523,6 +532,9 @@ private:
   std::optional<size_t> scatterLag;
   OpBuilder builder;
   int64_t gatherChannel;
+  /// The step's first op as imported: what a unit without forward steps
+  /// is gathered before.
+  Operation *entry;
   SmallVector<Value> shardArguments;
   SmallVector<Value> scatterTokens;
   size_t lastForwardUnit = 0;
@@ -687,6 +699,12 @@ private:
                                   cluster.channels)
                    .build()))
       return failure();
+    // The step model reads waits after their starts and values after their
+    // definitions: a plan that breaks that is this pass's bug, reported.
+    if (failed(verify(plan)))
+      return func.emitError()
+             << kPassName << ": internal error: the plan of " << units.size()
+             << " units at prefetch " << depth << " does not verify";
     FailureOr<double> stepUs = simulate(plan, cluster);
     if (failed(stepUs))
       return failure();

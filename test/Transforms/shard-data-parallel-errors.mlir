@@ -109,3 +109,13 @@ func.func @caller() -> tensor<8xf32> {
   %r = func.call @called() : () -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+func.func @forward_after_backward() -> tensor<8xf32> {
+  %g = comm.compute () {cost_us = 20.0 : f64, layer = 0 : i64, name = "l0", phase = #comm.phase<backward>} : () -> tensor<8xf32>
+  // expected-error @+1 {{comm-shard-data-parallel: this forward step of layer 0 comes after the layer's backward step, which would use parameters not yet gathered}}
+  comm.compute () {cost_us = 10.0 : f64, layer = 0 : i64, name = "l0", phase = #comm.phase<forward>} : () -> ()
+  %r = comm.allreduce %g : tensor<8xf32> -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}

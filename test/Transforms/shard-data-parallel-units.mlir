@@ -35,6 +35,29 @@ func.func @small_layers() -> (i32, tensor<10x100xf32>, tensor<10xf32>, tensor<10
   return %n, %w2, %b2, %w1, %b1 : i32, tensor<10x100xf32>, tensor<10xf32>, tensor<1024xf32>, tensor<100xf32>
 }
 
+// Layers without forward steps: gathered before the step's forward
+// comm.compute without a layer (a profile that timed the forward pass
+// whole), which takes them, or at the start of a step without one.
+// CHECK-LABEL: func.func @whole_forward(
+// CHECK-NEXT: %[[A:.*]] = comm.all_gather_start
+// CHECK-NEXT: %[[W:.*]] = comm.wait %[[A]] : tensor<8xf32>
+// CHECK-NEXT: comm.compute(%[[W]]) {cost_us = 5.000000e+00 : f64, name = "forward", phase = #comm.phase<forward>}
+// CHECK-LABEL: func.func @backward_only(
+// CHECK-NEXT: %[[A:.*]] = comm.all_gather_start
+// CHECK-NEXT: %[[W:.*]] = comm.wait %[[A]] : tensor<8xf32>
+// CHECK-NEXT: comm.compute(%[[W]]) {{.*}}phase = #comm.phase<backward>}
+func.func @whole_forward() -> tensor<8xf32> {
+  comm.compute () {cost_us = 5.0 : f64, name = "forward", phase = #comm.phase<forward>} : () -> ()
+  %g = comm.compute () {cost_us = 1.0 : f64, layer = 5 : i64, phase = #comm.phase<backward>} : () -> tensor<8xf32>
+  %a = comm.allreduce %g : tensor<8xf32> -> tensor<8xf32>
+  return %a : tensor<8xf32>
+}
+func.func @backward_only() -> tensor<8xf32> {
+  %g = comm.compute () {cost_us = 1.0 : f64, layer = 5 : i64, phase = #comm.phase<backward>} : () -> tensor<8xf32>
+  %a = comm.allreduce %g : tensor<8xf32> -> tensor<8xf32>
+  return %a : tensor<8xf32>
+}
+
 // Left alone: a function without allreduces (an already sharded step), and
 // a declaration.
 // CHECK-LABEL: func.func @no_allreduces(%{{.*}}: tensor<1024xf32>) -> tensor<256xf32> {

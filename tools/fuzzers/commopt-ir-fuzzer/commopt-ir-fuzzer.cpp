@@ -25,7 +25,8 @@ using namespace mlir;
 /// The comm-optimize option sets each verified input is planned with: the
 /// defaults; threshold fusion with a low-precision wire, partitioning and
 /// two channels; sparse gradients with the chunk exchange and
-/// MG-WFBP's merging.
+/// MG-WFBP's merging; a sharded plan (ZeRO-3) within a memory limit, with
+/// a low-precision wire.
 static constexpr StringLiteral kOptionSets[] = {
     "cluster=gradientflow-64 estimate=step report=none",
     "cluster=nvlink-8 fusion=threshold bucket-cap-mb=1 wire=f16 "
@@ -33,6 +34,8 @@ static constexpr StringLiteral kOptionSets[] = {
     "cluster=ethernet10-16 fusion=mgwfbp sparse=true density=0.01 "
     "sparse-exchange=chunk sparse-min-bytes=0 sparse-chunk-elements=256 "
     "estimate=step report=none",
+    "cluster=ethernet10-16 shard=full shard-memory-limit-mb=1 bucket-cap-mb=1 "
+    "wire=bf16 wire-min-bytes=0 estimate=step report=none",
 };
 
 /// What commopt-opt registers.
