@@ -154,6 +154,19 @@ LogicalResult comm::verifyOptimizeOptions(
   return success();
 }
 
+/// Adds comm-lower-precision with the wire options of `options` to
+/// `funcPm`, unless `wire=none`.
+static void addLowerPrecision(OpPassManager &funcPm,
+                              const comm::OptimizeOptions &options) {
+  if (options.wire == comm::WirePrecision::None)
+    return;
+  comm::CommLowerPrecisionOptions precision;
+  precision.wire = options.wire;
+  precision.minBytes = options.wireMinBytes;
+  precision.cluster = options.cluster;
+  funcPm.addPass(comm::createCommLowerPrecision(precision));
+}
+
 void comm::buildBucketingPasses(OpPassManager &pm,
                                 const OptimizeOptions &options) {
   // Lossless and priced (dense wins ties), so always on; a no-op without
@@ -180,13 +193,7 @@ void comm::buildBucketingPasses(OpPassManager &pm,
     pm.addPass(createCommSparsify(sparsify));
   }
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  if (options.wire != WirePrecision::None) {
-    CommLowerPrecisionOptions precision;
-    precision.wire = options.wire;
-    precision.minBytes = options.wireMinBytes;
-    precision.cluster = options.cluster;
-    funcPm.addPass(createCommLowerPrecision(precision));
-  }
+  addLowerPrecision(funcPm, options);
   if (options.fusion != FusionPolicy::None) {
     CommFuseBucketsOptions fuse;
     fuse.policy = options.fusion;
@@ -240,13 +247,7 @@ void comm::buildOptimizePipeline(OpPassManager &pm,
     // (unit size and prefetch depth within the memory limit). Precision is
     // chosen per gradient first, as for buckets: a unit's gradients share
     // a wire type.
-    if (options.wire != WirePrecision::None) {
-      CommLowerPrecisionOptions precision;
-      precision.wire = options.wire;
-      precision.minBytes = options.wireMinBytes;
-      precision.cluster = options.cluster;
-      pm.addNestedPass<func::FuncOp>(createCommLowerPrecision(precision));
-    }
+    addLowerPrecision(pm.nest<func::FuncOp>(), options);
     CommShardDataParallelOptions shard;
     shard.stage = options.shard;
     shard.bucketCapMb = options.bucketCapMb;

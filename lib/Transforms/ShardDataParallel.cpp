@@ -379,13 +379,19 @@ private:
     }
   }
 
-  void gatherForForward() {
+  /// The units in the order their forward or backward begins.
+  SmallVector<size_t> getUnitOrder(bool forward) const {
     SmallVector<size_t> order =
         llvm::to_vector(llvm::seq<size_t>(0, units.size()));
     llvm::stable_sort(order, [&](size_t a, size_t b) {
-      return getFirst(units[a], true)
-          ->isBeforeInBlock(getFirst(units[b], true));
+      return getFirst(units[a], forward)
+          ->isBeforeInBlock(getFirst(units[b], forward));
     });
+    return order;
+  }
+
+  void gatherForForward() {
+    SmallVector<size_t> order = getUnitOrder(/*forward=*/true);
     lastForwardUnit = order.back();
     // Kept through the backward pass (ZeRO-2), and the last unit's in any
     // case.
@@ -407,12 +413,7 @@ private:
   }
 
   void gatherForBackward() {
-    SmallVector<size_t> order =
-        llvm::to_vector(llvm::seq<size_t>(0, units.size()));
-    llvm::stable_sort(order, [&](size_t a, size_t b) {
-      return getFirst(units[a], false)
-          ->isBeforeInBlock(getFirst(units[b], false));
-    });
+    SmallVector<size_t> order = getUnitOrder(/*forward=*/false);
     gatherInOrder(
         order, [&](const Unit &unit) { return getFirst(unit, false); },
         [&](const Layer &layer) {

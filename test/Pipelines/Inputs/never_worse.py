@@ -60,6 +60,27 @@ def random_profile(seed):
             "update_us": 50.0, "layers": layers}
 
 
+def import_modules(translate, pipedream, work, pipedream_clusters, seeds,
+                   random_clusters):
+    """Imports pipedream's four profiles and `seeds` random gradient
+    profiles into WORK; returns (module, clusters) pairs, the clusters each
+    is planned for."""
+    modules = []
+    for model in ["alexnet", "gnmt", "resnet18", "resnet50"]:
+        module = os.path.join(work, f"{model}.mlir")
+        run([translate, "--import-pipedream",
+             os.path.join(pipedream, f"{model}.graph.txt"), "-o", module])
+        modules.append((module, pipedream_clusters))
+    for seed in range(seeds):
+        profile = os.path.join(work, f"random-{seed}.json")
+        with open(profile, "w") as f:
+            json.dump(random_profile(seed), f)
+        module = os.path.join(work, f"random-{seed}.mlir")
+        run([translate, "--import-grad-profile", profile, "-o", module])
+        modules.append((module, random_clusters))
+    return modules
+
+
 def run(command):
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -167,20 +188,10 @@ def main():
     translate = os.path.join(bin_dir, "commopt-translate")
     os.makedirs(work, exist_ok=True)
 
-    modules = []
-    for model in ["alexnet", "gnmt", "resnet18", "resnet50"]:
-        module = os.path.join(work, f"{model}.mlir")
-        run([translate, "--import-pipedream",
-             os.path.join(pipedream, f"{model}.graph.txt"), "-o", module])
-        modules.append((module, ["ethernet10-16", "gradientflow-64",
-                                 "ib56-16", "nvlink-8", "ib100-512"]))
-    for seed in range(3):
-        profile = os.path.join(work, f"random-{seed}.json")
-        with open(profile, "w") as f:
-            json.dump(random_profile(seed), f)
-        module = os.path.join(work, f"random-{seed}.mlir")
-        run([translate, "--import-grad-profile", profile, "-o", module])
-        modules.append((module, ["ethernet10-16", "gradientflow-64"]))
+    modules = import_modules(
+        translate, pipedream, work,
+        ["ethernet10-16", "gradientflow-64", "ib56-16", "nvlink-8",
+         "ib100-512"], 3, ["ethernet10-16", "gradientflow-64"])
 
     report = os.path.join(work, "estimate.json")
     checked = 0

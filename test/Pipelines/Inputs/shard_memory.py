@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 
-from never_worse import TOLERANCE, random_profile, require_no_slower, run
+from never_worse import TOLERANCE, import_modules, require_no_slower
 
 MIB = 1024 * 1024
 # Limits between the smallest plan's peak (0) and the unlimited plan's (1),
@@ -56,23 +56,12 @@ def main():
     translate = os.path.join(bin_dir, "commopt-translate")
     os.makedirs(work, exist_ok=True)
 
-    modules = []
-    for model in ["alexnet", "gnmt", "resnet18", "resnet50"]:
-        module = os.path.join(work, f"{model}.mlir")
-        run([translate, "--import-pipedream",
-             os.path.join(pipedream, f"{model}.graph.txt"), "-o", module])
-        modules.append((module, "ethernet10-16"))
-    for seed in range(2):
-        profile = os.path.join(work, f"random-{seed}.json")
-        with open(profile, "w") as f:
-            json.dump(random_profile(seed), f)
-        module = os.path.join(work, f"random-{seed}.mlir")
-        run([translate, "--import-grad-profile", profile, "-o", module])
-        modules.append((module, "gradientflow-64"))
+    modules = import_modules(translate, pipedream, work, ["ethernet10-16"],
+                             2, ["gradientflow-64"])
 
     report = os.path.join(work, "estimate.json")
     limited = refused = depths = wires = 0
-    for module, cluster in modules:
+    for module, (cluster,) in modules:
         name = os.path.basename(module)
         for stage in ["grad", "full"]:
             shard = [f"shard={stage}"]
