@@ -90,6 +90,9 @@ def parse_arguments(argv):
                         "parameters bit for bit (on GPUs too)")
     parser.add_argument("--json", help="write the run's figures here")
     parser.add_argument("--label", default="", help="the run's name")
+    parser.add_argument("--save-parameters", metavar="FILE",
+                        help="rank 0 saves the trained parameters here "
+                        "(torch.save of name -> tensor), for comparing runs")
     arguments = parser.parse_args(argv)
     if (arguments.plan or arguments.momentum_correction) and \
             arguments.comm != "commopt":
@@ -337,6 +340,10 @@ def main(argv):
         for param in model.parameters():
             digest.update(param.detach().cpu().contiguous().numpy().tobytes())
         print(f"parameters sha256 {digest.hexdigest()[:16]}", flush=True)
+    if arguments.save_parameters and sync.rank == 0:
+        torch.save({name: param.detach().cpu().clone()
+                    for name, param in model.named_parameters()},
+                   arguments.save_parameters)
     # Per rank, averaged over the ranks: the link's bytes per step (the
     # evaluation's included where it runs) and the optimizer's state.
     sent_after = sent_bytes(sync.rank)
