@@ -84,9 +84,11 @@ def main(argv):
     host = load(os.path.join(out, "host", "host.json"))
     lines += ["The host's CPU: the ranks share 2 cores, so a rank's CPU per "
               "step bounds the step once there are more ranks than cores. "
-              f"It was fitted once, at {rank_counts(out)[0]} ranks, from the "
-              f"hash plan's run: {host['cpu_us'] / 1e3:.2f} ms of CPU per "
-              f"step, less the compute-only run's "
+              f"It was fitted once, at {rank_counts(out)[0]} ranks, from "
+              f"{host.get('runs', 1)} runs of the hash plan and as many "
+              f"compute-only ones, the medians of their CPU per step: "
+              f"{host['cpu_us'] / 1e3:.2f} ms with the hash plan, less the "
+              f"compute-only runs' "
               f"{host['compute_only_cpu_us'] / 1e3:.2f} ms, the exchange's "
               f"modelled local work ({host['local_work_us'] / 1e3:.2f} ms) "
               f"and the transport's {host['ns_per_sent_byte']:g} ns per sent "
@@ -95,7 +97,7 @@ def main(argv):
               "with its own rank count and its durations taken as CPU time "
               "(timed_ranks 1: the profile's compute was timed by one "
               "process alone). Every figure below is measured in other runs "
-              "than that one.", ""]
+              "than those.", ""]
     rows_of_targets = []
     worst = (0.0, "")
     for ranks in rank_counts(out):

@@ -26,16 +26,17 @@
 #  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
 #     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
 #     the step once there are more ranks than cores. At the first rank
-#     count the hash plan and the compute-only step run once with their
-#     CPU measured; host_cpu.step_us (docs/Cluster.md, section 4) is the
-#     hash run's CPU per step less the compute-only run's, less the
+#     count the hash plan and the compute-only step run $FIT_RUNS times
+#     each with their CPU measured; host_cpu.step_us (docs/Cluster.md,
+#     section 4) is the hash runs' median CPU per step less the
+#     compute-only runs', less the
 #     exchange's local work as the model prices it and less the
 #     transport's CPU for the bytes it sends (ns_per_sent_byte,
 #     $NS_PER_SENT_BYTE, as bench/training fitted it on this machine). Every
 #     rank count's device is $DEVICE with that host_cpu and its own rank
 #     count, its durations timed alone (timed_ranks 1: the profile's compute
 #     comes from one process, and the local work's rates are taken as CPU
-#     time); that one hash run is the only one the model is fitted to;
+#     time); those runs are the only ones the model is fitted to;
 #  4. plans: comm-optimize with each rows-exchange and with auto (the
 #     planner's choice), with estimates;
 #  5. runs: $STEPS timed steps (after $WARMUP) of each;
@@ -48,7 +49,7 @@
 # Environment: BUILD (default build), OUT (default $BUILD/embedding), RANKS
 # ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (20),
 # WARMUP (3), DEVICE (default bench/cluster/host-2core-4ranks.json),
-# NS_PER_SENT_BYTE (0.43), PYTHON.
+# NS_PER_SENT_BYTE (0.43), FIT_RUNS (3), PYTHON.
 #
 #===----------------------------------------------------------------------===#
 
@@ -64,6 +65,7 @@ STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-3}
 DEVICE=${DEVICE:-bench/cluster/host-2core-4ranks.json}
 NS_PER_SENT_BYTE=${NS_PER_SENT_BYTE:-0.43}
+FIT_RUNS=${FIT_RUNS:-3}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 EXAMPLE=examples/zipf_embedding
 
@@ -123,13 +125,20 @@ HOST=$OUT/host
 mkdir -p "$HOST"
 calibrate_cluster "$FIRST"
 plan "$HOST" "$OUT/r$FIRST/cluster.json" "$DEVICE" hash
-train "$FIRST" "$HOST" "hash|--comm commopt --plan $HOST/hash.plan.json"
-train "$FIRST" "$HOST" "compute-only|--comm local"
-"$PYTHON" - "$HOST" "$NS_PER_SENT_BYTE" <<'PY'
-import json, os, sys
-host, per_byte = sys.argv[1], float(sys.argv[2])
-cpu = json.load(open(os.path.join(host, "hash.json")))["cpu_ms"] * 1e3
-local = json.load(open(os.path.join(host, "compute-only.json")))["cpu_ms"] * 1e3
+# CPU time on this VM varies by tens of percent from run to run: the fit
+# takes the median of $FIT_RUNS runs of each.
+for ((run = 1; run <= FIT_RUNS; run++)); do
+  train "$FIRST" "$HOST" "hash-$run|--comm commopt --plan $HOST/hash.plan.json"
+  train "$FIRST" "$HOST" "compute-only-$run|--comm local"
+done
+"$PYTHON" - "$HOST" "$NS_PER_SENT_BYTE" "$FIT_RUNS" <<'PY'
+import json, os, statistics, sys
+host, per_byte, runs = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+def cpu_us(label):
+    return statistics.median(
+        json.load(open(os.path.join(host, f"{label}-{run}.json")))["cpu_ms"]
+        * 1e3 for run in range(1, runs + 1))
+cpu, local = cpu_us("hash"), cpu_us("compute-only")
 timeline = json.load(open(os.path.join(host, "hash.timeline.json")))
 events = [e["args"] for e in timeline["traceEvents"] if "sent_bytes" in
           e.get("args", {})]
@@ -139,9 +148,10 @@ local_work = sum(e.get("local_us", 0) for e in events)
 step_us = max(0.0, cpu - local - local_work - per_byte * sent * 1e-3)
 json.dump({"cpu_us": cpu, "compute_only_cpu_us": local, "sent_bytes": sent,
            "local_work_us": local_work, "ns_per_sent_byte": per_byte,
-           "step_us": step_us},
+           "step_us": step_us, "runs": runs},
           open(os.path.join(host, "host.json"), "w"), indent=1)
-print(f"host CPU: {cpu:.0f} us per step with the hash plan, {local:.0f} us "
+print(f"host CPU (median of {runs} runs): {cpu:.0f} us per step with the "
+      f"hash plan, {local:.0f} us "
       f"compute-only, {local_work:.0f} us of local work, {sent:.0f} B sent: "
       f"step_us = {step_us:.0f}", file=sys.stderr)
 PY
