@@ -603,9 +603,8 @@ private:
     double limitBytes = memoryLimitMb * kBytesPerMiB;
 
     // Every unit size from the cap down, halving until every layer is a unit
-    // of its own, each with every prefetch
-    // depth, and its reduce-scatters waited for at the optimizer or one
-    // unit later.
+    // of its own, each with every prefetch depth and its reduce-scatters
+    // waited for at the optimizer or sooner (getLags).
     SmallVector<Candidate> tried;
     std::optional<size_t> best;
     func::FuncOp bestPlan;
