@@ -64,3 +64,10 @@ func.func @dynamic(%n: index, %a: tensor<16xf32>) -> tensor<?xf32> {
   %r = comm.allreduce %g : tensor<?xf32> -> tensor<?xf32>
   return %r : tensor<?xf32>
 }
+
+// An index is 8 bytes; elements of other types (complex, here) are not
+// counted: 4 x 8 = 32.
+// CHECK: other_elements 32
+func.func @other_elements(%i: tensor<4xindex>, %c: tensor<4xcomplex<f32>>) -> tensor<4xindex> {
+  return %i : tensor<4xindex>
+}

@@ -7,18 +7,23 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/EquivalenceClasses.h"
 
 #include <algorithm>
 
 using namespace mlir;
 using namespace mlir::comm;
 
-/// The bytes of a statically shaped tensor or memref, else 0.
+/// The bytes of a statically shaped tensor or memref of integers or floats
+/// (an index as 8 bytes), else 0.
 static double getBufferBytes(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   if (!shaped || !isa<TensorType, BaseMemRefType>(shaped) ||
       !shaped.hasStaticShape())
+    return 0.0;
+  Type element = shaped.getElementType();
+  if (element.isIndex())
+    return 8.0 * static_cast<double>(shaped.getNumElements());
+  if (!element.isIntOrFloat())
     return 0.0;
   return static_cast<double>(getGradientBytes(shaped).value_or(0));
 }
@@ -55,9 +60,10 @@ StepMemory mlir::comm::computeStepMemory(func::FuncOp func) {
   }
   size_t end = ops.size();
 
-  // Values that share a buffer are one class, of the bytes of the value
-  // that allocated it.
-  llvm::EquivalenceClasses<Value> buffers;
+  // The value that allocated each value's buffer (itself, or for a result
+  // that shares an operand's buffer, that operand's), and its bytes. An
+  // alias always follows what it aliases, so one lookup finds the root.
+  llvm::DenseMap<Value, Value> bufferOf;
   llvm::DenseMap<Value, double> allocatedBytes;
   struct Interval {
     size_t begin, end;
@@ -78,7 +84,7 @@ StepMemory mlir::comm::computeStepMemory(func::FuncOp func) {
         memory.replicatedParameterBytes += getBufferBytes(gradient.getType());
   for (BlockArgument argument : body.getArguments()) {
     memory.argumentBytes += getBufferBytes(argument.getType());
-    buffers.insert(argument);
+    bufferOf[argument] = argument;
     allocatedBytes[argument] = getBufferBytes(argument.getType());
     live[argument] = {0, end};
   }
@@ -96,12 +102,13 @@ StepMemory mlir::comm::computeStepMemory(func::FuncOp func) {
       // The shard or whole tensors are allocated by the start.
       begin = position.lookup(wait.getStartingOp().getOperation());
     for (auto [index, result] : llvm::enumerate(op->getResults())) {
-      buffers.insert(result);
       live[result] = {begin, at};
-      if (index < aliased.size() && live.count(aliased[index]))
-        buffers.unionSets(aliased[index], result);
-      else
+      if (index < aliased.size() && bufferOf.count(aliased[index])) {
+        bufferOf[result] = bufferOf.lookup(aliased[index]);
+      } else {
+        bufferOf[result] = result;
         allocatedBytes[result] = getBufferBytes(result.getType());
+      }
     }
   }
   // Uses, at their ancestor op in the body; a start's operands until its
@@ -119,20 +126,19 @@ StepMemory mlir::comm::computeStepMemory(func::FuncOp func) {
         extend(operand, end);
   }
 
-  // Each buffer is live over the hull of its members' intervals; the peak
-  // by a sweep over the ops.
-  std::vector<double> delta(end + 2, 0.0);
-  for (auto it = buffers.begin(); it != buffers.end(); ++it) {
-    if (!(*it)->isLeader())
-      continue;
-    double bytes = 0;
-    Interval hull = live.lookup((*it)->getData());
-    for (Value member : buffers.members(**it)) {
-      bytes += allocatedBytes.lookup(member);
-      Interval interval = live.lookup(member);
-      hull.begin = std::min(hull.begin, interval.begin);
-      hull.end = std::max(hull.end, interval.end);
+  // Each buffer is live over the hull of the intervals of the values that
+  // share it; the peak by a sweep over the ops.
+  llvm::DenseMap<Value, Interval> hulls;
+  for (auto [value, interval] : live) {
+    auto [it, inserted] = hulls.try_emplace(bufferOf.lookup(value), interval);
+    if (!inserted) {
+      it->second.begin = std::min(it->second.begin, interval.begin);
+      it->second.end = std::max(it->second.end, interval.end);
     }
+  }
+  std::vector<double> delta(end + 2, 0.0);
+  for (auto [buffer, hull] : hulls) {
+    double bytes = allocatedBytes.lookup(buffer);
     if (bytes <= 0)
       continue;
     delta[hull.begin] += bytes;
