@@ -47,6 +47,11 @@ namespace comm {
 /// The bytes of a MiB, the unit of the `*-mb` options.
 inline constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
+/// The function attribute on which comm-shard-data-parallel records its
+/// choice (stage, shards, units, unit_cap_mb, prefetch, scatter_lag,
+/// peak_bytes, memory_limit_mb, plans), which comm-estimate reports.
+inline constexpr llvm::StringLiteral kShardPlanAttrName = "comm.shard_plan";
+
 /// The most channels the runtime runs collectives on (COMMRT_MAX_CHANNELS):
 /// the bound of `channels` in comm-schedule-overlap and comm-optimize, and
 /// of a cluster description's.
@@ -275,6 +280,15 @@ struct OptimizeOptions : public PassPipelineOptions<OptimizeOptions> {
 /// Checks the options of `comm-optimize` as a user typed them: each error
 /// names the option and, for a choice, every valid value. Reports through
 /// `errorHandler`.
+/// Checks the options comm-shard-data-parallel and comm-optimize share: a
+/// memory limit in MiB (non-negative, finite; 0 is none) and a prefetch
+/// depth (-1, by cost, or 0 or more). `fail(option, message)` reports the
+/// first bad one, under the option's name as the caller spells it.
+LogicalResult verifyShardPlanOptions(
+    double memoryLimitMb, int64_t prefetch, StringRef limitOption,
+    StringRef prefetchOption,
+    function_ref<LogicalResult(StringRef, const Twine &)> fail);
+
 LogicalResult
 verifyOptimizeOptions(const OptimizeOptions &options,
                       function_ref<LogicalResult(const Twine &)> errorHandler);

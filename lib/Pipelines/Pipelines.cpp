@@ -121,17 +121,10 @@ LogicalResult comm::verifyOptimizeOptions(
                     "applies to sharded plans only; add shard=grad or "
                     "shard=full");
   } else {
-    if (!(options.shardMemoryLimitMb >= 0.0) ||
-        std::isinf(options.shardMemoryLimitMb))
-      return fail(
-          "shard-memory-limit-mb",
-          "expected a non-negative finite size in MiB (0: no limit), "
-          "got " +
-              llvm::formatv("{0}", options.shardMemoryLimitMb.getValue()));
-    if (options.shardPrefetch < -1)
-      return fail("shard-prefetch",
-                  "expected -1 (by cost) or a unit count of 0 or more, got " +
-                      Twine(options.shardPrefetch));
+    if (failed(verifyShardPlanOptions(
+            options.shardMemoryLimitMb, options.shardPrefetch,
+            "shard-memory-limit-mb", "shard-prefetch", fail)))
+      return failure();
     if (options.sparse)
       return fail("sparse", "a sharded plan reduce-scatters every gradient "
                             "dense; leave sparse out with shard");

@@ -158,7 +158,7 @@ static FunctionEstimate summarize(StringRef modelName, func::FuncOp func,
                                   const StepMemory &memory) {
   FunctionEstimate estimate;
   estimate.peakMemoryBytes = memory.peakBytes;
-  if (auto plan = func->getAttrOfType<DictionaryAttr>("comm.shard_plan")) {
+  if (auto plan = func->getAttrOfType<DictionaryAttr>(kShardPlanAttrName)) {
     auto integer = [&](StringRef name) {
       auto attr = plan.getAs<IntegerAttr>(name);
       return attr ? attr.getInt() : 0;

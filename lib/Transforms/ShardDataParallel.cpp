@@ -273,13 +273,13 @@ public:
         gatherChannel(channels > 1 ? 1 : 0),
         entry(&func.getBody().front().front()) {}
 
-  LogicalResult build() {
+  void build() {
     addShardArguments();
     gatherForForward();
     if (stage == ShardStage::Full)
       gatherForBackward();
     reduceScatterGradients();
-    return finishStep();
+    finishStep();
   }
 
 private:
@@ -301,8 +301,9 @@ private:
   }
 
   RankedTensorType getShardType(const Unit &unit) const {
-    return RankedTensorType::get({(unit.elements + shards - 1) / shards},
-                                 unit.elementType);
+    // ceil(N / shards), as the reduce-scatter's verifier has it.
+    int64_t elements = llvm::divideCeil(unit.elements, shards);
+    return RankedTensorType::get({elements}, unit.elementType);
   }
 
   /// The first compute op of the unit's layers in forward or backward, in
@@ -444,7 +445,7 @@ private:
     }
   }
 
-  LogicalResult finishStep() {
+  void finishStep() {
     Operation *waitPoint = step.optimizer ? step.optimizer.getOperation()
                                           : step.terminator.getOperation();
     // Each reduce-scatter is waited for before the optimizer, or with a lag,
@@ -521,7 +522,6 @@ private:
     func.removeResAttrsAttr();
     func.setType(builder.getFunctionType(
         func.getBody().front().getArgumentTypes(), ValueRange(results)));
-    return success();
   }
 
   func::FuncOp func;
@@ -557,15 +557,12 @@ struct CommShardDataParallelPass
     if (!(bucketCapMb > 0.0) || std::isinf(bucketCapMb))
       return fail("bucket-cap-mb")
              << "expected a positive finite size in MiB, got " << bucketCapMb;
-    if (prefetch < -1)
-      return fail("prefetch")
-             << "expected -1 (by cost) or a unit count of 0 or more, got "
-             << static_cast<int64_t>(prefetch);
-    if (!(memoryLimitMb >= 0.0) || std::isinf(memoryLimitMb))
-      return fail("memory-limit-mb")
-             << "expected a non-negative finite size in MiB (0: no limit), "
-                "got "
-             << memoryLimitMb;
+    if (failed(verifyShardPlanOptions(
+            memoryLimitMb, prefetch, "memory-limit-mb", "prefetch",
+            [&](StringRef option, const Twine &message) {
+              return fail(option) << message;
+            })))
+      return failure();
     llvm::Expected<DeviceModel> deviceModel = DeviceModel::parse(device);
     if (!deviceModel)
       return fail("device") << llvm::toString(deviceModel.takeError());
@@ -651,7 +648,7 @@ private:
     const Candidate &chosen = tried[*best];
     Builder builder(func.getContext());
     func->setAttr(
-        "comm.shard_plan",
+        kShardPlanAttrName,
         builder.getDictionaryAttr({
             builder.getNamedAttr(
                 "stage", builder.getStringAttr(
@@ -694,11 +691,11 @@ private:
         plan.erase();
     });
     FailureOr<ImportedStep> copy = readImportedStep(plan);
-    if (failed(copy) ||
-        failed(ShardedStepBuilder(plan, *copy, units, shards, stage, depth, lag,
-                                  cluster.channels)
-                   .build()))
+    if (failed(copy))
       return failure();
+    ShardedStepBuilder(plan, *copy, units, shards, stage, depth, lag,
+                       cluster.channels)
+        .build();
     // The step model reads waits after their starts and values after their
     // definitions: a plan that breaks that is this pass's bug, reported.
     if (failed(verify(plan)))
@@ -761,3 +758,19 @@ private:
 };
 
 } // namespace
+
+LogicalResult comm::verifyShardPlanOptions(
+    double memoryLimitMb, int64_t prefetch, StringRef limitOption,
+    StringRef prefetchOption,
+    function_ref<LogicalResult(StringRef, const Twine &)> fail) {
+  if (!(memoryLimitMb >= 0.0) || std::isinf(memoryLimitMb))
+    return fail(limitOption,
+                "expected a non-negative finite size in MiB (0: no limit), "
+                "got " +
+                    llvm::formatv("{0}", memoryLimitMb));
+  if (prefetch < -1)
+    return fail(prefetchOption,
+                "expected -1 (by cost) or a unit count of 0 or more, got " +
+                    Twine(prefetch));
+  return success();
+}
