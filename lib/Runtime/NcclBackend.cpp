@@ -44,6 +44,7 @@
 #include "Hierarchy.h"
 #include "NcclSparse.h"
 #include "NcclSupport.h"
+#include "RingAllreduce.h"
 #include "WireFormat.h"
 #include "cuda/WireKernels.h"
 
@@ -688,9 +689,7 @@ private:
   /// and unpacking, including the copies back to host buffers.
   commrt_status enqueue(const Plan &plan, const Group &group, Stream &stream) {
     if (plan.kind != PlanKind::Allreduce)
-      return fail(COMMRT_ERROR_UNAVAILABLE,
-                  "the NCCL backend does not run reduce-scatters and "
-                  "all-gathers yet (COMMRT_BACKEND=mpi runs them)");
+      return enqueueSharded(plan, group, stream);
     // A mixed-wire plan: its two kinds of buffers, one after the other on
     // the stream (NCCL reduces one type per collective).
     if (plan.isMixed()) {
@@ -770,18 +769,173 @@ private:
         checkCuda("convertSegments",
                   cuda::convertSegments(segments.data(), buffers, travelDtype,
                                         plan.dtype, scale, stream.stream)));
+    std::vector<HostCopy> results;
+    for (size_t i = 0; i < buffers; ++i)
+      if (!onDevice[i])
+        results.push_back({plan.buffers[i], segments[i].output,
+                           plan.counts[i] * elementSize(plan.dtype)});
+    return copyToHostBuffers(results, stream);
+  }
+
+  /// Enqueues the reduce-scatter or all-gather `plan` on `stream`, one of
+  /// `group`'s, with the results the MPI backend's ring gives: the buffers'
+  /// concatenation, packed into the travel type (`wire`, times `prescale`)
+  /// and padded with zeros to `size` shards of ceil(total / size), is
+  /// reduce-scattered (ncclReduceScatter) or all-gathered (ncclAllGather)
+  /// in place in the stream's device memory. A reduce-scatter unpacks this
+  /// rank's reduced shard and zeroes its padding; an all-gather packs this
+  /// rank's shard into its place first, and every rank, its owner included,
+  /// unpacks the same travelled values. Host buffers and a host shard are
+  /// staged through device memory, and results for them go back through
+  /// pinned memory, as the allreduce's do.
+  commrt_status enqueueSharded(const Plan &plan, const Group &group,
+                               Stream &stream) {
+    COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
+    const Shard own = shardOf(plan.total, group.rank, group.size);
+    const int64_t shardCount = (plan.total + group.size - 1) / group.size;
+    const commrt_dtype travelDtype = travelType(plan.dtype, plan.wire);
+    const size_t width = elementSize(plan.dtype);
+    const size_t travelWidth = elementSize(travelDtype);
+    const size_t buffers = plan.buffers.size();
+    std::vector<bool> onDevice(buffers);
+    size_t hostBytes = 0;
+    for (size_t i = 0; i < buffers; ++i) {
+      bool isDevice;
+      COMMRT_TRY(locate(plan.buffers[i], isDevice));
+      onDevice[i] = isDevice;
+      if (!isDevice)
+        hostBytes += plan.counts[i] * width;
+    }
+    bool shardOnDevice;
+    COMMRT_TRY(locate(plan.shard, shardOnDevice));
+    const size_t shardBytes = shardCount * width;
+
+    // Device memory: the padded flat tensor in the travel type, then the
+    // staged host buffers and the staged shard in `dtype`.
+    const size_t flatBytes = aligned(shardCount * group.size * travelWidth);
+    const size_t stagedBytes = aligned(hostBytes);
+    COMMRT_TRY(stream.device.reserve(flatBytes + stagedBytes +
+                                         (shardOnDevice ? 0 : shardBytes),
+                                     stream.stream));
+    size_t pinnedBytes = plan.kind == PlanKind::ReduceScatter
+                             ? (shardOnDevice ? 0 : shardBytes)
+                             : hostBytes;
+    if (pinnedBytes > 0)
+      COMMRT_TRY(stream.pinned.reserve(pinnedBytes, stream.stream));
+    auto *flat = stream.device.as<char>();
+    char *staged = flat + flatBytes;
+    char *shard =
+        shardOnDevice ? static_cast<char *>(plan.shard) : staged + stagedBytes;
+    char *ownSlot = flat + group.rank * shardCount * travelWidth;
+    // Each buffer where the device reads or writes it.
+    std::vector<char *> places(buffers);
+    for (size_t i = 0, at = 0; i < buffers; ++i) {
+      if (onDevice[i]) {
+        places[i] = static_cast<char *>(plan.buffers[i]);
+        continue;
+      }
+      places[i] = staged + at;
+      at += plan.counts[i] * width;
+    }
+    // The buffers' segments of the flat tensor, `toFlat` or back.
+    auto flatSegments = [&](bool toFlat) {
+      std::vector<cuda::ConvertSegment> segments(buffers);
+      int64_t offset = 0;
+      for (size_t i = 0; i < buffers; ++i) {
+        char *inFlat = flat + offset * travelWidth;
+        segments[i] =
+            toFlat ? cuda::ConvertSegment{places[i], inFlat, plan.counts[i]}
+                   : cuda::ConvertSegment{inFlat, places[i], plan.counts[i]};
+        offset += plan.counts[i];
+      }
+      return segments;
+    };
+    ncclDataType_t type = ncclType(travelDtype);
+
+    if (plan.kind == PlanKind::ReduceScatter) {
+      for (size_t i = 0; i < buffers; ++i)
+        if (!onDevice[i])
+          COMMRT_TRY(
+              copy(places[i], plan.buffers[i], plan.counts[i] * width, stream));
+      std::vector<cuda::ConvertSegment> segments = flatSegments(true);
+      COMMRT_TRY(checkCuda(
+          "convertSegments",
+          cuda::convertSegments(segments.data(), buffers, plan.dtype,
+                                travelDtype, plan.prescale, stream.stream)));
+      COMMRT_TRY(checkCuda(
+          "cudaMemsetAsync",
+          cudaMemsetAsync(flat + plan.total * travelWidth, 0,
+                          (shardCount * group.size - plan.total) * travelWidth,
+                          stream.stream)));
+      COMMRT_TRY(checkNccl(
+          "ncclReduceScatter",
+          ncclReduceScatter(flat, ownSlot, shardCount, type,
+                            ncclOp(travelReduce(plan.wire, plan.reduce)),
+                            stream.comm, stream.stream),
+          stream.comm));
+      cuda::ConvertSegment unpack{ownSlot, shard, own.length};
+      COMMRT_TRY(checkCuda(
+          "convertSegments",
+          cuda::convertSegments(&unpack, 1, travelDtype, plan.dtype,
+                                unpackScale(plan.dtype, plan.wire, plan.reduce,
+                                            plan.prescale, group.size),
+                                stream.stream)));
+      COMMRT_TRY(checkCuda("cudaMemsetAsync",
+                           cudaMemsetAsync(shard + own.length * width, 0,
+                                           (shardCount - own.length) * width,
+                                           stream.stream)));
+      if (shardOnDevice)
+        return COMMRT_SUCCESS;
+      return copyToHostBuffers({{plan.shard, shard, shardBytes}}, stream);
+    }
+
+    // All-gather: only the shard's first own.length elements are read.
+    if (!shardOnDevice)
+      COMMRT_TRY(copy(shard, plan.shard, own.length * width, stream));
+    cuda::ConvertSegment pack{shard, ownSlot, own.length};
+    COMMRT_TRY(
+        checkCuda("convertSegments",
+                  cuda::convertSegments(&pack, 1, plan.dtype, travelDtype,
+                                        plan.prescale, stream.stream)));
+    COMMRT_TRY(
+        checkCuda("cudaMemsetAsync",
+                  cudaMemsetAsync(ownSlot + own.length * travelWidth, 0,
+                                  (shardCount - own.length) * travelWidth,
+                                  stream.stream)));
+    COMMRT_TRY(checkNccl("ncclAllGather",
+                         ncclAllGather(ownSlot, flat, shardCount, type,
+                                       stream.comm, stream.stream),
+                         stream.comm));
+    // Undoes the prescale; nothing was reduced.
+    std::vector<cuda::ConvertSegment> segments = flatSegments(false);
+    COMMRT_TRY(checkCuda(
+        "convertSegments",
+        cuda::convertSegments(segments.data(), buffers, travelDtype, plan.dtype,
+                              unpackScale(plan.dtype, plan.wire, COMMRT_SUM,
+                                          plan.prescale, group.size),
+                              stream.stream)));
+    std::vector<HostCopy> results;
+    for (size_t i = 0; i < buffers; ++i)
+      if (!onDevice[i])
+        results.push_back({plan.buffers[i], places[i], plan.counts[i] * width});
+    return copyToHostBuffers(results, stream);
+  }
+
+  /// Enqueues on `stream` the copies of `results` from device memory
+  /// (`from`) to the caller's host buffers (`to`), through the stream's
+  /// pinned memory, which the caller reserved for all of them, and a host
+  /// function that finishes them in order.
+  commrt_status copyToHostBuffers(const std::vector<HostCopy> &results,
+                                  Stream &stream) {
+    if (results.empty())
+      return COMMRT_SUCCESS;
     auto copies = std::make_unique<std::vector<HostCopy>>();
     auto *pinned = stream.pinned.as<char>();
-    for (size_t i = 0; i < buffers; ++i) {
-      if (onDevice[i])
-        continue;
-      size_t bytes = plan.counts[i] * elementSize(plan.dtype);
-      COMMRT_TRY(copy(pinned, segments[i].output, bytes, stream));
-      copies->push_back({plan.buffers[i], pinned, bytes});
-      pinned += bytes;
+    for (const HostCopy &result : results) {
+      COMMRT_TRY(copy(pinned, result.from, result.bytes, stream));
+      copies->push_back({result.to, pinned, result.bytes});
+      pinned += result.bytes;
     }
-    if (copies->empty())
-      return COMMRT_SUCCESS;
     COMMRT_TRY(
         checkCuda("cudaLaunchHostFunc",
                   cudaLaunchHostFunc(stream.stream, copyToHost, copies.get())));

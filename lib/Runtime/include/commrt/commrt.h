@@ -695,8 +695,9 @@ int32_t commrt_mixed_allreduce_start(int32_t group, void *const *buffers,
  *    `prescale`, and every rank, its owner included, unpacks the rounded
  *    values, so that all ranks hold the same flat tensor.
  * The consistency checks compare what commrt_fused_allreduce's compare and
- * which of the two collectives it is. The NCCL backend does not run them
- * yet: they fail there with COMMRT_ERROR_UNAVAILABLE. */
+ * which of the two collectives it is. The NCCL backend runs them as
+ * ncclReduceScatter and ncclAllGather over the padded flat tensor in device
+ * memory, staging host buffers and a host shard. */
 int32_t commrt_reduce_scatter(int32_t group, void *const *buffers,
                               const int64_t *counts, int32_t nbuffers,
                               void *shard, int64_t shard_count, int32_t dtype,
