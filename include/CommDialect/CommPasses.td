@@ -133,6 +133,16 @@ def CommImportShard : Pass<"comm-import-shard", "::mlir::ModuleOp"> {
     the shapes static; anything else is rejected with a diagnostic that says
     which.
 
+    `shard.all_slice`, which upstream's partitioner emits where a replicated
+    tensor becomes sharded (a parameter sliced for its owner), communicates
+    nothing: each process keeps its piece. It is lowered by upstream's own
+    pattern (`populateAllSliceOpLoweringPatterns`): the process's place in
+    the group (`shard.process_multi_index`, which `convert-comm-to-runtime`
+    lowers to the runtime's rank) and a `tensor.extract_slice` of the piece
+    along `slice_axis`, any axis, the grid axes in any order. An all_slice
+    that upstream's pattern cannot lower (a dynamic grid axis, say) is
+    reported and the pass fails.
+
     StableHLO, on a best-effort basis: a `"stablehlo.all_reduce"`, the
     generic form in which JAX prints it, read with
     `--allow-unregistered-dialect`, becomes one `comm.allreduce` per
@@ -157,8 +167,8 @@ def CommImportShard : Pass<"comm-import-shard", "::mlir::ModuleOp"> {
     - element types are converted as for shard; `channel_handle` and other
       attributes are not used.
 
-    Left alone: every other op, the other shard collectives (`all_gather`,
-    `reduce_scatter`, `all_slice`, ...) and `shard.grid` included. When the
+    Left alone: every other op, the other shard collectives (`all_to_all`,
+    `broadcast`, `shift`, ...) and `shard.grid` included. When the
     pass fails, it reports every op it cannot import and changes nothing.
 
     Example:
@@ -183,7 +193,9 @@ def CommImportShard : Pass<"comm-import-shard", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::comm::CommDialect"
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::comm::CommDialect",
+    "::mlir::tensor::TensorDialect"
   ];
 }
 

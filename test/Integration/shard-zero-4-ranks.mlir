@@ -1,15 +1,17 @@
 // An upstream shard module of a sharded data-parallel step
 // (examples/end-to-end/shard-zero.mlir: shard.reduce_scatter of each
-// process's gradient, shard.all_gather of the shards) imported, planned
-// and lowered as the example says (comm-optimize starts both on channels),
-// runs on 4 ranks with exact results:
-// rank r keeps rows 2r and 2r + 1 of the sum, and every rank gathers the
-// whole sum back.
+// process's gradient, shard.all_slice of the replicated parameter,
+// shard.all_gather of the updated shards) imported, planned and lowered as
+// the example says (comm-optimize starts both collectives on channels),
+// runs on 4 ranks with exact results: rank r keeps rows 2r and 2r + 1 of
+// the sum, slices the same rows of the parameter, and every rank gathers
+// the whole updated parameter, 990 - 9 k at flat index k.
 //
 // RUN: commopt-opt %S/../../examples/end-to-end/shard-zero.mlir --comm-import-shard --comm-optimize --commopt-lower-to-llvm -o %t.lowered.mlir
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.lowered.mlir
 // LOWERED-NOT: shard.
 // LOWERED: llvm.call @commrt_expect_size
+// LOWERED: llvm.call @commrt_rank
 // LOWERED: llvm.call @commrt_reduce_scatter_start(
 // LOWERED: llvm.call @commrt_all_gather_start(
 //
@@ -28,5 +30,5 @@
 // RANK3: data =
 // RANK3-NEXT: [130,  140,  150,  160]
 // CHECK: data =
-// CHECK-NEXT: [10,  20,  30,  40,  50,  60,  70,  80,  90,  100,  110,  120,  130,  140,  150,  160]
+// CHECK-NEXT: [990,  981,  972,  963,  954,  945,  936,  927,  918,  909,  900,  891,  882,  873,  864,  855]
 // CHECK-NOT: data =

@@ -5,7 +5,8 @@
 // `comm.allreduce` ops with the matching reduction and process group;
 // `shard.reduce_scatter` and `shard.all_gather` become `comm.reduce_scatter`
 // and `comm.all_gather` where their axis shards the tensor as comm's
-// row-major shards do.
+// row-major shards do; `shard.all_slice`, which communicates nothing, is
+// lowered by upstream's own pattern to the process's slice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,11 +14,17 @@
 #include "CommDialect/Passes.h"
 #include "CommOpt/Support/OptionChecks.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Transforms/Simplifications.h"
+#include "mlir/Dialect/Shard/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::comm {
@@ -346,6 +353,22 @@ FailureOr<ImportPlan> planShardAllGather(shard::AllGatherOp op,
       ReduceKind::sum, symbolTable);
 }
 
+/// Checks that a shard.all_slice can be lowered: the process's place in
+/// its group comes from its rank through the grid's shape, which must then
+/// be static.
+LogicalResult checkShardAllSlice(shard::AllSliceOp op,
+                                 SymbolTableCollection &symbolTable) {
+  auto grid =
+      symbolTable.lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+  assert(grid && "shard.all_slice verifies that its grid is a shard.grid");
+  if (!llvm::any_of(grid.getShape(), ShapedType::isDynamic))
+    return success();
+  return op->emitOpError("cannot be imported: grid ")
+         << op.getGridAttr()
+         << " has a dynamic size, and comm finds each process's place in it "
+            "from its rank through the grid's shape";
+}
+
 //===----------------------------------------------------------------------===//
 // stablehlo.all_reduce (generic form, unregistered)
 //===----------------------------------------------------------------------===//
@@ -479,12 +502,14 @@ struct CommImportShardPass
   using WithCheckedOptions::WithCheckedOptions;
 
   void runOnOperation() final {
-    SmallVector<Operation *> candidates;
+    SmallVector<Operation *> candidates, slices;
     getOperation()->walk([&](Operation *op) {
       if (isa<shard::AllReduceOp, shard::ReduceScatterOp, shard::AllGatherOp>(
               op) ||
           op->getName().getStringRef() == kStableHloAllReduce)
         candidates.push_back(op);
+      else if (isa<shard::AllSliceOp>(op))
+        slices.push_back(op);
     });
 
     // Check every candidate before rewriting any, so that all problems are
@@ -507,6 +532,9 @@ struct CommImportShardPass
       else
         plans.emplace_back(op, *plan);
     }
+    for (Operation *op : slices)
+      failedAny |=
+          failed(checkShardAllSlice(cast<shard::AllSliceOp>(op), symbolTable));
     if (failedAny)
       return signalPassFailure();
 
@@ -522,6 +550,41 @@ struct CommImportShardPass
         emitAllReduce(builder, op->getLoc(), input, result, plan);
       op->erase();
     }
+    if (failed(lowerAllSlices(slices, symbolTable)))
+      signalPassFailure();
+  }
+
+  /// Lowers the shard.all_slice ops `slices` with upstream's pattern, and
+  /// folds what it creates (the grid's static sizes, the check that they
+  /// divide a static axis) so that what remains is the process's index and
+  /// the slice; nothing else in the module is touched. Reports each one
+  /// left.
+  static LogicalResult lowerAllSlices(ArrayRef<Operation *> slices,
+                                      SymbolTableCollection &symbolTable) {
+    if (slices.empty())
+      return success();
+    MLIRContext *context = slices.front()->getContext();
+    RewritePatternSet patterns(context);
+    shard::populateAllSliceOpLoweringPatterns(patterns, symbolTable);
+    shard::populateFoldingPatterns(patterns, symbolTable);
+    cf::AssertOp::getCanonicalizationPatterns(patterns, context);
+    tensor::CastOp::getCanonicalizationPatterns(patterns, context);
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
+        .enableConstantCSE(false);
+    (void)applyOpPatternsGreedily(slices, std::move(patterns), config);
+    // Upstream's pattern replaces the slice's uses and leaves it dead.
+    bool failedAny = false;
+    for (Operation *op : slices) {
+      if (!op->use_empty()) {
+        op->emitOpError("cannot be imported: upstream's all_slice lowering "
+                        "did not apply to it");
+        failedAny = true;
+        continue;
+      }
+      op->erase();
+    }
+    return failure(failedAny);
   }
 };
 

@@ -59,3 +59,15 @@ func.func @index_elements(%g: tensor<8xindex>) -> tensor<2xindex> {
   %0 = shard.reduce_scatter %g on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<8xindex> -> tensor<2xindex>
   return %0 : tensor<2xindex>
 }
+
+// -----
+
+// Each process's place in the grid comes from its rank through the grid's
+// shape, which must be static for shard.all_slice.
+shard.grid @dynamic(shape = 2x?)
+
+func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'shard.all_slice' op cannot be imported: grid @dynamic has a dynamic size, and comm finds each process's place in it from its rank through the grid's shape}}
+  %0 = shard.all_slice %p on @dynamic grid_axes = [0] slice_axis = 0 : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

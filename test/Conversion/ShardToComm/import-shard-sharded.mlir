@@ -60,3 +60,50 @@ func.func @gather_parameter(%p: tensor<8x2xf32>) -> tensor<8x2xf32> {
   %1 = shard.shard %0 to %replicated annotate_for_users : tensor<8x2xf32>
   return %1 : tensor<8x2xf32>
 }
+
+// -----
+
+// shard.all_slice communicates nothing: upstream's lowering gives each
+// process its piece (its place in the group in the order of grid_axes, on
+// any tensor axis), and comm-import-shard folds the grid's sizes.
+shard.grid @grid(shape = 2x2)
+
+// CHECK-LABEL: func.func @slices
+// CHECK-SAME: (%[[P:.*]]: tensor<3x8xf32>, %[[Q:.*]]: tensor<8xi32>)
+// CHECK: %[[BOTH:.*]]:2 = shard.process_multi_index on @grid axes = [1, 0] : index, index
+// CHECK: %[[PLACE:.*]] = affine.apply #{{.*}}()[%[[BOTH]]#0, %{{.*}}, %[[BOTH]]#1]
+// CHECK: %[[AT:.*]] = arith.muli %[[PLACE]], %{{.*}} : index
+// CHECK: %[[FOUR:.*]] = tensor.extract_slice %[[P]][0, %[[AT]]] [3, 2] [1, 1] : tensor<3x8xf32> to tensor<3x2xf32>
+// CHECK: %[[ROW:.*]] = shard.process_multi_index on @grid axes = [0] : index
+// CHECK: %[[AT2:.*]] = arith.muli %[[ROW]], %{{.*}} : index
+// CHECK: %[[TWO:.*]] = tensor.extract_slice %[[Q]][%[[AT2]]] [4] [1] : tensor<8xi32> to tensor<4xi32>
+// CHECK: return %[[FOUR]], %[[TWO]], %[[P]]
+// CHECK-NOT: shard.all_slice
+// CHECK-NOT: cf.assert
+func.func @slices(%p: tensor<3x8xf32>, %q: tensor<8xi32>) -> (tensor<3x2xf32>, tensor<4xi32>, tensor<3x8xf32>) {
+  %0 = shard.all_slice %p on @grid grid_axes = [1, 0] slice_axis = 1 : tensor<3x8xf32> -> tensor<3x2xf32>
+  %1 = shard.all_slice %q on @grid grid_axes = [0] slice_axis = 0 : tensor<8xi32> -> tensor<4xi32>
+  return %0, %1, %p : tensor<3x2xf32>, tensor<4xi32>, tensor<3x8xf32>
+}
+
+// -----
+
+// Upstream's partitioner turns a replicated parameter used sharded along
+// its first axis into shard.all_slice, which the import lowers to each
+// process's rows.
+shard.grid @data(shape = 4)
+
+// PARTITIONED-LABEL: func.func @slice_parameter
+// PARTITIONED-SAME: (%[[P:.*]]: tensor<8x2xf32>) -> tensor<2x2xf32>
+// PARTITIONED: %[[R:.*]] = shard.process_multi_index on @data axes = [0] : index
+// PARTITIONED: %[[AT:.*]] = arith.muli %[[R]], %{{.*}} : index
+// PARTITIONED: %[[S:.*]] = tensor.extract_slice %[[P]][%[[AT]], 0] [2, 2] [1, 1] : tensor<8x2xf32> to tensor<2x2xf32>
+// PARTITIONED: return %[[S]]
+// PARTITIONED-NOT: shard.all_slice
+func.func @slice_parameter(%p: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  %replicated = shard.sharding @data split_axes = [[]] : !shard.sharding
+  %0 = shard.shard %p to %replicated : tensor<8x2xf32>
+  %split = shard.sharding @data split_axes = [[0]] : !shard.sharding
+  %1 = shard.shard %0 to %split annotate_for_users : tensor<8x2xf32>
+  return %1 : tensor<8x2xf32>
+}
