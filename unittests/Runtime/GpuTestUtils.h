@@ -1,13 +1,15 @@
 //===- GpuTestUtils.h - Helpers shared by the GPU tests ---------*- C++ -*-===//
 //
 // For the suites of commrt-gpu-tests, which need the CUDA runtime: whether a
-// GPU is visible, device memory freed with its owner, and bit patterns of
-// floats to compare results exactly.
+// GPU is visible, device memory freed with its owner, bit patterns of floats
+// to compare results exactly, and suites that run under the NCCL backend.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef COMMRT_UNITTESTS_GPUTESTUTILS_H
 #define COMMRT_UNITTESTS_GPUTESTUTILS_H
+
+#include "commrt/commrt.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -77,6 +79,21 @@ public:
 private:
   T *data = nullptr;
   size_t count;
+};
+
+/// A parameterised suite that runs under the NCCL backend: skipped without
+/// a visible GPU, and back on the MPI backend afterwards.
+template <typename Param>
+class NcclBackendTest : public ::testing::TestWithParam<Param> {
+protected:
+  void SetUp() override {
+    if (!gpuVisible())
+      GTEST_SKIP() << "no CUDA device visible to run the NCCL backend";
+  }
+  void TearDown() override {
+    if (gpuVisible())
+      EXPECT_EQ(commrt_init_backend(COMMRT_BACKEND_MPI), COMMRT_SUCCESS);
+  }
 };
 
 } // namespace commrt::testing

@@ -24,7 +24,6 @@
 
 using commrt::testing::bitsOf;
 using commrt::testing::DeviceArray;
-using commrt::testing::gpuVisible;
 
 namespace {
 
@@ -160,17 +159,7 @@ Results run(int32_t backend, const ShardedCalls &calls, bool onDevice,
   return results;
 }
 
-class NcclShardedTest : public ::testing::TestWithParam<int32_t> {
-protected:
-  void SetUp() override {
-    if (!gpuVisible())
-      GTEST_SKIP() << "no CUDA device visible to run the NCCL backend";
-  }
-  void TearDown() override {
-    if (gpuVisible())
-      EXPECT_EQ(commrt_init_backend(COMMRT_BACKEND_MPI), COMMRT_SUCCESS);
-  }
-};
+using NcclShardedTest = commrt::testing::NcclBackendTest<int32_t>;
 
 TEST_P(NcclShardedTest, DeviceAndHostBuffersGiveTheRingsResultsBitForBit) {
   const ShardedCalls blocking{GetParam(), 0.5f, /*started=*/false};

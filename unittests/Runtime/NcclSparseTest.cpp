@@ -122,17 +122,7 @@ void expectSame(const Results &actual, const Results &expected) {
   }
 }
 
-class NcclSparseTest : public ::testing::TestWithParam<SparseScheme> {
-protected:
-  void SetUp() override {
-    if (!gpuVisible())
-      GTEST_SKIP() << "no CUDA device visible to run the NCCL backend";
-  }
-  void TearDown() override {
-    if (gpuVisible())
-      EXPECT_EQ(commrt_init_backend(COMMRT_BACKEND_MPI), COMMRT_SUCCESS);
-  }
-};
+using NcclSparseTest = commrt::testing::NcclBackendTest<SparseScheme>;
 
 TEST_P(NcclSparseTest, DeviceBuffersMatchTheHostBitForBit) {
   for (bool ties : {false, true}) {
