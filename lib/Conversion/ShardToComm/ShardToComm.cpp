@@ -559,8 +559,26 @@ struct CommImportShardPass
   /// divide a static axis) so that what remains is the process's index and
   /// the slice; nothing else in the module is touched. Reports each one
   /// left.
-  static LogicalResult lowerAllSlices(ArrayRef<Operation *> slices,
+  static LogicalResult lowerAllSlices(SmallVector<Operation *> slices,
                                       SymbolTableCollection &symbolTable) {
+    // A slice of no elements is an empty tensor: upstream's slice of it
+    // would take offset 0 of a dimension of size 0, which
+    // tensor.extract_slice rejects.
+    SmallVector<Operation *> nonEmpty;
+    for (Operation *op : slices) {
+      auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      if (!type || !type.hasStaticShape() || type.getNumElements() != 0) {
+        nonEmpty.push_back(op);
+        continue;
+      }
+      OpBuilder builder(op);
+      op->getResult(0).replaceAllUsesWith(
+          tensor::EmptyOp::create(builder, op->getLoc(), type.getShape(),
+                                  type.getElementType())
+              .getResult());
+      op->erase();
+    }
+    slices = nonEmpty;
     if (slices.empty())
       return success();
     MLIRContext *context = slices.front()->getContext();

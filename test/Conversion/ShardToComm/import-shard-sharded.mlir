@@ -107,3 +107,40 @@ func.func @slice_parameter(%p: tensor<8x2xf32>) -> tensor<8x2xf32> {
   %1 = shard.shard %0 to %split annotate_for_users : tensor<8x2xf32>
   return %1 : tensor<8x2xf32>
 }
+
+// -----
+
+// Edge cases of shard.all_slice: a slice of no elements is an empty
+// tensor; no grid axes leave the operand; a dynamic axis is divided at run
+// time, with upstream's check that the group divides it; a slice inside a
+// loop is lowered in place.
+shard.grid @g(shape = 4x2)
+
+// CHECK-LABEL: func.func @slice_edges
+// CHECK-SAME: (%[[E:.*]]: tensor<0x8xindex>, %[[Q:.*]]: tensor<8xf32>, %[[D:.*]]: tensor<?x4xf32>, %[[N:.*]]: index)
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<0x2xindex>
+// CHECK: %[[COL:.*]] = shard.process_multi_index on @g axes = [1] : index
+// CHECK: %[[ROWS:.*]] = tensor.dim %[[D]]
+// CHECK: cf.assert
+// CHECK: %[[PART:.*]] = arith.divui %[[ROWS]]
+// CHECK: %[[AT:.*]] = arith.muli %[[COL]], %[[PART]] : index
+// CHECK: %[[DYN:.*]] = tensor.extract_slice %[[D]][%[[AT]], 0] [%[[PART]], 4] [1, 1] : tensor<?x4xf32> to tensor<?x4xf32>
+// CHECK: scf.for
+// CHECK: shard.process_multi_index on @g axes = [0, 1] : index, index
+// CHECK: tensor.extract_slice %{{.*}} [1] [1] : tensor<8xf32> to tensor<1xf32>
+// CHECK: scf.yield
+// CHECK: return %[[EMPTY]], %[[Q]], %[[DYN]]
+// CHECK-NOT: shard.all_slice
+func.func @slice_edges(%e: tensor<0x8xindex>, %q: tensor<8xf32>, %d: tensor<?x4xf32>, %n: index) -> (tensor<0x2xindex>, tensor<8xf32>, tensor<?x4xf32>, tensor<8xf32>) {
+  %0 = shard.all_slice %e on @g grid_axes = [0] slice_axis = 1 : tensor<0x8xindex> -> tensor<0x2xindex>
+  %1 = shard.all_slice %q on @g grid_axes = [] slice_axis = 0 : tensor<8xf32> -> tensor<8xf32>
+  %2 = shard.all_slice %d on @g grid_axes = [1] slice_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %3 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %q) -> tensor<8xf32> {
+    %s = shard.all_slice %acc on @g grid_axes = [0, 1] slice_axis = 0 : tensor<8xf32> -> tensor<1xf32>
+    %t = tensor.insert_slice %s into %acc[0] [1] [1] : tensor<1xf32> into tensor<8xf32>
+    scf.yield %t : tensor<8xf32>
+  }
+  return %0, %1, %2, %3 : tensor<0x2xindex>, tensor<8xf32>, tensor<?x4xf32>, tensor<8xf32>
+}
