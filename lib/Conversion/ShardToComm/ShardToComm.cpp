@@ -25,6 +25,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::comm {
@@ -587,13 +588,23 @@ struct CommImportShardPass
     shard::populateFoldingPatterns(patterns, symbolTable);
     cf::AssertOp::getCanonicalizationPatterns(patterns, context);
     tensor::CastOp::getCanonicalizationPatterns(patterns, context);
+    // The driver may erase a slice once it is dead; the ones it leaves are
+    // looked at after it.
+    struct SliceEraseListener : RewriterBase::Listener {
+      llvm::SmallPtrSet<Operation *, 8> left;
+      void notifyOperationErased(Operation *op) override { left.erase(op); }
+    } listener;
+    listener.left.insert(slices.begin(), slices.end());
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
-        .enableConstantCSE(false);
+        .enableConstantCSE(false)
+        .setListener(&listener);
     (void)applyOpPatternsGreedily(slices, std::move(patterns), config);
     // Upstream's pattern replaces the slice's uses and leaves it dead.
     bool failedAny = false;
     for (Operation *op : slices) {
+      if (!listener.left.contains(op))
+        continue;
       if (!op->use_empty()) {
         op->emitOpError("cannot be imported: upstream's all_slice lowering "
                         "did not apply to it");
