@@ -15,7 +15,6 @@
 #include "CommOpt/Analysis/TimelineSimulator.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -24,7 +23,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <queue>
+#include <set>
 #include <tuple>
 
 using namespace mlir;
@@ -40,11 +41,9 @@ llvm::Error fieldError(const llvm::Twine &field, const llvm::Twine &message) {
                                  (field + ": " + message).str());
 }
 
-/// Whether `layer` is a valid layer id (non-negative; the largest int64_t is
-/// reserved by the hash tables).
-bool isLayerId(int64_t layer) {
-  return layer >= 0 && layer < std::numeric_limits<int64_t>::max();
-}
+/// Whether `layer` is a valid layer id: any non-negative int64_t (the sets
+/// and maps of layers are std ones, which reserve no keys).
+bool isLayerId(int64_t layer) { return layer >= 0; }
 
 /// Checks the description against the options; `steady` adds the
 /// steady-state requirements (forward tasks have layers, carried layers have
@@ -58,7 +57,7 @@ llvm::Error verifyStep(const StepDescription &step,
     return fieldError("options.progressWhileComputing",
                       "expected a rate in (0, 1]");
   size_t numTasks = step.computeTasks.size();
-  llvm::DenseSet<int64_t> forwardLayers;
+  std::set<int64_t> forwardLayers;
   for (auto [i, task] : llvm::enumerate(step.computeTasks)) {
     if (!std::isfinite(task.durationUs) || task.durationUs < 0)
       return fieldError(llvm::formatv("computeTasks[{0}].durationUs", i).str(),
@@ -111,7 +110,7 @@ llvm::Error verifyStep(const StepDescription &step,
                             .str());
     if (steady)
       for (int64_t layer : collective.layers)
-        if (!isLayerId(layer) || !forwardLayers.contains(layer))
+        if (!isLayerId(layer) || !forwardLayers.count(layer))
           return fieldError(
               field("layers"),
               llvm::formatv("layer {0} has no forward task", layer).str());
@@ -308,7 +307,7 @@ size_t issueList(const CollectiveTask &collective) {
 std::vector<std::pair<size_t, Gate>> taskGates(const StepDescription &step,
                                                bool steady) {
   size_t numTasks = step.computeTasks.size();
-  llvm::DenseMap<int64_t, llvm::SmallVector<size_t, 1>> forwardTasks;
+  std::map<int64_t, llvm::SmallVector<size_t, 1>> forwardTasks;
   if (steady)
     for (auto [i, task] : llvm::enumerate(step.computeTasks))
       if (task.phase == TaskPhase::Forward)

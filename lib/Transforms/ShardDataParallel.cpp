@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace mlir::comm {
 #define GEN_PASS_DEF_COMMSHARDDATAPARALLEL
@@ -104,7 +105,10 @@ FailureOr<ImportedStep> readImportedStep(func::FuncOp func) {
   auto fail = [&](Operation *op) {
     return op->emitError() << kPassName << ": ";
   };
-  llvm::DenseMap<int64_t, size_t> layerIndex;
+  // Layer numbers are any int64 an attribute holds: std::map, since
+  // DenseMap reserves two of them as its empty and tombstone keys (a
+  // fuzzer finding, test/Fuzz/ir-layer-int64-max.mlir).
+  std::map<int64_t, size_t> layerIndex;
   auto getLayer = [&](int64_t layer) -> Layer & {
     auto [it, inserted] = layerIndex.try_emplace(layer, step.layers.size());
     if (inserted)
@@ -112,7 +116,7 @@ FailureOr<ImportedStep> readImportedStep(func::FuncOp func) {
     return step.layers[it->second];
   };
   // The forward steps of each layer.
-  llvm::DenseMap<int64_t, SmallVector<ComputeOp, 1>> forward;
+  std::map<int64_t, SmallVector<ComputeOp, 1>> forward;
   WalkResult walked = func.walk([&](Operation *op) {
     if (!isa<CollectiveOpInterface>(op))
       return WalkResult::advance();
