@@ -292,7 +292,7 @@ private:
     int rank;
     MPI_Comm_rank(ranks.comm, &rank);
     const Shard own = shardOf(plan.total, rank, ranks.size);
-    const int64_t shardCount = (plan.total + ranks.size - 1) / ranks.size;
+    const int64_t shardCount = shardElements(plan.total, ranks.size);
     const commrt_dtype travel = travelType(plan.dtype, plan.wire);
     const size_t width = elementSize(plan.dtype);
     const size_t travelWidth = elementSize(travel);

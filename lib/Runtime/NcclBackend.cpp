@@ -700,15 +700,9 @@ private:
     bool hierarchical;
     COMMRT_TRY(useHierarchy(plan, group, stream, hierarchical));
     size_t buffers = plan.buffers.size();
-    std::vector<bool> onDevice(buffers);
-    size_t hostBytes = 0;
-    for (size_t i = 0; i < buffers; ++i) {
-      bool isDevice;
-      COMMRT_TRY(locate(plan.buffers[i], isDevice));
-      onDevice[i] = isDevice;
-      if (!isDevice)
-        hostBytes += plan.counts[i] * elementSize(plan.dtype);
-    }
+    std::vector<bool> onDevice;
+    size_t hostBytes;
+    COMMRT_TRY(locateBuffers(plan, onDevice, hostBytes));
     if (plan.inPlace() && onDevice[0])
       return allreduce(plan.buffers[0], plan.total, plan.dtype, plan.reduce,
                        stream, hierarchical);
@@ -792,20 +786,14 @@ private:
                                Stream &stream) {
     COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
     const Shard own = shardOf(plan.total, group.rank, group.size);
-    const int64_t shardCount = (plan.total + group.size - 1) / group.size;
+    const int64_t shardCount = shardElements(plan.total, group.size);
     const commrt_dtype travelDtype = travelType(plan.dtype, plan.wire);
     const size_t width = elementSize(plan.dtype);
     const size_t travelWidth = elementSize(travelDtype);
     const size_t buffers = plan.buffers.size();
-    std::vector<bool> onDevice(buffers);
-    size_t hostBytes = 0;
-    for (size_t i = 0; i < buffers; ++i) {
-      bool isDevice;
-      COMMRT_TRY(locate(plan.buffers[i], isDevice));
-      onDevice[i] = isDevice;
-      if (!isDevice)
-        hostBytes += plan.counts[i] * width;
-    }
+    std::vector<bool> onDevice;
+    size_t hostBytes;
+    COMMRT_TRY(locateBuffers(plan, onDevice, hostBytes));
     bool shardOnDevice;
     COMMRT_TRY(locate(plan.shard, shardOnDevice));
     const size_t shardBytes = shardCount * width;
@@ -979,6 +967,22 @@ private:
         "ncclAllReduce",
         ncclAllReduce(tail, tail, rest, type, op, stream.comm, stream.stream),
         stream.comm);
+  }
+
+  /// Sets `onDevice[i]` to whether `plan`'s buffer i is device memory, and
+  /// `hostBytes` to the bytes of the others, which are staged.
+  commrt_status locateBuffers(const Plan &plan, std::vector<bool> &onDevice,
+                              size_t &hostBytes) {
+    onDevice.assign(plan.buffers.size(), false);
+    hostBytes = 0;
+    for (size_t i = 0; i < plan.buffers.size(); ++i) {
+      bool isDevice;
+      COMMRT_TRY(locate(plan.buffers[i], isDevice));
+      onDevice[i] = isDevice;
+      if (!isDevice)
+        hostBytes += plan.counts[i] * elementSize(plan.dtype);
+    }
+    return COMMRT_SUCCESS;
   }
 
   /// Sets `onDevice` to whether `pointer` is device (or managed) memory,

@@ -183,7 +183,7 @@ Ring::Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
   }
   base = total / size;
   extra = total % size;
-  shardCount = (total + size - 1) / size;
+  shardCount = shardElements(total, size);
   pieceCount = std::max<int64_t>(1, kRingPieceBytes / width);
   scratchCount = std::min(segmentCount(0), pieceCount);
   pieces =

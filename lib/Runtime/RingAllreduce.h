@@ -65,8 +65,12 @@ commrt_status ringAllreduce(const std::vector<Span> &spans, MPI_Datatype type,
 struct Shard {
   int64_t begin, length;
 };
+/// The elements of every rank's shard, padding included: ceil(count / size).
+inline int64_t shardElements(int64_t count, int size) {
+  return (count + size - 1) / size;
+}
 inline Shard shardOf(int64_t count, int rank, int size) {
-  const int64_t each = (count + size - 1) / size;
+  const int64_t each = shardElements(count, size);
   const int64_t begin = std::min(count, rank * each);
   return {begin, std::min(count, begin + each) - begin};
 }
