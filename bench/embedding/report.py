@@ -9,13 +9,17 @@
 #
 # The communication of a run is its median step less the compute-only
 # run's (no communication) at the same rank count, both measured in the
-# same run of the benchmark; the model's is its plan's exposed
-# communication (comm-estimate, estimate=step).
+# same run of the benchmark (its ranks start together, and compute on
+# their share of the cores); the model's is its plan's predicted step
+# (comm-estimate, estimate=step) less the model's compute-only step: the
+# profile's compute, run as the ranks share the cores (docs/CostModel.md,
+# section 3.1).
 #
 # ===------------------------------------------------------------------=== #
 
 import json
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -28,6 +32,41 @@ EXCHANGES = ("dense", "allgather", "hash")
 # fraction of the measured communication.
 HASH_OVER_ALLGATHER = 2.0
 PREDICTION_BOUND = 0.15
+
+
+def compute_only_us(profile, device):
+    """The model's compute-only step: the profile's forward, every layer's
+    backward and the update, as commopt-export timed them, run as the
+    device's host_cpu says its ranks share the cores (HostCpu's lockstep
+    stretch)."""
+    compute = (profile["forward_us"] + profile["update_us"] +
+               sum(layer["backward_us"] for layer in profile["layers"]))
+    host = device.get("host_cpu", {})
+    cores, ranks = host.get("cores", 0), host.get("ranks", 0)
+    if cores <= 0 or ranks <= 0:
+        return compute
+    timed = host.get("timed_ranks") or ranks
+    return compute * min(1.0, cores / timed) * max(1.0, ranks / cores)
+
+
+def over_rounds(rounds):
+    """One run's figures over its rounds: the median step and CPU, the
+    steps' range."""
+    steps = [r["step_ms"] for r in rounds]
+    figures = dict(rounds[0])
+    figures["step_ms"] = statistics.median(steps)
+    figures["cpu_ms"] = statistics.median(r["cpu_ms"] for r in rounds)
+    figures["step_range"] = (min(steps), max(steps))
+    figures["rounds"] = len(rounds)
+    return figures
+
+
+def step_cell(figures):
+    """A run's median step, with its rounds' range where it had several."""
+    low, high = figures["step_range"]
+    if figures["rounds"] < 2:
+        return f"{figures['step_ms']:.2f}"
+    return f"{figures['step_ms']:.2f} ({low:.2f}-{high:.2f})"
 
 
 def load(path):
@@ -73,8 +112,11 @@ def main(argv):
              "by PyTorch DDP over gloo with sparse gradients (its sparse "
              "allreduce), all in the same run. Communication is the median "
              "step less the compute-only step (no communication) of the same "
-             "rank count; the model's is the plan's exposed communication "
-             "(comm-optimize rows-exchange=..., estimate=step) on the "
+             "rank count (its ranks start together, so that they compute "
+             "on their share of the cores as in training); the model's is "
+             "the plan's predicted step "
+             "(comm-optimize rows-exchange=..., estimate=step) less the "
+             "profile's compute run on that share, on the "
              "cluster commopt-calibrate measured at that rank count "
              "(allreduces only: nothing of the rows exchanges is fitted, so "
              "every prediction is held out). The "
@@ -86,7 +128,7 @@ def main(argv):
               "step bounds the step once there are more ranks than cores. "
               f"It was fitted once, at {rank_counts(out)[0]} ranks, from "
               f"{host.get('runs', 1)} runs of the hash plan and as many "
-              f"compute-only ones, the medians of their CPU per step: "
+              f"compute-only ones, the least of their CPU per step: "
               f"{host['cpu_us'] / 1e3:.2f} ms with the hash plan, less the "
               f"compute-only runs' "
               f"{host['compute_only_cpu_us'] / 1e3:.2f} ms, the exchange's "
@@ -96,29 +138,38 @@ def main(argv):
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
               "with its own rank count and its durations taken as CPU time "
               "(timed_ranks 1: the profile's compute was timed by one "
-              "process alone). Every figure below is measured in other runs "
-              "than those.", ""]
+              "process alone): the model runs the compute of ranks in step "
+              "on their share of the 2 cores, max(1, ranks / 2) times as "
+              "long as timed, and the step thread's step_us likewise "
+              "(docs/CostModel.md, section 3.1). Every figure below is "
+              "measured in other runs than those.", ""]
     rows_of_targets = []
     worst = (0.0, "")
     for ranks in rank_counts(out):
         folder = os.path.join(out, f"r{ranks}")
-        runs = {}
-        for name in os.listdir(folder):
+        rounds = {}
+        for name in sorted(os.listdir(folder)):
             if not name.endswith(".json"):
                 continue
             figures = load(os.path.join(folder, name))
             # The runs' figures; not the plans, timelines, cluster, device.
             if isinstance(figures, dict) and "step_ms" in figures:
-                runs[figures["label"]] = figures
+                rounds.setdefault(figures["label"], []).append(figures)
+        runs = {label: over_rounds(each) for label, each in rounds.items()}
         compute = runs.get("compute-only")
         if compute is None:
             continue
         base = compute["step_ms"]
+        model_compute_only = compute_only_us(
+            profile, load(os.path.join(folder, "device.json")))
         plans = {x: load(os.path.join(folder, f"{x}.plan.json"))
                  for x in EXCHANGES + ("auto",)}
         lines += [f"**{ranks} ranks** (compute-only step {base:.2f} ms, "
                   f"{compute['steps']} timed steps per run, batch "
-                  f"{compute['batch_size']} per rank):", "",
+                  f"{compute['batch_size']} per rank, "
+                  f"{compute['rounds']} rounds: step and CPU are the "
+                  "medians of the rounds' median steps, the range theirs):",
+                  "",
                   "| run | step (ms) | CPU per rank (ms) | communication "
                   "(ms) | model's communication (ms) | model off by | step "
                   "vs DDP |",
@@ -131,17 +182,18 @@ def main(argv):
                 continue
             comm = figures["step_ms"] - base
             measured[exchange] = comm
-            predicted = plans[exchange]["estimate"]["exposed_us"] / 1e3
+            predicted = (plans[exchange]["estimate"]["step_us"] -
+                         model_compute_only) / 1e3
             off = (predicted - comm) / comm if comm > 0 else float("inf")
             if abs(off) > abs(worst[0]):
                 worst = (off, f"{exchange} at {ranks} ranks")
             versus = f"{figures['step_ms'] / ddp['step_ms']:.2f}x" \
                 if ddp else "-"
-            lines.append(f"| commopt {exchange} | {figures['step_ms']:.2f} | "
+            lines.append(f"| commopt {exchange} | {step_cell(figures)} | "
                          f"{figures['cpu_ms']:.2f} | {comm:.2f} | "
                          f"{predicted:.2f} | {off:+.1%} | {versus} |")
         if ddp:
-            lines.append(f"| DDP sparse (gloo) | {ddp['step_ms']:.2f} | "
+            lines.append(f"| DDP sparse (gloo) | {step_cell(ddp)} | "
                          f"{ddp['cpu_ms']:.2f} | {ddp['step_ms'] - base:.2f} "
                          "| - | - | 1.00x |")
         chosen = plan_exchange(plans["auto"])

@@ -60,6 +60,12 @@ double HostCpu::boundUs(double cpuUs) const {
   return isDescribed() ? cpuUs * ranks / cores : 0.0;
 }
 
+double HostCpu::lockstepStretch() const {
+  if (!isDescribed())
+    return 1.0;
+  return busyShare() * std::max(1.0, ranks / cores);
+}
+
 bool HostCpu::operator==(const HostCpu &other) const {
   return cores == other.cores && ranks == other.ranks &&
          stepUs == other.stepUs && nsPerSentByte == other.nsPerSentByte &&

@@ -8,6 +8,8 @@
 // RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
 // RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-timed-alone-device.json" \
 // RUN:   2>&1 | FileCheck %s --check-prefix=TIMED-ALONE
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-timed-alone-free-transport-device.json" \
+// RUN:   2>&1 | FileCheck %s --check-prefix=TIMELINE-SETS
 // RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-ranks.json" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-RANKS
 // RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-step.json" 2>&1 \
@@ -48,9 +50,30 @@
 // The same host, its durations timed with one rank alone (timed_ranks 1:
 // a profile from commopt-export): the compute's 10000 us are CPU time,
 // 10000 + 1000 + 1048.576 = 12048.576 us a rank, and the 4 ranks take the
-// 2 cores twice that.
+// 2 cores twice that. In the step the 4 ranks compute at once on the 2
+// cores: every task takes twice as long as timed, and the step thread's
+// own 1000 us a step (not in a profile's durations) twice that at the end:
+// 16000 + 4000 + 2000 = 22000 us of compute. The stretched timeline holds
+// the waits on the network, so the cores' time is the only bound, idle
+// time not added: blocking too, the step is 24097.152 us.
 // TIMED-ALONE-LABEL: comm-estimate: @step
+// TIMED-ALONE: compute             22000.000 us
 // TIMED-ALONE: host CPU            12048.576 us a rank; 4 ranks on 2 cores bound the step at 24097.152 us (0.000 us of it idle on the network), which sets it
+// TIMED-ALONE-LABEL: comm-estimate: @blocking
+// TIMED-ALONE: step                24097.152 us
+// TIMED-ALONE: host CPU            12048.576 us a rank; 4 ranks on 2 cores bound the step at 24097.152 us (0.000 us of it idle on the network), which sets it
+
+// With a transport that costs no CPU, a rank needs 10000 + 1000 us, and
+// the cores' 22000 us for the 4 ranks no longer set the step: the ranks
+// compute 16000 us, wait 1034 us for the blocking allreduce, then compute
+// 4000 + 2000 us: 23034 us. Overlapped (@step), the allreduce hides behind
+// that compute and the bound sets the step.
+// TIMELINE-SETS-LABEL: comm-estimate: @step
+// TIMELINE-SETS: step                22000.000 us
+// TIMELINE-SETS: host CPU            11000.000 us a rank; 4 ranks on 2 cores bound the step at 22000.000 us (0.000 us of it idle on the network), which sets it
+// TIMELINE-SETS-LABEL: comm-estimate: @blocking
+// TIMELINE-SETS: step                23034.000 us
+// TIMELINE-SETS: host CPU            11000.000 us a rank; 4 ranks on 2 cores bound the step at 22000.000 us (0.000 us of it idle on the network){{$}}
 
 // A device that describes no host: no CPU figures, no bound.
 // UNDESCRIBED: @step() {{.*}}comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.000000e+04 : f64}

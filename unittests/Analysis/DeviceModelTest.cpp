@@ -154,9 +154,23 @@ TEST(DeviceModel, HostCpuBound) {
   EXPECT_EQ(timedAlone.boundUs(10000), 80000.0);
   HostCpu timedAtFour{2, 16, 0, 0, /*timedRanks=*/4};
   EXPECT_EQ(timedAtFour.busyShare(), 0.5);
-  // Not described: no bound.
+  // Ranks in step share the cores: 16 on 2 run each CPU duration 8 times as
+  // long as one rank alone, 4 times as long as 4 ranks timed it; where the
+  // durations were timed under the step's own sharing, or the ranks fit the
+  // cores, as timed. Only durations timed apart from the sharing (a
+  // profile) leave the step thread's own work out.
+  EXPECT_EQ(timedAlone.lockstepStretch(), 8.0);
+  EXPECT_EQ(timedAtFour.lockstepStretch(), 4.0);
+  EXPECT_EQ(sameSharing.lockstepStretch(), 1.0);
+  EXPECT_EQ(roomy.lockstepStretch(), 1.0);
+  EXPECT_EQ((HostCpu{8, 2, 0, 0, /*timedRanks=*/1}).lockstepStretch(), 1.0);
+  EXPECT_TRUE(timedAlone.stepCpuOnStepThread());
+  EXPECT_FALSE(sameSharing.stepCpuOnStepThread());
+  // Not described: no bound, no sharing.
   EXPECT_FALSE(HostCpu().isDescribed());
   EXPECT_EQ(HostCpu().boundUs(10000), 0.0);
+  EXPECT_EQ(HostCpu().lockstepStretch(), 1.0);
+  EXPECT_FALSE(HostCpu().stepCpuOnStepThread());
   std::string text;
   llvm::raw_string_ostream(text) << device->toJSON();
   llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);

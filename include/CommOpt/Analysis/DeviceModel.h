@@ -96,6 +96,18 @@ struct HostCpu {
   /// The step time a rank that needs `cpuUs` of CPU in a step cannot beat:
   /// every rank of the host needs as much, and the cores serve them all.
   double boundUs(double cpuUs) const;
+  /// How many times as long a modelled duration of CPU work takes in the
+  /// step as it took when it was timed: the collectives keep data-parallel
+  /// ranks in step, so they compute at the same time and, where they
+  /// outnumber the cores, each runs on cores / ranks of one.
+  /// busyShare() x max(1, ranks / cores): 1 where the durations were timed
+  /// under the sharing they run under (`timed_ranks` 0), 1 without a host.
+  double lockstepStretch() const;
+  /// Whether the step thread does `stepUs` beside the modelled durations:
+  /// where they were timed apart from the training bridge (a profile,
+  /// `timed_ranks` set), the bridge's own work between them is not in them.
+  /// Durations taken from the bridge's traces of the same runs hold it.
+  bool stepCpuOnStepThread() const { return isDescribed() && timedRanks > 0; }
 
   bool operator==(const HostCpu &other) const;
 };

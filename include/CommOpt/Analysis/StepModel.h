@@ -59,9 +59,11 @@ struct StepModel {
   /// How fast collectives progress while compute runs (the device's
   /// compute_overlap; SimulationOptions::progressWhileComputing).
   double progressWhileComputing = 1;
-  /// The host CPU a rank needs in a step (getStepCpuUs), and the step time
+  /// The host CPU a rank needs in a step (its compute and local work as
+  /// CPU time, and the spread below), and the step time
   /// that bounds, with every rank of the host needing as much
-  /// (HostCpu::boundUs); both 0 where the device describes no host. The
+  /// (HostCpu::boundUs); both 0 where the device describes no host. Unless
+  /// the timeline runs the host's sharing (sharingInTimeline), the
   /// simulation adds the time the cores idle while every rank waits on the
   /// network (StepTimeline::networkIdleUs).
   double cpuUs = 0;
@@ -70,15 +72,13 @@ struct StepModel {
   /// step and its transport's): spread over the step, what of it falls
   /// while the cores idle on the network costs no step time.
   double cpuSpreadUs = 0;
+  /// Whether the compute tasks run as the host's ranks share its cores
+  /// (HostCpu::lockstepStretch; where the durations were timed apart from
+  /// that sharing): the timeline then holds the ranks' waits on the network
+  /// beside their stretched compute, and the cores' time for every rank's
+  /// CPU (cpuBoundUs) is the host's only bound on the step.
+  bool sharingInTimeline = false;
 };
-
-/// The host CPU a rank of `model` needs in a step on `device`: its compute
-/// and its collectives' local work at the part of a core each rank gets
-/// while all are busy (HostCpu::busyShare), plus `spreadUs`, the host's
-/// cost per step and its transport's for the bytes the collectives send;
-/// 0 where the device describes no host.
-double getStepCpuUs(const StepModel &model, const DeviceModel &device,
-                    double *spreadUs = nullptr);
 
 /// The compute cost in microseconds of `op` on `device`: its `cost_us` when
 /// it is a comm.compute or carries a `comm.cost_us` attribute; otherwise a
@@ -263,7 +263,9 @@ struct StepTimeline {
   double networkIdleUs = 0;
   /// The step the host allows: networkIdleUs plus the time its cores need
   /// for the ranks' CPU outside those idle times (StepModel::cpuBoundUs
-  /// less the share of cpuSpreadUs that falls in them); 0 without a host.
+  /// less the share of cpuSpreadUs that falls in them); where the timeline
+  /// runs the host's sharing (StepModel::sharingInTimeline), cpuBoundUs
+  /// alone, and networkIdleUs 0. 0 without a host.
   double hostBoundUs = 0;
   /// Prefix sums of the compute events' durations, in execution order:
   /// busyPrefixUs[i] is the busy time of events [0, i).

@@ -376,6 +376,47 @@ bool mlir::comm::isMomentumCorrected(Operation *op) {
   return module && module->hasAttr(kMomentumCorrectionAttrName);
 }
 
+/// The host CPU a rank of `model` needs in a step on `device`: its compute
+/// and its collectives' local work at the part of a core each rank gets
+/// while all are busy (HostCpu::busyShare), plus `spreadUs`, the host's
+/// cost per step and its transport's for the bytes the collectives send;
+/// 0 where the device describes no host. The durations are the model's
+/// before the host's sharing stretches them (applyHostSharing).
+static double getStepCpuUs(const StepModel &model, const DeviceModel &device,
+                           double &spreadUs) {
+  const HostCpu &host = device.hostCpu;
+  spreadUs = 0;
+  if (!host.isDescribed())
+    return 0;
+  double busyUs = 0;
+  for (const ComputeTask &task : model.step.computeTasks)
+    busyUs += task.durationUs;
+  for (double localUs : model.collectiveLocalUs)
+    busyUs += localUs;
+  double sentBytes = 0;
+  for (const CollectiveTask &task : model.step.collectives)
+    sentBytes += task.cost.sentBytes;
+  double spread = host.stepUs + sentBytes * host.nsPerSentByte * 1e-3;
+  spreadUs = spread;
+  return host.busyShare() * busyUs + spread;
+}
+
+/// Runs the model's compute as the host's ranks share its cores: every
+/// compute task takes HostCpu::lockstepStretch() times its duration, and
+/// where the durations leave out the bridge's own work, the step thread
+/// does the host's cost per step at the end of the step, likewise
+/// stretched (docs/CostModel.md, section 3.1).
+static void applyHostSharing(StepModel &model, const HostCpu &host) {
+  if (!host.isDescribed())
+    return;
+  double stretch = host.lockstepStretch();
+  for (ComputeTask &task : model.step.computeTasks)
+    task.durationUs *= stretch;
+  model.sharingInTimeline = host.stepCpuOnStepThread();
+  if (model.sharingInTimeline && !model.step.computeTasks.empty())
+    model.step.computeTasks.back().durationUs += host.stepUs * stretch;
+}
+
 FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
                                                 const ClusterModel &cluster,
                                                 const DeviceModel &device) {
@@ -653,8 +694,9 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
         step.collectives[index].waitBefore = step.computeTasks.size() - 1;
   }
 
-  model.cpuUs = getStepCpuUs(model, device, &model.cpuSpreadUs);
+  model.cpuUs = getStepCpuUs(model, device, model.cpuSpreadUs);
   model.cpuBoundUs = device.hostCpu.boundUs(model.cpuUs);
+  applyHostSharing(model, device.hostCpu);
 
   // Without per-layer forward tasks, no forward task waits for a layer's
   // gradients: they must all be reduced before the next step starts.
@@ -667,27 +709,6 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
     if (task.waitBefore == step.computeTasks.size() && !task.layers.empty())
       task.waitBefore.reset();
   return model;
-}
-
-double mlir::comm::getStepCpuUs(const StepModel &model,
-                                const DeviceModel &device, double *spreadUs) {
-  const HostCpu &host = device.hostCpu;
-  if (spreadUs)
-    *spreadUs = 0;
-  if (!host.isDescribed())
-    return 0;
-  double busyUs = 0;
-  for (const ComputeTask &task : model.step.computeTasks)
-    busyUs += task.durationUs;
-  for (double localUs : model.collectiveLocalUs)
-    busyUs += localUs;
-  double sentBytes = 0;
-  for (const CollectiveTask &task : model.step.collectives)
-    sentBytes += task.cost.sentBytes;
-  double spread = host.stepUs + sentBytes * host.nsPerSentByte * 1e-3;
-  if (spreadUs)
-    *spreadUs = spread;
-  return host.busyShare() * busyUs + spread;
 }
 
 StringRef mlir::comm::stringifySimulationMode(SimulationMode mode) {
@@ -778,7 +799,9 @@ mlir::comm::simulateStepModel(const StepModel &model,
   // however the timeline overlaps; and while every rank waits on the
   // network with nothing to compute, its cores idle on top of that.
   timeline.simulatedStepUs = timeline.result.stepUs;
-  if (model.cpuBoundUs > 0 && model.cpuUs > 0) {
+  if (model.sharingInTimeline) {
+    timeline.hostBoundUs = model.cpuBoundUs;
+  } else if (model.cpuBoundUs > 0 && model.cpuUs > 0) {
     for (size_t index = 0; index < timeline.numCollectives; ++index) {
       const CollectiveEvent &event = timeline.getFirstShownEvent(index);
       timeline.networkIdleUs +=
@@ -795,11 +818,11 @@ mlir::comm::simulateStepModel(const StepModel &model,
     double busyCpuUs = model.cpuUs - model.cpuSpreadUs * idleShare;
     timeline.hostBoundUs =
         model.cpuBoundUs * (busyCpuUs / model.cpuUs) + timeline.networkIdleUs;
-    if (timeline.hostBoundUs > timeline.result.stepUs) {
-      timeline.result.stepUs = timeline.hostBoundUs;
-      timeline.result.exposedCommunicationUs =
-          std::max(0.0, timeline.hostBoundUs - timeline.result.computeUs);
-    }
+  }
+  if (timeline.hostBoundUs > timeline.result.stepUs) {
+    timeline.result.stepUs = timeline.hostBoundUs;
+    timeline.result.exposedCommunicationUs =
+        std::max(0.0, timeline.hostBoundUs - timeline.result.computeUs);
   }
 
   // The first shown iteration starts with its first compute task, or
