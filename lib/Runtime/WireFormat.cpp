@@ -1,6 +1,7 @@
 //===- WireFormat.cpp - Host pack/unpack of fused and wire data -----------===//
 
 #include "WireFormat.h"
+#include "ReduceElements.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -38,6 +39,16 @@ template <> struct Host<COMMRT_BF16> {
   static uint16_t narrow(float value) { return floatToBFloat16(value); }
   static uint16_t narrow(double value) { return doubleToBFloat16(value); }
 };
+
+template <commrt_dtype Type>
+void reduceAs(const void *from, void *into, int64_t count,
+              commrt_reduce reduce) {
+  const auto *in = static_cast<const typename Host<Type>::Storage *>(from);
+  auto *inOut = static_cast<typename Host<Type>::Storage *>(into);
+  for (int64_t i = 0; i < count; ++i)
+    inOut[i] = Host<Type>::narrow(combineValues(
+        Host<Type>::widen(in[i]), Host<Type>::widen(inOut[i]), reduce));
+}
 
 template <commrt_dtype From, commrt_dtype To>
 void convertAs(const void *input, void *output, int64_t count, double scale) {
@@ -204,6 +215,20 @@ void convert(const void *input, commrt_dtype from, void *output,
     return convertFrom<COMMRT_F16>(input, output, to, count, scale);
   case COMMRT_BF16:
     return convertFrom<COMMRT_BF16>(input, output, to, count, scale);
+  }
+}
+
+void reduceElements(const void *from, void *into, int64_t count,
+                    commrt_dtype type, commrt_reduce reduce) {
+  switch (type) {
+  case COMMRT_F32:
+    return reduceAs<COMMRT_F32>(from, into, count, reduce);
+  case COMMRT_F64:
+    return reduceAs<COMMRT_F64>(from, into, count, reduce);
+  case COMMRT_F16:
+    return reduceAs<COMMRT_F16>(from, into, count, reduce);
+  case COMMRT_BF16:
+    return reduceAs<COMMRT_BF16>(from, into, count, reduce);
   }
 }
 

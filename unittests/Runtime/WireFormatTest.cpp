@@ -1,6 +1,7 @@
 //===- WireFormatTest.cpp - f16/bf16 conversions and pack/unpack kernels --===//
 
 #include "WireFormat.h"
+#include "ReduceElements.h"
 
 #include <gtest/gtest.h>
 
@@ -451,6 +452,59 @@ TEST(WireFormat, CombineHalvesMatchesTheScalarReference) {
       else
         ASSERT_EQ(result[i], expected)
             << "reduce " << reduce << ", " << a[i] << " and " << b[i];
+    }
+  }
+}
+
+TEST(ReduceElements, CombinesAsTheMpiBackendDoes) {
+  // The host reference of the staged ring's device reduction against what
+  // the MPI backend's ring combines with: MPI's own operations on f32 and
+  // f64 (std::max and std::min of the received value first), combineHalves
+  // on f16, and bf16 through float.
+  const std::pair<commrt_reduce, double (*)(double, double)> reductions[] = {
+      {COMMRT_SUM, [](double x, double y) { return x + y; }},
+      {COMMRT_AVG, [](double x, double y) { return x + y; }},
+      {COMMRT_MAX, [](double x, double y) { return std::max(x, y); }},
+      {COMMRT_MIN, [](double x, double y) { return std::min(x, y); }}};
+  std::vector<double> a, b;
+  for (int i = -300; i < 300; ++i) {
+    a.push_back(std::ldexp(1.0 + i / 7.0, i % 40));
+    b.push_back(std::ldexp(-0.75 + i / 11.0, (i * 3) % 40));
+  }
+  for (auto [reduce, combine] : reductions) {
+    SCOPED_TRACE(reduce);
+    std::vector<float> floats(b.begin(), b.end());
+    std::vector<float> fromFloats(a.begin(), a.end());
+    reduceElements(fromFloats.data(), floats.data(),
+                   static_cast<int64_t>(a.size()), COMMRT_F32, reduce);
+    std::vector<double> doubles = b;
+    reduceElements(a.data(), doubles.data(), static_cast<int64_t>(a.size()),
+                   COMMRT_F64, reduce);
+    std::vector<uint16_t> halves, fromHalves, bfloats, fromBfloats;
+    for (size_t i = 0; i < a.size(); ++i) {
+      halves.push_back(floatToHalf(static_cast<float>(b[i])));
+      fromHalves.push_back(floatToHalf(static_cast<float>(a[i])));
+      bfloats.push_back(floatToBFloat16(static_cast<float>(b[i])));
+      fromBfloats.push_back(floatToBFloat16(static_cast<float>(a[i])));
+    }
+    std::vector<uint16_t> expectedHalves = halves;
+    combineHalves(fromHalves.data(), expectedHalves.data(),
+                  static_cast<int64_t>(a.size()), reduce);
+    reduceElements(fromHalves.data(), halves.data(),
+                   static_cast<int64_t>(a.size()), COMMRT_F16, reduce);
+    reduceElements(fromBfloats.data(), bfloats.data(),
+                   static_cast<int64_t>(a.size()), COMMRT_BF16, reduce);
+    for (size_t i = 0; i < a.size(); ++i) {
+      const float af = static_cast<float>(a[i]), bf = static_cast<float>(b[i]);
+      ASSERT_EQ(floatBits(floats[i]),
+                floatBits(static_cast<float>(combine(af, bf))))
+          << "f32 index " << i;
+      ASSERT_EQ(doubles[i], combine(a[i], b[i])) << "f64 index " << i;
+      ASSERT_EQ(halves[i], expectedHalves[i]) << "f16 index " << i;
+      const float widened =
+          static_cast<float>(combine(bfloat16ToFloat(fromBfloats[i]),
+                                     bfloat16ToFloat(floatToBFloat16(bf))));
+      ASSERT_EQ(bfloats[i], floatToBFloat16(widened)) << "bf16 index " << i;
     }
   }
 }

@@ -12,6 +12,7 @@
 
 #include "cuda/WireKernels.h"
 #include "GpuTestUtils.h"
+#include "ReduceElements.h"
 #include "WireFormat.h"
 
 #include <cuda_runtime.h>
@@ -162,6 +163,29 @@ TEST(WireKernels, ConvertSegmentsSkipsWhatNeedsNoWork) {
   for (float &value : values)
     value *= 2.0f;
   EXPECT_EQ(bitsOf(buffer.download()), bitsOf(values));
+}
+
+TEST(WireKernels, ReduceIntoMatchesTheHostReference) {
+  if (!gpuVisible())
+    GTEST_SKIP() << "no CUDA device visible to run the kernels";
+  // The staged ring's reduction of a received piece (StagedRing.h): every
+  // type and reduction, with the special values, against reduceElements.
+  const int64_t count = 70001;
+  for (commrt_dtype type : {COMMRT_F32, COMMRT_F64, COMMRT_F16, COMMRT_BF16})
+    for (commrt_reduce reduce :
+         {COMMRT_SUM, COMMRT_AVG, COMMRT_MAX, COMMRT_MIN}) {
+      SCOPED_TRACE(std::string(dtypeName(type)) + " reduce " +
+                   std::to_string(reduce));
+      std::vector<unsigned char> from = makeValues(type, count, 3);
+      std::vector<unsigned char> into = makeValues(type, count, 4);
+      DeviceArray<unsigned char> fromOnDevice(from), intoOnDevice(into);
+      ASSERT_EQ(commrt::cuda::reduceInto(fromOnDevice.get(), intoOnDevice.get(),
+                                         count, type, reduce, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      commrt::reduceElements(from.data(), into.data(), count, type, reduce);
+      EXPECT_EQ(intoOnDevice.download(), into);
+    }
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 //===- WireKernels.cu - Fused cast+scale pack/unpack kernels --------------===//
 
+#include "../ReduceElements.h"
 #include "../WireFormat.h"
 #include "WireKernels.h"
 
@@ -127,6 +128,18 @@ __global__ void convertKernel(const typename Device<From>::Storage *input,
 
 constexpr int kThreads = 256;
 
+/// The ring's combination (ReduceElements.h) of `from` into `into`.
+template <commrt_dtype Type>
+__global__ void reduceKernel(const typename Device<Type>::Storage *from,
+                             typename Device<Type>::Storage *into,
+                             int64_t count, commrt_reduce reduce) {
+  const int64_t lanes = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += lanes)
+    into[i] = Device<Type>::narrow(commrt::combineValues(
+        Device<Type>::widen(from[i]), Device<Type>::widen(into[i]), reduce));
+}
+
 /// Elements one block of convertSegmentsKernel converts.
 constexpr int64_t kElementsPerBlock = 8 * kThreads;
 
@@ -230,7 +243,28 @@ cudaError_t launchSegments(const SegmentTable &table, double scale,
   return cudaGetLastError();
 }
 
+template <commrt_dtype Type>
+cudaError_t launchReduce(const void *from, void *into, int64_t count,
+                         commrt_reduce reduce, cudaStream_t stream) {
+  reduceKernel<Type><<<blocksFor(count), kThreads, 0, stream>>>(
+      static_cast<const typename Device<Type>::Storage *>(from),
+      static_cast<typename Device<Type>::Storage *>(into), count, reduce);
+  return cudaGetLastError();
+}
+
 } // namespace
+
+cudaError_t commrt::cuda::reduceInto(const void *from, void *into,
+                                     int64_t count, commrt_dtype type,
+                                     commrt_reduce reduce,
+                                     cudaStream_t stream) {
+  if (count == 0)
+    return cudaSuccess;
+  return dispatchTypes(type, type, [&](auto typeConstant, auto) {
+    return launchReduce<decltype(typeConstant)::value>(from, into, count,
+                                                       reduce, stream);
+  });
+}
 
 cudaError_t commrt::cuda::convertSegments(const ConvertSegment *segments,
                                           size_t count, commrt_dtype from,

@@ -45,6 +45,14 @@ cudaError_t convertSegments(const ConvertSegment *segments, size_t count,
                             commrt_dtype from, commrt_dtype to, double scale,
                             cudaStream_t stream);
 
+/// Enqueues on `stream` the ring's reduction of the `count` elements of
+/// `type` at `from` into those at `into` (device memory both):
+/// `into[i] = combine(from[i], into[i])` as the host's reduceElements()
+/// computes it (ReduceElements.h), bit for bit. Returns the launch error.
+cudaError_t reduceInto(const void *from, void *into, int64_t count,
+                       commrt_dtype type, commrt_reduce reduce,
+                       cudaStream_t stream);
+
 /// The segments one launch of convertSegments() converts: its table travels
 /// as a kernel parameter, which stays within the 4 KiB every GPU allows.
 constexpr size_t kSegmentsPerLaunch = 64;
