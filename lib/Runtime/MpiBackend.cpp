@@ -102,20 +102,6 @@ void divide16(uint16_t *data, int64_t count, int size) {
     data[i] = Narrow(Widen(data[i]) / static_cast<float>(size));
 }
 
-/// The MPI datatype carrying `dtype`, 16-bit elements as `type16`.
-MPI_Datatype mpiTypeOf(commrt_dtype dtype, MPI_Datatype type16) {
-  switch (dtype) {
-  case COMMRT_F32:
-    return MPI_FLOAT;
-  case COMMRT_F64:
-    return MPI_DOUBLE;
-  case COMMRT_F16:
-  case COMMRT_BF16:
-    break;
-  }
-  return type16;
-}
-
 /// The ring's reduction of a mixed-wire fusion buffer (Reducer::runMixed):
 /// its first `narrowUnits` units of `width` bytes hold 16-bit wire values,
 /// reduced two bytes at a time with `narrowOp` over `type16`; the units after

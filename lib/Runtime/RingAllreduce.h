@@ -20,6 +20,20 @@
 
 namespace commrt {
 
+/// The MPI datatype carrying `dtype`, 16-bit elements as `type16`.
+inline MPI_Datatype mpiTypeOf(commrt_dtype dtype, MPI_Datatype type16) {
+  switch (dtype) {
+  case COMMRT_F32:
+    return MPI_FLOAT;
+  case COMMRT_F64:
+    return MPI_DOUBLE;
+  case COMMRT_F16:
+  case COMMRT_BF16:
+    break;
+  }
+  return type16;
+}
+
 /// Contiguous elements of the ring's buffer, which is the concatenation of
 /// its spans: one buffer reduced in place, or every buffer of a plan.
 struct Span {

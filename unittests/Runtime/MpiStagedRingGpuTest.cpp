@@ -31,12 +31,6 @@ using namespace commrt::testing;
 
 namespace {
 
-MPI_Datatype messageType(commrt_dtype type) {
-  return type == COMMRT_F32   ? MPI_FLOAT
-         : type == COMMRT_F64 ? MPI_DOUBLE
-                              : MPI_UINT16_T;
-}
-
 using GpuStagedCase = std::tuple<commrt_dtype, commrt_reduce, int64_t>;
 
 class GpuStagedRingTest : public ::testing::TestWithParam<GpuStagedCase> {};
@@ -61,10 +55,10 @@ TEST_P(GpuStagedRingTest, MatchesTheExactReduction) {
   std::unique_ptr<commrt::StagingBuffers> staging = commrt::makePinnedStaging();
   {
     commrt::CudaStagingQueue queue(stream, dtype, reduce);
-    ASSERT_EQ(commrt::stagedRingAllreduce(data.get(), count, messageType(dtype),
-                                          width, queue, scratch.get(), *staging,
-                                          MPI_COMM_WORLD,
-                                          commrt::kRingPieceBytes),
+    ASSERT_EQ(commrt::stagedRingAllreduce(
+                  data.get(), count, commrt::mpiTypeOf(dtype, MPI_UINT16_T),
+                  width, queue, scratch.get(), *staging, MPI_COMM_WORLD,
+                  commrt::kRingPieceBytes),
               COMMRT_SUCCESS)
         << commrt_last_error();
   }

@@ -12,6 +12,7 @@
 
 #include "MpiTestUtils.h"
 #include "ReduceElements.h"
+#include "RingAllreduce.h"
 #include "RuntimeTestUtils.h"
 #include "StagedRing.h"
 #include "WireFormat.h"
@@ -170,19 +171,6 @@ private:
   std::thread worker;
 };
 
-MPI_Datatype messageType(commrt_dtype type) {
-  switch (type) {
-  case COMMRT_F32:
-    return MPI_FLOAT;
-  case COMMRT_F64:
-    return MPI_DOUBLE;
-  case COMMRT_F16:
-  case COMMRT_BF16:
-    break;
-  }
-  return MPI_UINT16_T;
-}
-
 /// Host staging from malloc, its buffers in the order they were made.
 struct RecordedStaging {
   std::vector<void *> made;
@@ -209,8 +197,8 @@ TEST_P(StagedRingTest, MatchesMpiAllreduceExactly) {
     FakeDeviceQueue queue(dtype, reduce, /*usPerKiB=*/1, Clock::now());
     // Pieces of 256 bytes: most segments travel in several.
     ASSERT_EQ(commrt::stagedRingAllreduce(
-                  buffer.data(), count, messageType(dtype), width, queue,
-                  scratch.data(), staging.buffers, MPI_COMM_WORLD,
+                  buffer.data(), count, commrt::mpiTypeOf(dtype, MPI_UINT16_T),
+                  width, queue, scratch.data(), staging.buffers, MPI_COMM_WORLD,
                   /*pieceBytes=*/256),
               COMMRT_SUCCESS)
         << commrt_last_error();
