@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -63,6 +64,9 @@ struct Options {
   /// The 16-bit wire type whose cost is measured (COMMRT_F16, COMMRT_BF16),
   /// or COMMRT_WIRE_NONE.
   int32_t wire = COMMRT_WIRE_NONE;
+  /// Where rank 0 writes the transport's CPU per sent byte; empty: not
+  /// measured.
+  std::string hostCpuOutput;
 };
 
 const char *const usageText =
@@ -84,7 +88,14 @@ const char *const usageText =
     "                         in that wire type, from 64 KiB on, and record\n"
     "                         what it adds per gradient byte beyond sending\n"
     "                         the wire bytes (wire_s_per_byte: packing, the\n"
-    "                         16-bit reduction, unpacking)\n";
+    "                         16-bit reduction, unpacking)\n"
+    "  --host-cpu-output=FILE also measure the CPU a rank's process spends\n"
+    "                         per byte it sends in the largest allreduce, the\n"
+    "                         mean over the ranks (a device's\n"
+    "                         host_cpu.ns_per_sent_byte at this rank count),\n"
+    "                         and write it to FILE; meaningful where the\n"
+    "                         ranks talk over the network (their waits "
+    "sleep)\n";
 
 /// Whether this process is rank 0 (or runs alone), known before MPI starts,
 /// so that only one rank reports bad options.
@@ -151,6 +162,8 @@ Options parseOptions(int argc, char **argv) {
       options.wire = value == "f16" ? COMMRT_F16 : COMMRT_BF16;
     else if (option == "--wire")
       badUsage(llvm::formatv("--wire expects f16 or bf16, not '{0}'", value));
+    else if (option == "--host-cpu-output")
+      options.hostCpuOutput = value.str();
     else
       badUsage(llvm::formatv("unknown option '{0}'", option));
   }
@@ -188,6 +201,35 @@ double timeOnce(std::vector<float> &buffer, int64_t count, int32_t group,
   double local = (MPI_Wtime() - start) * 1e6, slowest = 0;
   MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return slowest;
+}
+
+/// The CPU time this process has used (all its threads), in microseconds.
+double processCpuUs() {
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e6 +
+         static_cast<double>(now.tv_nsec) * 1e-3;
+}
+
+/// The CPU a rank spends per byte it sends in an allreduce of `bytes` (f32)
+/// over all `ranks`, in ns: each rank's median process CPU over
+/// `repetitions` allreduces, the mean over the ranks, divided by what a
+/// ring sends per rank, 2 (p - 1) / p bytes. Collective.
+double transportNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
+                              int repetitions, int ranks) {
+  const int64_t count = bytes / 4;
+  std::vector<double> cpuUs;
+  for (int r = 0; r < repetitions; ++r) {
+    std::fill(buffer.begin(), buffer.begin() + count, 1.0f);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double before = processCpuUs();
+    check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
+    cpuUs.push_back(processCpuUs() - before);
+  }
+  double local = median(cpuUs), sum = 0;
+  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  const double sent = 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes);
+  return sum / ranks * 1e3 / sent;
 }
 
 /// The median time of the allreduce among `group` in `wire` (see timeOnce)
@@ -322,9 +364,36 @@ int main(int argc, char **argv) {
                         options.wire);
   }
 
+  std::optional<double> nsPerSentByte;
+  if (!options.hostCpuOutput.empty())
+    nsPerSentByte = transportNsPerSentByte(buffer, sizes.back(),
+                                           options.repetitions, ranks);
+
   if (rank != 0) {
     check(commrt_finalize());
     return 0;
+  }
+  if (nsPerSentByte) {
+    llvm::json::Object hostCpu{
+        {"ranks", ranks},
+        {"ns_per_sent_byte", *nsPerSentByte},
+        {"source",
+         llvm::formatv("commopt-calibrate on {0}: process CPU per byte sent "
+                       "of commrt_allreduce of {1} f32 on {2} ranks, each "
+                       "rank's median of {3}, the mean over the ranks",
+                       today(), formatBytes(sizes.back()), ranks,
+                       options.repetitions)
+             .str()}};
+    std::error_code error;
+    llvm::raw_fd_ostream out(options.hostCpuOutput, error);
+    if (error)
+      return fail("cannot write " + options.hostCpuOutput + ": " +
+                  error.message());
+    out << llvm::formatv("{0:2}", llvm::json::Value(std::move(hostCpu)))
+        << "\n";
+    llvm::outs() << llvm::formatv(
+        "transport CPU: {0:f3} ns per byte sent (allreduce of {1})\n",
+        *nsPerSentByte, formatBytes(sizes.back()));
   }
 
   // One line (--pieces=1, by --fit) or lines over ranges of sizes.
