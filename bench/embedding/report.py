@@ -133,10 +133,13 @@ def main(argv):
               f"compute-only runs' "
               f"{host['compute_only_cpu_us'] / 1e3:.2f} ms, the exchange's "
               f"modelled local work ({host['local_work_us'] / 1e3:.2f} ms) "
-              f"and the transport's {host['ns_per_sent_byte']:g} ns per sent "
-              f"byte ({host['sent_bytes'] / 1e6:.2f} MB): host_cpu.step_us = "
+              f"and the transport's {host['ns_per_sent_byte']:.3f} ns per "
+              f"sent byte ({host['sent_bytes'] / 1e6:.2f} MB; commopt-calibrate "
+              "measured it at that rank count): host_cpu.step_us = "
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
-              "with its own rank count and its durations taken as CPU time "
+              "with its own rank count, the transport's CPU per byte that "
+              "commopt-calibrate measured at that rank count (its 8 MiB "
+              "allreduce), and its durations taken as CPU time "
               "(timed_ranks 1: the profile's compute was timed by one "
               "process alone): the model runs the compute of ranks in step "
               "on their share of the 2 cores, max(1, ranks / 2) times as "
@@ -164,7 +167,12 @@ def main(argv):
             profile, load(os.path.join(folder, "device.json")))
         plans = {x: load(os.path.join(folder, f"{x}.plan.json"))
                  for x in EXCHANGES + ("auto",)}
-        lines += [f"**{ranks} ranks** (compute-only step {base:.2f} ms, "
+        transport = os.path.join(folder, "transport-cpu.json")
+        per_byte = (f"transport CPU {load(transport)['ns_per_sent_byte']:.3f}"
+                    " ns per sent byte, "
+                    if os.path.exists(transport) else "")
+        lines += [f"**{ranks} ranks** ({per_byte}compute-only step "
+                  f"{base:.2f} ms, "
                   f"{compute['steps']} timed steps per run, batch "
                   f"{compute['batch_size']} per rank, "
                   f"{compute['rounds']} rounds: step and CPU are the "

@@ -21,7 +21,9 @@
 #     emulated cluster's allreduce at that many ranks (up to 8 MiB; the
 #     links, the per-message cost under that many ranks' load, the
 #     per-collective overhead within a step): the cluster the plans are made
-#     for. Nothing of the rows exchanges is measured for it, so every
+#     for; and the CPU a rank spends per byte it sends in the 8 MiB
+#     allreduce (--host-cpu-output), which grows with the ranks that share
+#     the cores. Nothing of the rows exchanges is measured for it, so every
 #     prediction below is held out;
 #  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
 #     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
@@ -31,10 +33,10 @@
 #     section 4) is the hash runs' least CPU per step less the
 #     compute-only runs', less the
 #     exchange's local work as the model prices it and less the
-#     transport's CPU for the bytes it sends (ns_per_sent_byte,
-#     $NS_PER_SENT_BYTE, as bench/training fitted it on this machine). Every
-#     rank count's device is $DEVICE with that host_cpu and its own rank
-#     count, its durations timed alone (timed_ranks 1: the profile's compute
+#     transport's CPU for the bytes it sends (ns_per_sent_byte, as the
+#     calibration measured it at that rank count). Every rank count's device
+#     is $DEVICE with that step_us, its own rank count and its own
+#     calibrated ns_per_sent_byte, its durations timed alone (timed_ranks 1: the profile's compute
 #     comes from one process, and the local work's rates are taken as CPU
 #     time); those runs are the only ones the model is fitted to;
 #  4. plans: comm-optimize with each rows-exchange and with auto (the
@@ -52,8 +54,7 @@
 # Environment: BUILD (default build), OUT (default $BUILD/embedding), RANKS
 # ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (20),
 # WARMUP (3), ROUNDS (3), DEVICE (default
-# bench/cluster/host-2core-4ranks.json), NS_PER_SENT_BYTE (0.43), FIT_RUNS
-# (3), PYTHON.
+# bench/cluster/host-2core-4ranks.json), FIT_RUNS (3), PYTHON.
 #
 #===----------------------------------------------------------------------===#
 
@@ -69,7 +70,6 @@ STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-3}
 ROUNDS=${ROUNDS:-3}
 DEVICE=${DEVICE:-bench/cluster/host-2core-4ranks.json}
-NS_PER_SENT_BYTE=${NS_PER_SENT_BYTE:-0.43}
 FIT_RUNS=${FIT_RUNS:-3}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 EXAMPLE=examples/zipf_embedding
@@ -96,7 +96,8 @@ calibrate_cluster() {
   echo "== $ranks x $RATE: calibration" >&2
   bench/cluster/emulate.sh run "$ranks" "$RATE" -- \
     "$BUILD/bin/commopt-calibrate" --output="$dir/cluster.json" \
-    --name="emulated-${ranks}x$RATE" --max-bytes=8388608 --repetitions=5
+    --name="emulated-${ranks}x$RATE" --max-bytes=8388608 --repetitions=5 \
+    --host-cpu-output="$dir/transport-cpu.json"
 }
 
 # Plans rows-exchange $4 from the profile for cluster $2 and device $3 into
@@ -138,9 +139,10 @@ for ((run = 1; run <= FIT_RUNS; run++)); do
   train "$FIRST" "$HOST" "hash-$run|--comm commopt --plan $HOST/hash.plan.json"
   train "$FIRST" "$HOST" "compute-only-$run|--comm local"
 done
-"$PYTHON" - "$HOST" "$NS_PER_SENT_BYTE" "$FIT_RUNS" <<'PY'
+"$PYTHON" - "$HOST" "$OUT/r$FIRST/transport-cpu.json" "$FIT_RUNS" <<'PY'
 import json, os, sys
-host, per_byte, runs = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+host, runs = sys.argv[1], int(sys.argv[3])
+per_byte = json.load(open(sys.argv[2]))["ns_per_sent_byte"]
 def cpu_us(label):
     return min(
         json.load(open(os.path.join(host, f"{label}-{run}.json")))["cpu_ms"]
@@ -167,13 +169,15 @@ for ranks in $RANKS; do
   dir=$OUT/r$ranks
   [[ -f $dir/cluster.json && $ranks == "$FIRST" ]] || calibrate_cluster "$ranks"
   # The device with the host's CPU shared by this many ranks.
-  "$PYTHON" - "$DEVICE" "$HOST/host.json" "$ranks" "$dir/device.json" <<'PY'
+  "$PYTHON" - "$DEVICE" "$HOST/host.json" "$ranks" "$dir/device.json" \
+    "$dir/transport-cpu.json" <<'PY'
 import json, sys
 device = json.load(open(sys.argv[1]))
 host = json.load(open(sys.argv[2]))
+transport = json.load(open(sys.argv[5]))
 device["host_cpu"] = {"cores": 2, "ranks": int(sys.argv[3]),
                       "step_us": host["step_us"],
-                      "ns_per_sent_byte": host["ns_per_sent_byte"],
+                      "ns_per_sent_byte": transport["ns_per_sent_byte"],
                       "timed_ranks": 1}
 device["name"] = f"{device['name']}-shared-by-{sys.argv[3]}"
 json.dump(device, open(sys.argv[4], "w"), indent=1)
