@@ -162,8 +162,10 @@ Options parseOptions(int argc, char **argv) {
       options.wire = value == "f16" ? COMMRT_F16 : COMMRT_BF16;
     else if (option == "--wire")
       badUsage(llvm::formatv("--wire expects f16 or bf16, not '{0}'", value));
-    else if (option == "--host-cpu-output")
+    else if (option == "--host-cpu-output" && !value.empty())
       options.hostCpuOutput = value.str();
+    else if (option == "--host-cpu-output")
+      badUsage("--host-cpu-output expects a file name");
     else
       badUsage(llvm::formatv("unknown option '{0}'", option));
   }
