@@ -17,6 +17,7 @@
 
 #include "StagedRing.h"
 #include "Backend.h"
+#include "RingAllreduce.h"
 
 #include <algorithm>
 #include <chrono>
@@ -71,7 +72,7 @@ public:
     base = count / size;
     extra = count % size;
     pieceCount = std::max<int64_t>(1, pieceBytes / static_cast<int64_t>(width));
-    segmentElements = largestSegment(count, size);
+    segmentElements = shardElements(count, size);
     pieces =
         std::max<int64_t>(1, (segmentElements + pieceCount - 1) / pieceCount);
   }

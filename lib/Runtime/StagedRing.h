@@ -111,7 +111,9 @@ private:
 /// host on `queue`, sent when the copy is done; received, then copied to
 /// `scratch` (device memory of a segment, the caller's) and reduced into
 /// the segment on `queue` in the reduce-scatter steps, copied into the
-/// segment in the all-gather's. Every copy to the host of a step is
+/// segment in the all-gather's. A segment is at most
+/// shardElements(count, ranks) elements (RingAllreduce.h): what `scratch`
+/// and each staging buffer hold. Every copy to the host of a step is
 /// enqueued at its start, so that it runs while the earlier pieces travel.
 /// Returns when `queue` has finished the last piece. `observer` (may be
 /// empty) hears what happens to every piece. Collective over `comm`.
@@ -120,13 +122,6 @@ commrt_status stagedRingAllreduce(void *data, int64_t count, MPI_Datatype type,
                                   void *scratch, StagingBuffers &staging,
                                   MPI_Comm comm, int64_t pieceBytes,
                                   const StagedObserver &observer = {});
-
-/// The number of elements of the largest ring segment of `count` elements
-/// over `size` ranks: the device scratch and host staging the ring needs,
-/// in elements.
-inline int64_t largestSegment(int64_t count, int size) {
-  return count / size + (count % size != 0 ? 1 : 0);
-}
 
 } // namespace commrt
 

@@ -47,7 +47,7 @@ TEST_P(GpuStagedRingTest, MatchesTheExactReduction) {
       static_cast<const unsigned char *>(host.data()),
       static_cast<const unsigned char *>(host.data()) + count * width);
   DeviceArray<unsigned char> data(bytes);
-  DeviceArray<unsigned char> scratch(commrt::largestSegment(count, size()) *
+  DeviceArray<unsigned char> scratch(commrt::shardElements(count, size()) *
                                      width);
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),

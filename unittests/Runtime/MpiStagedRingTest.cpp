@@ -202,7 +202,7 @@ TEST_P(StagedRingTest, MatchesMpiAllreduceExactly) {
   auto [dtype, reduce, count] = GetParam();
   const size_t width = commrt::elementSize(dtype);
   GuardedContributions buffer(dtype, count, rank());
-  std::vector<unsigned char> scratch(commrt::largestSegment(count, size()) *
+  std::vector<unsigned char> scratch(commrt::shardElements(count, size()) *
                                      width);
   RecordedStaging staging;
   {
@@ -283,7 +283,7 @@ TEST(StagedRingOrder, SendsAfterTheCopyOutAndOverlapsTheNextCopy) {
   std::vector<float> data(count);
   for (int64_t i = 0; i < count; ++i)
     data[i] = static_cast<float>(contribution(rank(), i));
-  std::vector<unsigned char> scratch(commrt::largestSegment(count, size()) * 4);
+  std::vector<unsigned char> scratch(commrt::shardElements(count, size()) * 4);
   RecordedStaging staging;
   const Clock::time_point origin = Clock::now();
   std::vector<Heard> heard;
