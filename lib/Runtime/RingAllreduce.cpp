@@ -50,19 +50,16 @@ enum class RingPart {
 };
 
 /// One ring allreduce (see ringAllreduce), pipelined across its steps, or
-/// one of its halves (RingPart).
+/// one of its halves (RingPart), on the steps and segments of a
+/// RingSchedule.
 ///
-/// The reduce-scatter and the allgather are 2 (p - 1) steps; step s sends
-/// segment sent(s) to the right and receives segment received(s) from the
-/// left, and sent(s + 1) == received(s): what a step receives (and, in the
-/// reduce-scatter, reduces) is what the next step forwards. Every step moves
-/// its segment in the same number of pieces, and message g = s * pieces + k
-/// is piece k of step s. Piece k of step s + 1 is sent as soon as piece k of
-/// step s is in, so a rank never waits for a whole step to drain before it
-/// forwards: the link stays busy across step boundaries, and each received
-/// piece is reduced while later ones travel. Messages are sent and received
-/// in increasing g on every rank, which MPI's ordering of messages between
-/// two ranks on one tag and communicator matches up.
+/// Message g = s * pieces + k is piece k of step s. Piece k of step s + 1 is
+/// sent as soon as piece k of step s is in, so a rank never waits for a
+/// whole step to drain before it forwards: the link stays busy across step
+/// boundaries, and each received piece is reduced while later ones travel.
+/// Messages are sent and received in increasing g on every rank, which
+/// MPI's ordering of messages between two ranks on one tag and communicator
+/// matches up.
 class Ring {
 public:
   Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
@@ -73,46 +70,6 @@ public:
   commrt_status run();
 
 private:
-  /// The first element of segment `segment`, and its number of elements.
-  int64_t segmentBegin(int segment) const {
-    if (part != RingPart::Allreduce)
-      return std::min(total, segment * shardCount);
-    return segment * base + std::min<int64_t>(segment, extra);
-  }
-  int64_t segmentCount(int segment) const {
-    if (part != RingPart::Allreduce)
-      return std::min(total, (segment + 1) * shardCount) -
-             segmentBegin(segment);
-    return base + (segment < extra ? 1 : 0);
-  }
-
-  /// `segment` modulo the number of ranks.
-  int wrap(int segment) const { return (segment % size + size) % size; }
-
-  /// Whether step `s` is part of the reduce-scatter.
-  bool reduces(int64_t s) const { return s < size - 1; }
-
-  /// The segment step `s` sends to the right and the one it receives from
-  /// the left. Reduce-scatter: after step s, segment rank - s - 1 holds the
-  /// reduction over ranks rank - s - 1 .. rank, and at its end this rank
-  /// owns segment rank + 1 fully reduced. Allgather: the fully reduced
-  /// segments go around the ring.
-  /// The halves alone shift the segments by one (`position` is rank - 1),
-  /// so that rank r owns segment r between them.
-  int sentAt(int64_t s) const {
-    return reduces(s) ? wrap(position - static_cast<int>(s))
-                      : wrap(position + 1 - static_cast<int>(s - (size - 1)));
-  }
-  int receivedAt(int64_t s) const {
-    return reduces(s) ? wrap(position - static_cast<int>(s) - 1)
-                      : wrap(position - static_cast<int>(s - (size - 1)));
-  }
-
-  /// The elements of piece `piece` of a segment of `total` elements.
-  int64_t pieceOf(int64_t total, int64_t piece) const {
-    return std::clamp<int64_t>(total - piece * pieceCount, 0, pieceCount);
-  }
-
   /// The scratch slot that receives message `g` of the reduce-scatter.
   unsigned char *scratchFor(int64_t g) const {
     return scratch.data() + (g % kWindow) * scratchCount * width;
@@ -148,15 +105,18 @@ private:
   const MPI_Comm comm;
   std::vector<unsigned char> &scratch;
   const RingPart part;
-  int rank, size, left, right, position;
+  int rank, size, left, right;
   /// Where each span starts among the concatenated elements.
   std::vector<int64_t> offsets;
-  /// Segment sizes: near-equal for the allreduce (see ringAllreduce), shards
-  /// of shardCount for the halves alone.
-  int64_t total, base, extra, shardCount;
+  int64_t total;
+  /// Segments near-equal for the allreduce (see ringAllreduce), shards for
+  /// the halves alone, which follow rank - 1 so that rank r owns shard r
+  /// between them.
+  RingSchedule schedule;
   /// The messages this part runs: [firstMessage, endMessage).
   int64_t firstMessage, endMessage;
-  /// The elements of a full piece, and of each scratch slot.
+  /// The elements of a full piece (as schedule's), and of each scratch
+  /// slot.
   int64_t pieceCount, scratchCount;
   /// The pieces of every step of every rank, some of them empty, so that
   /// each send meets its receive.
@@ -175,19 +135,19 @@ Ring::Ring(const std::vector<Span> &spans, MPI_Datatype type, size_t width,
   MPI_Comm_size(comm, &size);
   right = (rank + 1) % size;
   left = (rank + size - 1) % size;
-  position = part == RingPart::Allreduce ? rank : left;
   total = 0;
   for (const Span &span : spans) {
     offsets.push_back(total);
     total += span.count;
   }
-  base = total / size;
-  extra = total % size;
-  shardCount = shardElements(total, size);
-  pieceCount = std::max<int64_t>(1, kRingPieceBytes / width);
-  scratchCount = std::min(segmentCount(0), pieceCount);
-  pieces =
-      std::max<int64_t>(1, (segmentCount(0) + pieceCount - 1) / pieceCount);
+  schedule = RingSchedule(
+      total, size, part == RingPart::Allreduce ? rank : left,
+      part == RingPart::Allreduce ? RingSchedule::Segments::NearEqual
+                                  : RingSchedule::Segments::Shards,
+      static_cast<int64_t>(kRingPieceBytes / width));
+  pieceCount = schedule.elementsPerPiece();
+  scratchCount = std::min(schedule.segmentCount(0), pieceCount);
+  pieces = schedule.pieces();
   messages = 2 * static_cast<int64_t>(size - 1) * pieces;
   const int64_t half = messages / 2;
   firstMessage = part == RingPart::AllGather ? half : 0;
@@ -210,12 +170,14 @@ commrt_status Ring::run() {
     for (; receivesPosted < std::min(endMessage, g + kWindow); ++receivesPosted)
       COMMRT_TRY(postReceive(receivesPosted));
     const int64_t s = g / pieces, piece = g % pieces;
-    const int64_t received = pieceOf(segmentCount(receivedAt(s)), piece);
+    const int64_t received =
+        schedule.pieceOf(schedule.segmentCount(schedule.receivedAt(s)), piece);
     COMMRT_TRY(waitFor(comm, receives[g], "MPI_Irecv (ring allreduce)",
                        received * static_cast<int64_t>(width)));
-    if (reduces(s))
+    if (schedule.reduces(s))
       COMMRT_TRY(reduceInto(scratchFor(g),
-                            segmentBegin(receivedAt(s)) + piece * pieceCount,
+                            schedule.segmentBegin(schedule.receivedAt(s)) +
+                                piece * pieceCount,
                             received));
     // What came in goes on to the right in the next step.
     if (g + pieces < endMessage)
@@ -275,10 +237,11 @@ commrt_status Ring::reduceInto(const unsigned char *from, int64_t begin,
 
 commrt_status Ring::postSend(int64_t g) {
   const int64_t s = g / pieces, piece = g % pieces;
-  const int segment = sentAt(s);
+  const int segment = schedule.sentAt(s);
   Message from;
-  COMMRT_TRY(message(segmentBegin(segment) + piece * pieceCount,
-                     pieceOf(segmentCount(segment), piece), from));
+  COMMRT_TRY(message(schedule.segmentBegin(segment) + piece * pieceCount,
+                     schedule.pieceOf(schedule.segmentCount(segment), piece),
+                     from));
   int error = MPI_Isend(from.buffer, from.count, from.type, right, kRingTag,
                         comm, &sends[g]);
   if (from.type != type)
@@ -290,10 +253,10 @@ commrt_status Ring::postSend(int64_t g) {
 
 commrt_status Ring::postReceive(int64_t g) {
   const int64_t s = g / pieces, piece = g % pieces;
-  const int segment = receivedAt(s);
-  const int64_t count = pieceOf(segmentCount(segment), piece);
+  const int segment = schedule.receivedAt(s);
+  const int64_t count = schedule.pieceOf(schedule.segmentCount(segment), piece);
   Message into;
-  if (reduces(s)) {
+  if (schedule.reduces(s)) {
     into = Message{scratchFor(g), static_cast<int>(count), type};
   } else {
     // The allgather overwrites the segment that reduce-scatter step
@@ -301,8 +264,8 @@ commrt_status Ring::postReceive(int64_t g) {
     // where the allgather runs alone).
     const int64_t sentFrom = (s - (size - 1)) * pieces + piece;
     COMMRT_TRY(waitFor(comm, sends[sentFrom], "MPI_Isend (ring allreduce)"));
-    COMMRT_TRY(
-        message(segmentBegin(segment) + piece * pieceCount, count, into));
+    COMMRT_TRY(message(schedule.segmentBegin(segment) + piece * pieceCount,
+                       count, into));
   }
   int error = MPI_Irecv(into.buffer, into.count, into.type, left, kRingTag,
                         comm, &receives[g]);

@@ -89,6 +89,87 @@ inline Shard shardOf(int64_t count, int rank, int size) {
   return {begin, std::min(count, begin + each) - begin};
 }
 
+/// The steps of a ring over `size` ranks and how it cuts `total` elements
+/// into segments and pieces, shared by the host ring (RingAllreduce.cpp) and
+/// the staged ring over device memory (StagedRing.cpp).
+///
+/// The reduce-scatter and the allgather are 2 (size - 1) steps; step s sends
+/// segment sentAt(s) to the right and receives segment receivedAt(s) from
+/// the left, and sentAt(s + 1) == receivedAt(s): what a step receives (and,
+/// in the reduce-scatter, reduces) is what the next step forwards. Every
+/// step moves its segment in pieces() pieces of at most `pieceCount`
+/// elements, some of them empty, so that each send meets its receive.
+class RingSchedule {
+public:
+  enum class Segments {
+    /// Near-equal: segment s is total / size elements, one more for the
+    /// first total % size (the allreduce).
+    NearEqual,
+    /// Shards (shardOf): ceil(total / size) elements, the last ones shorter
+    /// or empty (the reduce-scatter or the allgather alone).
+    Shards,
+  };
+
+  /// No elements on one rank: no steps.
+  RingSchedule() = default;
+  /// `position` is the rank whose segments the steps follow: after the
+  /// reduce-scatter, segment position + 1 is fully reduced there.
+  RingSchedule(int64_t total, int size, int position, Segments segments,
+               int64_t pieceCount)
+      : total(total), size(size), position(position), segments(segments),
+        pieceCount(std::max<int64_t>(1, pieceCount)) {}
+
+  /// The first element of segment `segment`, and its number of elements.
+  int64_t segmentBegin(int segment) const {
+    if (segments == Segments::Shards)
+      return std::min(total, segment * shardElements(total, size));
+    return segment * (total / size) + std::min<int64_t>(segment, total % size);
+  }
+  int64_t segmentCount(int segment) const {
+    if (segments == Segments::Shards)
+      return std::min(total, (segment + 1) * shardElements(total, size)) -
+             segmentBegin(segment);
+    return total / size + (segment < total % size ? 1 : 0);
+  }
+
+  /// Whether step `step` is part of the reduce-scatter.
+  bool reduces(int64_t step) const { return step < size - 1; }
+
+  /// The segment step `step` sends to the right and the one it receives
+  /// from the left. Reduce-scatter: after step s, segment position - s - 1
+  /// holds the reduction over ranks position - s - 1 .. position.
+  /// Allgather: the fully reduced segments go around the ring.
+  int sentAt(int64_t step) const {
+    return reduces(step)
+               ? wrap(position - static_cast<int>(step))
+               : wrap(position + 1 - static_cast<int>(step - (size - 1)));
+  }
+  int receivedAt(int64_t step) const {
+    return reduces(step) ? wrap(position - static_cast<int>(step) - 1)
+                         : wrap(position - static_cast<int>(step - (size - 1)));
+  }
+
+  /// The elements in a full piece, and the pieces of every step.
+  int64_t elementsPerPiece() const { return pieceCount; }
+  int64_t pieces() const {
+    return std::max<int64_t>(1,
+                             (segmentCount(0) + pieceCount - 1) / pieceCount);
+  }
+  /// The elements of piece `piece` of a segment of `count` elements.
+  int64_t pieceOf(int64_t count, int64_t piece) const {
+    return std::clamp<int64_t>(count - piece * pieceCount, 0, pieceCount);
+  }
+
+private:
+  /// `segment` modulo the number of ranks.
+  int wrap(int segment) const { return (segment % size + size) % size; }
+
+  int64_t total = 0;
+  int size = 1, position = 0;
+  Segments segments = Segments::NearEqual;
+  int64_t pieceCount = 1;
+};
+
 /// The reduce-scatter half of the ring alone: afterwards rank r's shard
 /// (shardOf) of the concatenation of `spans` holds the reduction over all
 /// ranks; the rest of the spans holds partial sums. Pipelined as the

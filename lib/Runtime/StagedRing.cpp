@@ -67,18 +67,22 @@ public:
              const StagedObserver &observer)
       : data(data), type(type), width(width), queue(queue), scratch(scratch),
         staging(staging), comm(comm), observer(observer) {
+    int rank;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    base = count / size;
-    extra = count % size;
-    pieceCount = std::max<int64_t>(1, pieceBytes / static_cast<int64_t>(width));
-    segmentElements = shardElements(count, size);
-    pieces =
-        std::max<int64_t>(1, (segmentElements + pieceCount - 1) / pieceCount);
+    left = (rank + size - 1) % size;
+    right = (rank + 1) % size;
+    // The host ring's segments and steps (RingAllreduce.h).
+    schedule =
+        RingSchedule(count, size, rank, RingSchedule::Segments::NearEqual,
+                     pieceBytes / static_cast<int64_t>(width));
+    pieces = schedule.pieces();
   }
 
   commrt_status run() {
-    const size_t segmentBytes = static_cast<size_t>(segmentElements) * width;
+    // The first segment is the largest.
+    const size_t segmentBytes =
+        static_cast<size_t>(schedule.segmentCount(0)) * width;
     COMMRT_TRY(staging.reserve(3, segmentBytes));
     for (int step = 0; step < 2 * (size - 1); ++step)
       COMMRT_TRY(runStep(step));
@@ -88,28 +92,8 @@ public:
   }
 
 private:
-  int wrap(int segment) const { return (segment % size + size) % size; }
-  bool reduces(int step) const { return step < size - 1; }
-  int sentAt(int step) const {
-    return reduces(step) ? wrap(rank - step)
-                         : wrap(rank + 1 - (step - (size - 1)));
-  }
-  int receivedAt(int step) const {
-    return reduces(step) ? wrap(rank - step - 1)
-                         : wrap(rank - (step - (size - 1)));
-  }
-  int64_t segmentBegin(int segment) const {
-    return segment * base + std::min<int64_t>(segment, extra);
-  }
-  int64_t segmentCount(int segment) const {
-    return base + (segment < extra ? 1 : 0);
-  }
-  /// The elements of piece `piece` of a segment of `total` elements.
-  int64_t pieceOf(int64_t total, int64_t piece) const {
-    return std::clamp<int64_t>(total - piece * pieceCount, 0, pieceCount);
-  }
   size_t offsetOf(int64_t piece) const {
-    return static_cast<size_t>(piece * pieceCount) * width;
+    return static_cast<size_t>(piece * schedule.elementsPerPiece()) * width;
   }
   void observe(StagedEvent kind, int step, int64_t piece) const {
     if (observer)
@@ -121,9 +105,10 @@ private:
   bool forwardsFromHost(int step) const { return step > size - 1; }
 
   commrt_status runStep(int step) {
-    const int sent = sentAt(step), received = receivedAt(step);
-    const int64_t sentCount = segmentCount(sent);
-    const int64_t receivedCount = segmentCount(received);
+    const int sent = schedule.sentAt(step),
+              received = schedule.receivedAt(step);
+    const int64_t sentCount = schedule.segmentCount(sent);
+    const int64_t receivedCount = schedule.segmentCount(received);
     unsigned char *receiveBuffer = staging[1 + step % 2];
     unsigned char *sendBuffer =
         forwardsFromHost(step) ? staging[1 + (step - 1) % 2] : staging[0];
@@ -135,10 +120,10 @@ private:
     std::vector<MPI_Request> receives(pieces, MPI_REQUEST_NULL);
     std::vector<MPI_Request> sends(pieces, MPI_REQUEST_NULL);
     for (int64_t piece = 0; piece < pieces; ++piece)
-      if (int error =
-              MPI_Irecv(receiveBuffer + offsetOf(piece),
-                        static_cast<int>(pieceOf(receivedCount, piece)), type,
-                        wrap(rank - 1), kStagedRingTag, comm, &receives[piece]))
+      if (int error = MPI_Irecv(
+              receiveBuffer + offsetOf(piece),
+              static_cast<int>(schedule.pieceOf(receivedCount, piece)), type,
+              left, kStagedRingTag, comm, &receives[piece]))
         return failMpi("MPI_Irecv (staged ring)", error);
 
     // Every copy to the host at once: the queue runs them back to back
@@ -146,10 +131,10 @@ private:
     std::vector<int64_t> copiedOut(pieces, 0);
     if (!forwardsFromHost(step)) {
       const unsigned char *segment =
-          data + static_cast<size_t>(segmentBegin(sent)) * width;
+          data + static_cast<size_t>(schedule.segmentBegin(sent)) * width;
       for (int64_t piece = 0; piece < pieces; ++piece) {
         const size_t bytes =
-            static_cast<size_t>(pieceOf(sentCount, piece)) * width;
+            static_cast<size_t>(schedule.pieceOf(sentCount, piece)) * width;
         if (bytes == 0)
           continue;
         COMMRT_TRY(queue.copyToHost(sendBuffer + offsetOf(piece),
@@ -160,7 +145,7 @@ private:
     }
 
     unsigned char *into =
-        data + static_cast<size_t>(segmentBegin(received)) * width;
+        data + static_cast<size_t>(schedule.segmentBegin(received)) * width;
     int64_t nextSend = 0, handled = 0;
     std::vector<int> completed(pieces);
     Backoff backoff;
@@ -168,16 +153,16 @@ private:
       bool progressed = false;
       // Sends go in piece order, each once its copy to the host is done.
       while (nextSend < pieces) {
-        const int64_t n = pieceOf(sentCount, nextSend);
+        const int64_t n = schedule.pieceOf(sentCount, nextSend);
         if (n > 0 && !forwardsFromHost(step)) {
           bool done = false;
           COMMRT_TRY(queue.reached(copiedOut[nextSend], done));
           if (!done)
             break;
         }
-        if (int error = MPI_Isend(sendBuffer + offsetOf(nextSend),
-                                  static_cast<int>(n), type, wrap(rank + 1),
-                                  kStagedRingTag, comm, &sends[nextSend]))
+        if (int error =
+                MPI_Isend(sendBuffer + offsetOf(nextSend), static_cast<int>(n),
+                          type, right, kStagedRingTag, comm, &sends[nextSend]))
           return failMpi("MPI_Isend (staged ring)", error);
         observe(StagedEvent::SendPosted, step, nextSend);
         ++nextSend;
@@ -217,11 +202,11 @@ private:
                        const unsigned char *receiveBuffer,
                        unsigned char *into) {
     observe(StagedEvent::Received, step, piece);
-    const int64_t n = pieceOf(receivedCount, piece);
+    const int64_t n = schedule.pieceOf(receivedCount, piece);
     if (n == 0)
       return COMMRT_SUCCESS;
     const size_t bytes = static_cast<size_t>(n) * width;
-    if (reduces(step)) {
+    if (schedule.reduces(step)) {
       unsigned char *slot = scratch + offsetOf(piece);
       COMMRT_TRY(
           queue.copyToDevice(slot, receiveBuffer + offsetOf(piece), bytes));
@@ -242,8 +227,9 @@ private:
   StagingBuffers &staging;
   const MPI_Comm comm;
   const StagedObserver &observer;
-  int rank = 0, size = 1;
-  int64_t base = 0, extra = 0, pieceCount = 1, segmentElements = 0, pieces = 1;
+  int size = 1, left = 0, right = 0;
+  RingSchedule schedule;
+  int64_t pieces = 1;
   /// The queue's mark after each receive buffer's last copies to the device.
   int64_t copiedIn[2] = {0, 0};
 };
