@@ -712,7 +712,7 @@ public:
       // Not when tracing began after the start.
       if (isTracing() && trace.startedUs > 0)
         recordTraceEvent(trace, COMMRT_PHASE_QUEUED, trace.startedUs,
-                         commrt_time_us(), ranks.size);
+                         commrt_time_us(), ranks.size, /*cpuUs=*/-1);
       shared->outcome.finish(
           shared->sparse ? sparseAllreduce(*shared->sparse, ranks.comm)
                          : reducer.run(shared->plan, ranks, fusion, scratch));

@@ -4,6 +4,7 @@
 #include "Backend.h"
 
 #include <algorithm>
+#include <ctime>
 #include <deque>
 #include <mutex>
 
@@ -43,10 +44,18 @@ TraceContext commrt::makeTraceContext(int64_t elements, int32_t kind,
   return context;
 }
 
+double commrt::threadCpuUs() {
+  timespec now;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+    return 0;
+  return static_cast<double>(now.tv_sec) * 1e6 +
+         static_cast<double>(now.tv_nsec) * 1e-3;
+}
+
 void commrt::recordTraceEvent(const TraceContext &context,
                               commrt_trace_phase phase, double beginUs,
-                              double endUs, int ranks, int64_t selected,
-                              int64_t received) {
+                              double endUs, int ranks, double cpuUs,
+                              int64_t selected, int64_t received) {
   commrt_trace_event event;
   event.begin_us = beginUs;
   event.end_us = endUs;
@@ -58,6 +67,7 @@ void commrt::recordTraceEvent(const TraceContext &context,
   event.kind = context.kind;
   event.channel = context.channel;
   event.ranks = ranks;
+  event.cpu_us = cpuUs;
   Recorder &r = recorder();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (static_cast<int64_t>(r.events.size()) >= r.capacity) {
@@ -70,14 +80,16 @@ void commrt::recordTraceEvent(const TraceContext &context,
 TracePhase::TracePhase(const TraceContext &context, commrt_trace_phase phase,
                        int ranks)
     : context(context), phase(phase), ranks(ranks) {
-  if (isTracing())
+  if (isTracing()) {
     beginUs = commrt_time_us();
+    beginCpuUs = threadCpuUs();
+  }
 }
 
 TracePhase::~TracePhase() {
   if (beginUs >= 0)
-    recordTraceEvent(context, phase, beginUs, commrt_time_us(), ranks, selected,
-                     received);
+    recordTraceEvent(context, phase, beginUs, commrt_time_us(), ranks,
+                     threadCpuUs() - beginCpuUs, selected, received);
 }
 
 extern "C" {

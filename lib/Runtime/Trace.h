@@ -46,9 +46,14 @@ inline bool isTracing() {
 /// called now by this thread, on `channel` (-1: blocking).
 TraceContext makeTraceContext(int64_t elements, int32_t kind, int32_t channel);
 
-/// Records a phase of the collective `context`, run among `ranks` ranks.
+/// The CPU time the calling thread has used, in microseconds.
+double threadCpuUs();
+
+/// Records a phase of the collective `context`, run among `ranks` ranks,
+/// in which the thread that ran it used `cpuUs` of CPU time (-1: no thread
+/// ran it).
 void recordTraceEvent(const TraceContext &context, commrt_trace_phase phase,
-                      double beginUs, double endUs, int ranks,
+                      double beginUs, double endUs, int ranks, double cpuUs,
                       int64_t selected = 0, int64_t received = 0);
 
 /// Records the phase `phase` of the collective `context` from its
@@ -70,6 +75,8 @@ private:
   int ranks;
   /// The begin time, or a negative value when not recording.
   double beginUs = -1;
+  /// The thread's CPU time at the begin.
+  double beginCpuUs = 0;
 };
 
 } // namespace commrt

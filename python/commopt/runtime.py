@@ -38,7 +38,8 @@ class TraceEvent(ctypes.Structure):
                 ("tag", ctypes.c_int64), ("elements", ctypes.c_int64),
                 ("selected", ctypes.c_int64), ("received", ctypes.c_int64),
                 ("phase", ctypes.c_int32), ("kind", ctypes.c_int32),
-                ("channel", ctypes.c_int32), ("ranks", ctypes.c_int32)]
+                ("channel", ctypes.c_int32), ("ranks", ctypes.c_int32),
+                ("cpu_us", ctypes.c_double)]
 
 
 class Rows(ctypes.Structure):

@@ -20,10 +20,14 @@ creation) to the end of its own. Per step, on the thread "step":
 
 and the runtime's phases of every collective (commrt_trace_*: call,
 queued, accumulate, select, exchange, scatter, pack, unpack), on the thread
-of the channel that ran it ("channel C") or on "step" for a blocking one.
+of the channel that ran it ("channel C") or on "step" for a blocking one;
+every phase but "queued" carries the CPU time that thread used in it
+("cpu_us": its own work, MPI's and the kernel's on its behalf).
 Every event's args carry the step, and a collective's its plan index
 ("collective"). Times are microseconds from the rank's first step.
-The trace's otherData says the host's cores this rank may run on and the
+The trace's otherData carries commrt_time_us() at ts 0 ("origin_us": ranks
+on one machine share that clock, so their traces align), and says the
+host's cores this rank may run on and the
 ranks that share them ("host_cores", "host_ranks": the ranks on its node,
 or COMMOPT_HOST_RANKS where ranks on several MPI nodes share one machine).
 `commopt-timeline compare` sets such traces beside the plan's predicted
@@ -136,13 +140,15 @@ class Timeline:
             tid = _STEP_TID if event.channel < 0 else \
                 _CHANNEL_TID + event.channel
             sparse = event.kind >= runtime.TRACE_SPARSE
+            # The CPU of the thread that ran the phase, where one did.
+            cpu = {"cpu_us": event.cpu_us} if event.cpu_us >= 0 else {}
             self.span(phase, "commrt", event.begin_us, event.end_us, tid=tid,
                       collective=event.tag, phase=phase,
                       elements=event.elements, selected=event.selected,
                       received=event.received, channel=event.channel,
                       ranks=event.ranks, sparse=sparse,
                       kind=(event.kind - runtime.TRACE_SPARSE) if sparse
-                      else event.kind)
+                      else event.kind, **cpu)
         cpu = time.process_time()
         self.span("step", "step", self._step_start, end,
                   cpu_us=(cpu - self._step_cpu) * 1e6)
@@ -175,6 +181,9 @@ class Timeline:
                 "host_ranks": self.host_ranks,
                 "plan": self.plan.source, "model": self.plan.model,
                 "dropped_runtime_events": runtime.trace_dropped(),
+                # commrt_time_us() at ts 0: the steady clock, which ranks on
+                # one machine share, so that their traces can be aligned.
+                "origin_us": self._origin,
                 "collectives": [
                     {"index": c.index, "kind": c.kind, "names": c.names,
                      "elements": sum(g.count for g in c.gradients),

@@ -36,21 +36,30 @@ Recorded readEvents() {
 }
 
 /// Expects the phases of one call, `phases` in order, each within the call
-/// and after the one before.
+/// and after the one before; each with the CPU time of the thread that ran
+/// it, which for phases run one after the other on the call's thread add up
+/// to at most the call's.
 void expectOrdered(const std::map<int32_t, commrt_trace_event> &call,
                    std::initializer_list<commrt_trace_phase> phases) {
   ASSERT_EQ(call.count(COMMRT_PHASE_CALL), 1u);
   const commrt_trace_event &whole = call.at(COMMRT_PHASE_CALL);
   double previousEnd = whole.begin_us;
+  double phasesCpuUs = 0;
   for (commrt_trace_phase phase : phases) {
     ASSERT_EQ(call.count(phase), 1u) << "no phase " << phase;
     const commrt_trace_event &event = call.at(phase);
     EXPECT_LE(event.begin_us, event.end_us);
     EXPECT_GE(event.begin_us, previousEnd) << "phase " << phase;
     EXPECT_LE(event.end_us, whole.end_us) << "phase " << phase;
+    EXPECT_GE(event.cpu_us, 0.0) << "phase " << phase;
+    phasesCpuUs += event.cpu_us;
     previousEnd = event.end_us;
   }
+  EXPECT_LE(phasesCpuUs, whole.cpu_us);
   EXPECT_EQ(call.size(), phases.size() + 1 + call.count(COMMRT_PHASE_QUEUED));
+  // No thread runs a collective while it waits for its channel.
+  if (call.count(COMMRT_PHASE_QUEUED))
+    EXPECT_EQ(call.at(COMMRT_PHASE_QUEUED).cpu_us, -1.0);
 }
 
 TEST(MpiTrace, PhasesOfEveryCollective) {
@@ -104,6 +113,8 @@ TEST(MpiTrace, PhasesOfEveryCollective) {
     const auto &call = recorded[tag];
     expectOrdered(call, {COMMRT_PHASE_ACCUMULATE, COMMRT_PHASE_SELECT,
                          COMMRT_PHASE_EXCHANGE, COMMRT_PHASE_SCATTER});
+    // A pass over 20,000 values: work the thread's CPU clock sees.
+    EXPECT_GT(call.at(COMMRT_PHASE_SELECT).cpu_us, 0.0);
     ASSERT_EQ(call.count(COMMRT_PHASE_QUEUED), 1u);
     const commrt_trace_event &queued = call.at(COMMRT_PHASE_QUEUED);
     EXPECT_LE(queued.end_us, call.at(COMMRT_PHASE_CALL).begin_us + 1.0);

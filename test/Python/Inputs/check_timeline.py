@@ -34,6 +34,9 @@ def check_rank(plan, path, host_ranks):
     steps = sorted({e["args"]["step"] for e in events})
     if steps != list(range(info["steps"])) or not steps:
         fail(path, f"steps {steps}, expected 0..{info['steps'] - 1}")
+    # The steady clock at ts 0, shared by the ranks on one machine.
+    if not info.get("origin_us", 0) > 0:
+        fail(path, f"origin_us {info.get('origin_us')}")
     if info["dropped_runtime_events"]:
         fail(path, f"{info['dropped_runtime_events']} runtime events lost")
     if info.get("host_cores", 0) < 1 or \
@@ -85,6 +88,20 @@ def check_rank(plan, path, host_ranks):
                          f"phase (has {sorted(phases)})")
             call = phases["call"]
             previous = call["ts"]
+            # Every phase a thread ran carries that thread's CPU time in
+            # it, no more than its wall time (up to the two clocks'
+            # disagreement: a microsecond in 277 has been seen); the queued
+            # wait none.
+            for phase, event in phases.items():
+                spent = event["args"].get("cpu_us")
+                if phase == "queued":
+                    if spent is not None:
+                        fail(where, f"collective #{index}: 'queued' has "
+                             f"cpu_us {spent}")
+                elif spent is None or \
+                        not 0 <= spent <= 1.05 * event["dur"] + 10:
+                    fail(where, f"collective #{index}: '{phase}' has "
+                         f"cpu_us {spent} in {event['dur']} us")
             for phase in expected:
                 event = phases[phase]
                 if event["ts"] < previous - SLACK_US or \

@@ -866,6 +866,11 @@ typedef struct commrt_trace_event {
   int32_t channel;
   /* The ranks the collective ran among. */
   int32_t ranks;
+  /* The CPU time the thread that ran the phase spent in it, in
+   * microseconds (its own work, the MPI library's and the kernel's on its
+   * behalf: packing, selection, merging, the transport's), to set beside
+   * end_us - begin_us; -1 for COMMRT_PHASE_QUEUED, which no thread runs. */
+  double cpu_us;
 } commrt_trace_event;
 
 /* Added to a sparse allreduce's commrt_select in commrt_trace_event.kind. */
