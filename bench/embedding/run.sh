@@ -53,8 +53,11 @@
 # Usage: bench/embedding/run.sh   (root: the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/embedding), RANKS
 # ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (20),
-# WARMUP (3), ROUNDS (3), DEVICE (default
-# bench/cluster/host-2core-4ranks.json), FIT_RUNS (3), PYTHON.
+# WARMUP (3), ROUNDS (3), DEVICE (default bench/cluster/host-2core.json:
+# the local work's rates as one rank alone has them, the sharing being the
+# model's), FIT_RUNS (3), PYTHON; REPLAN=1 re-estimates the runs in $OUT
+# (their profile, calibrations and measurements kept) with the model as
+# built now: steps 3 (the fit, from the runs it made), 4 and 6 only.
 #
 #===----------------------------------------------------------------------===#
 
@@ -69,7 +72,8 @@ BATCH=${BATCH:-128}
 STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-3}
 ROUNDS=${ROUNDS:-3}
-DEVICE=${DEVICE:-bench/cluster/host-2core-4ranks.json}
+DEVICE=${DEVICE:-bench/cluster/host-2core.json}
+REPLAN=${REPLAN:-0}
 FIT_RUNS=${FIT_RUNS:-3}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 EXAMPLE=examples/zipf_embedding
@@ -83,11 +87,15 @@ export COMMOPT_COMMRT_LIB=$ROOT/$BUILD/lib/libcommrt.so
 export PYTHONPATH=$ROOT/python
 export OMP_NUM_THREADS=1
 
-echo "== profile: batch $BATCH, rows touched on 1..16 ranks" >&2
-(cd "$EXAMPLE" && "$PYTHON" "$ROOT/tools/commopt-export/commopt-export.py" \
-  bag_of_words:bag_of_words_coo --example-inputs zipf_data:example_batch \
-  --batch-size "$BATCH" --steps 5 --sparse-ranks 16 --threads 1 -q \
-  -o "$OUT/profile.json")
+[[ $REPLAN != 1 || -f $OUT/profile.json ]] ||
+  { echo "run.sh: REPLAN=1 needs the runs of an earlier run in $OUT" >&2; exit 2; }
+if [[ $REPLAN != 1 ]]; then
+  echo "== profile: batch $BATCH, rows touched on 1..16 ranks" >&2
+  (cd "$EXAMPLE" && "$PYTHON" "$ROOT/tools/commopt-export/commopt-export.py" \
+    bag_of_words:bag_of_words_coo --example-inputs zipf_data:example_batch \
+    --batch-size "$BATCH" --steps 5 --sparse-ranks 16 --threads 1 -q \
+    -o "$OUT/profile.json")
+fi
 
 # The cluster at $1 ranks, calibrated into $OUT/r$1/cluster.json.
 calibrate_cluster() {
@@ -129,13 +137,13 @@ train() {
 read -r FIRST _ <<<"$RANKS"
 HOST=$OUT/host
 mkdir -p "$HOST"
-calibrate_cluster "$FIRST"
+[[ $REPLAN == 1 ]] || calibrate_cluster "$FIRST"
 plan "$HOST" "$OUT/r$FIRST/cluster.json" "$DEVICE" hash
 # CPU time on this VM varies by tens of percent from run to run, and only
 # upwards (the same 4-rank hash plan: 5.3-5.8 ms a step in most runs, 7.8-9.0
 # in a third of them, at the same step time): the fit takes the least of
 # $FIT_RUNS runs of each, the closest to the work's own CPU.
-for ((run = 1; run <= FIT_RUNS; run++)); do
+for ((run = 1; run <= FIT_RUNS && REPLAN != 1; run++)); do
   train "$FIRST" "$HOST" "hash-$run|--comm commopt --plan $HOST/hash.plan.json"
   train "$FIRST" "$HOST" "compute-only-$run|--comm local"
 done
@@ -167,7 +175,8 @@ PY
 
 for ranks in $RANKS; do
   dir=$OUT/r$ranks
-  [[ -f $dir/cluster.json && $ranks == "$FIRST" ]] || calibrate_cluster "$ranks"
+  [[ -f $dir/cluster.json && ($ranks == "$FIRST" || $REPLAN == 1) ]] ||
+    calibrate_cluster "$ranks"
   # The device with the host's CPU shared by this many ranks.
   "$PYTHON" - "$DEVICE" "$HOST/host.json" "$ranks" "$dir/device.json" \
     "$dir/transport-cpu.json" <<'PY'
@@ -185,6 +194,7 @@ PY
   for exchange in dense allgather hash auto; do
     plan "$dir" "$dir/cluster.json" "$dir/device.json" "$exchange"
   done
+  [[ $REPLAN == 1 ]] && continue
   rm -f "$dir"/commopt-*.json "$dir"/ddp-sparse*.json "$dir"/compute-only*.json
   for ((round = 1; round <= ROUNDS; round++)); do
     for run in \

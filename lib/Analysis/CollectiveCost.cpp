@@ -252,14 +252,40 @@ SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
     work.accumulateBytes = 0;
     work.entries = received * row;
     if (gradient.coo) {
-      // The rank's rows are added up into pairs (a read and a write); the
-      // received rows are summed and copied out in index order (three
-      // accesses), and AVG divides the result rows (a read and a write).
+      // Every pass of commrt_rows_allreduce (lib/Runtime/Sparse.cpp), in
+      // accesses of a row: the rank's rows are added up into pairs (a read
+      // and a write each) and packed into records (a read and a write). The
+      // allgather unpacks the p k received rows (a read and a write) and
+      // adds them into one pair per index: a read of each, a write of the
+      // first of an index, a read and a write of every later one. The hash
+      // exchange buckets the rank's rows by owner and packs them (two
+      // copies); an owner unpacks the k rows it receives, on average, and
+      // adds them up (a copy, a read and a write), packs its share of the
+      // reduced rows and unpacks all of them (a copy each), and adds them
+      // into pairs (one read and one write each: no index repeats). Both
+      // copy the sums out in index order, AVG's division on the way (a read
+      // and a write). An index table of 8 bytes a row of the table is
+      // filled before each pass that adds: two (three for the hash).
+      const double reduced =
+          std::min(rows * gradient.reducedDensity.value_or(
+                              unionDensity(gradient.density, ranks)),
+                   rows);
+      const double rowBytes = row * v;
+      const double tableBytes = 8 * rows;
       work.elements = touched * row;
-      work.selectBytes = touched * row * 2 * v;
-      work.scatterBytes =
-          received * row * 3 * v +
-          (average ? 2 * std::min(received, rows) * row * v : 0);
+      work.selectBytes = 2 * touched * rowBytes + tableBytes;
+      if (scheme == SparseExchangeScheme::Hash) {
+        const double accesses = 2 * touched + 2 * touched + 2 * touched +
+                                3 * touched +
+                                2 * reduced / static_cast<double>(ranks) +
+                                2 * reduced + 2 * reduced + 2 * reduced;
+        work.scatterBytes = accesses * rowBytes + 2 * tableBytes;
+      } else {
+        const double repeats = std::max(0.0, received - reduced);
+        const double accesses = 2 * touched + 2 * received + received +
+                                reduced + 2 * repeats + 2 * reduced;
+        work.scatterBytes = accesses * rowBytes + tableBytes;
+      }
       return work;
     }
     work.selectBytes = n * v;
