@@ -138,7 +138,7 @@ def main(argv):
               "measured it at that rank count): host_cpu.step_us = "
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
               "with its own rank count, the transport's CPU per byte that "
-              "commopt-calibrate measured at that rank count (its 8 MiB "
+              "commopt-calibrate measured at that rank count (its 32 MiB "
               "allreduce), and its durations taken as CPU time "
               "(timed_ranks 1: the profile's compute was timed by one "
               "process alone): the model runs the compute of ranks in step "

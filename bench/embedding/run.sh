@@ -18,10 +18,11 @@
 #  1. profile: commopt-export.py times the model and samples the rows a
 #     batch of $BATCH touches on 1, 2, 4, 8 and 16 ranks;
 #  2. calibration: for each rank count, commopt-calibrate measures the
-#     emulated cluster's allreduce at that many ranks (up to 8 MiB; the
-#     links, the per-message cost under that many ranks' load, the
-#     per-collective overhead within a step): the cluster the plans are made
-#     for; and the CPU a rank spends per byte it sends in the 8 MiB
+#     emulated cluster's allreduce at that many ranks (up to 32 MiB, so
+#     that the dense allreduce of the 25.6 MB table is inside the measured
+#     sizes; the links, the per-message cost under that many ranks' load,
+#     the per-collective overhead within a step): the cluster the plans are
+#     made for; and the CPU a rank spends per byte it sends in the 32 MiB
 #     allreduce (--host-cpu-output), which grows with the ranks that share
 #     the cores. Nothing of the rows exchanges is measured for it, so every
 #     prediction below is held out;
@@ -104,7 +105,7 @@ calibrate_cluster() {
   echo "== $ranks x $RATE: calibration" >&2
   bench/cluster/emulate.sh run "$ranks" "$RATE" -- \
     "$BUILD/bin/commopt-calibrate" --output="$dir/cluster.json" \
-    --name="emulated-${ranks}x$RATE" --max-bytes=8388608 --repetitions=5 \
+    --name="emulated-${ranks}x$RATE" --max-bytes=33554432 --repetitions=5 \
     --host-cpu-output="$dir/transport-cpu.json"
 }
 
