@@ -176,6 +176,10 @@ PY
 
 for ranks in $RANKS; do
   dir=$OUT/r$ranks
+  if [[ $REPLAN == 1 && ! -f $dir/compute-only.round1.json ]]; then
+    echo "run.sh: REPLAN=1: $OUT has no runs at $ranks ranks" >&2
+    exit 2
+  fi
   [[ -f $dir/cluster.json && ($ranks == "$FIRST" || $REPLAN == 1) ]] ||
     calibrate_cluster "$ranks"
   # The device with the host's CPU shared by this many ranks.
