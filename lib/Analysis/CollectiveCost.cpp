@@ -244,11 +244,15 @@ SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
         static_cast<double>(std::max<int64_t>(gradient.rowElements, 1));
     double rows = n / row;
     double touched = gradient.density * rows;
-    double received = static_cast<double>(ranks) * touched;
-    if (scheme == SparseExchangeScheme::Hash)
-      received = std::min(rows * gradient.reducedDensity.value_or(
-                                     unionDensity(gradient.density, ranks)),
-                          rows);
+    // The rows all ranks touch together: what the hash exchange receives,
+    // and the rows of every result.
+    const double reduced =
+        std::min(rows * gradient.reducedDensity.value_or(
+                            unionDensity(gradient.density, ranks)),
+                 rows);
+    const double received = scheme == SparseExchangeScheme::Hash
+                                ? reduced
+                                : static_cast<double>(ranks) * touched;
     work.accumulateBytes = 0;
     work.entries = received * row;
     if (gradient.coo) {
@@ -266,10 +270,6 @@ SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
       // copy the sums out in index order, AVG's division on the way (a read
       // and a write). An index table of 8 bytes a row of the table is
       // filled before each pass that adds: two (three for the hash).
-      const double reduced =
-          std::min(rows * gradient.reducedDensity.value_or(
-                              unionDensity(gradient.density, ranks)),
-                   rows);
       const double rowBytes = row * v;
       const double tableBytes = 8 * rows;
       work.elements = touched * row;
