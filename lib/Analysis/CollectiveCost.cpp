@@ -268,23 +268,26 @@ SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
       // reduced rows and unpacks all of them (a copy each), and adds them
       // into pairs (one read and one write each: no index repeats). Both
       // copy the sums out in index order, AVG's division on the way (a read
-      // and a write). An index table of 8 bytes a row of the table is
-      // filled before each pass that adds: two (three for the hash).
+      // and a write). Each pass that adds looks every row it adds up in an
+      // index table and resets the entries it set after: 16 bytes a row
+      // (the table stays all -1 between calls, so no pass over its n/w
+      // entries).
       const double rowBytes = row * v;
-      const double tableBytes = 8 * rows;
+      const double tableBytesPerRow = 16;
       work.elements = touched * row;
-      work.selectBytes = 2 * touched * rowBytes + tableBytes;
+      work.selectBytes = touched * (2 * rowBytes + tableBytesPerRow);
       if (scheme == SparseExchangeScheme::Hash) {
         const double accesses = 2 * touched + 2 * touched + 2 * touched +
                                 3 * touched +
                                 2 * reduced / static_cast<double>(ranks) +
                                 2 * reduced + 2 * reduced + 2 * reduced;
-        work.scatterBytes = accesses * rowBytes + 2 * tableBytes;
+        work.scatterBytes =
+            accesses * rowBytes + (touched + reduced) * tableBytesPerRow;
       } else {
         const double repeats = std::max(0.0, received - reduced);
         const double accesses = 2 * touched + 2 * received + received +
                                 reduced + 2 * repeats + 2 * reduced;
-        work.scatterBytes = accesses * rowBytes + tableBytes;
+        work.scatterBytes = accesses * rowBytes + received * tableBytesPerRow;
       }
       return work;
     }

@@ -18,6 +18,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -40,6 +42,112 @@ struct Pairs {
     indices.resize(pairs);
     values.resize(pairs * width);
   }
+  /// Empties the pairs, keeping their memory, for pairs of `rowWidth`.
+  void clear(int64_t rowWidth) {
+    width = rowWidth;
+    indices.clear();
+    values.clear();
+  }
+};
+
+/// For each index below its size, the place of the index in a Pairs being
+/// filled (addPairs), or -1. The table stays all -1 between uses: a use
+/// (SlotUse) resets only the entries it set, so that an exchange of k rows
+/// of a table of n costs O(k), not a pass over n.
+class SlotTable {
+public:
+  /// The table, at least `indexCount` entries long.
+  std::vector<int64_t> &atLeast(int64_t indexCount) {
+    if (static_cast<int64_t>(slots.size()) < indexCount)
+      slots.resize(indexCount, -1);
+    return slots;
+  }
+  /// Resets the entries of `pairs`'s indices; frees a table longer than
+  /// kKeptEntries instead, which the next use makes anew.
+  void release(const Pairs &pairs) {
+    if (static_cast<int64_t>(slots.size()) > kKeptEntries) {
+      std::vector<int64_t>().swap(slots);
+      return;
+    }
+    for (int64_t index : pairs.indices)
+      slots[index] = -1;
+  }
+
+private:
+  /// The longest table kept between uses (64 MiB): a table of rows is a
+  /// few percent of its gradient, but one of single entries (top-k's hash
+  /// exchange) is twice an f32 gradient, too much to hold for a step.
+  static constexpr int64_t kKeptEntries = int64_t(1) << 23;
+  std::vector<int64_t> slots;
+};
+
+/// The entries of a SlotTable that `pairs` sets, reset when it ends (on
+/// every path out of a call, errors included).
+class SlotUse {
+public:
+  SlotUse(SlotTable &table, int64_t indexCount, const Pairs &pairs)
+      : table(table), slots(table.atLeast(indexCount)), pairs(pairs) {}
+  ~SlotUse() { table.release(pairs); }
+  SlotUse(const SlotUse &) = delete;
+  SlotUse &operator=(const SlotUse &) = delete;
+  std::vector<int64_t> &get() { return slots; }
+
+private:
+  SlotTable &table;
+  std::vector<int64_t> &slots;
+  const Pairs &pairs;
+};
+
+/// What an exchange keeps from one call to the next: the memory of its
+/// buffers, so that a step's exchange writes into pages it has touched
+/// before. Fresh buffers of a few MB each cost a page fault and a cleared
+/// page per 4 KiB at every call (glibc maps them anew and returns them),
+/// which profiles of the rows exchange showed as a large part of its CPU.
+struct ExchangeBuffers {
+  SlotTable slots;
+  std::vector<char> sent, received;
+  Pairs outgoing{1}, incoming{1}, reduced{1};
+  /// The caller's own: its rank's pairs, all ranks' and their sums.
+  Pairs local{1}, all{1}, summed{1};
+};
+
+/// A set of ExchangeBuffers for one exchange, taken from a pool that keeps
+/// them from one call to the next whatever thread makes it (the Python
+/// bridge runs each blocking call on a thread of its own); exchanges at
+/// once on several threads (channels) take a set each. The sets keep the
+/// largest call's sizes until the process ends.
+class PooledBuffers {
+public:
+  PooledBuffers() {
+    std::lock_guard<std::mutex> lock(pool().mutex);
+    std::vector<std::unique_ptr<ExchangeBuffers>> &idle = pool().idle;
+    if (idle.empty()) {
+      buffers = std::make_unique<ExchangeBuffers>();
+      return;
+    }
+    buffers = std::move(idle.back());
+    idle.pop_back();
+  }
+  ~PooledBuffers() {
+    std::lock_guard<std::mutex> lock(pool().mutex);
+    pool().idle.push_back(std::move(buffers));
+  }
+  PooledBuffers(const PooledBuffers &) = delete;
+  PooledBuffers &operator=(const PooledBuffers &) = delete;
+  ExchangeBuffers &get() { return *buffers; }
+
+private:
+  struct Pool {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<ExchangeBuffers>> idle;
+  };
+  /// Never destroyed: a channel thread may end an exchange while the
+  /// process's statics are torn down.
+  static Pool &pool() {
+    static Pool *const instance = new Pool;
+    return *instance;
+  }
+  std::unique_ptr<ExchangeBuffers> buffers;
 };
 
 /// Rows (pairs of `width` > 1 values) travel as records, an 8-byte index
@@ -72,16 +180,15 @@ public:
   }
   MPI_Datatype get() const { return type; }
 
-  /// `pairs`'s rows as records, in order.
-  std::vector<char> pack(const Pairs &pairs) const {
-    std::vector<char> records(pairs.size() * bytes);
+  /// `pairs`'s rows as records, in order, into `records`.
+  void pack(const Pairs &pairs, std::vector<char> &records) const {
+    records.resize(pairs.size() * bytes);
     for (int64_t i = 0; i < pairs.size(); ++i) {
       char *record = records.data() + i * bytes;
       std::memcpy(record, &pairs.indices[i], sizeof(int64_t));
       std::memcpy(record + sizeof(int64_t), pairs.values.data() + i * width,
                   width * sizeof(float));
     }
-    return records;
   }
 
   /// The `count` records at `records` into `pairs`.
@@ -126,7 +233,8 @@ int64_t displacements(const std::vector<int> &counts,
 }
 
 /// Gathers every rank's `local` pairs into `all`, in rank order.
-commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
+commrt_status allgatherPairs(ExchangeBuffers &buffers, const Pairs &local,
+                             Pairs &all, MPI_Comm comm) {
   int size;
   MPI_Comm_size(comm, &size);
   int64_t mine = local.size();
@@ -148,8 +256,9 @@ commrt_status allgatherPairs(const Pairs &local, Pairs &all, MPI_Comm comm) {
     // Rows: one message of records.
     RowRecords records(local.width);
     COMMRT_TRY(records.check());
-    std::vector<char> sent = records.pack(local);
-    std::vector<char> received(total * records.bytes);
+    std::vector<char> &sent = buffers.sent, &received = buffers.received;
+    records.pack(local, sent);
+    received.resize(total * records.bytes);
     if (int error = MPI_Iallgatherv(
             sent.data(), static_cast<int>(mine), records.get(), received.data(),
             counts.data(), displs.data(), records.get(), comm, &request))
@@ -201,20 +310,23 @@ void addPairs(const int64_t *indices, const float *values, int64_t count,
 /// The last step of Zen's exchange: an owner adds up the `incoming` pairs it
 /// received (indices below `indexCount`), in rank order as the allgather
 /// exchange adds, and the owners' sums are gathered into `all`.
-commrt_status reduceOwned(const Pairs &incoming, int64_t indexCount, Pairs &all,
-                          MPI_Comm comm) {
-  std::vector<int64_t> slot(indexCount, -1);
-  Pairs reduced(incoming.width);
-  addPairs(incoming.indices.data(), incoming.values.data(), incoming.size(),
-           slot, reduced);
-  return allgatherPairs(reduced, all, comm);
+commrt_status reduceOwned(ExchangeBuffers &buffers, const Pairs &incoming,
+                          int64_t indexCount, Pairs &all, MPI_Comm comm) {
+  Pairs &reduced = buffers.reduced;
+  reduced.clear(incoming.width);
+  {
+    SlotUse slot(buffers.slots, indexCount, reduced);
+    addPairs(incoming.indices.data(), incoming.values.data(), incoming.size(),
+             slot.get(), reduced);
+  }
+  return allgatherPairs(buffers, reduced, all, comm);
 }
 
 /// Zen's exchange: `local`'s pairs (indices below `indexCount`) go to their
 /// owners, which add them up, and the owners' sums are gathered into `all`
 /// (each index at most once).
-commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
-                           MPI_Comm comm) {
+commrt_status hashExchange(ExchangeBuffers &buffers, const Pairs &local,
+                           int64_t indexCount, Pairs &all, MPI_Comm comm) {
   int size;
   MPI_Comm_size(comm, &size);
   const int64_t width = local.width;
@@ -227,7 +339,8 @@ commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
     return failMpi("MPI_Iallreduce", error);
   COMMRT_TRY(waitFor(comm, request, "MPI_Iallreduce"));
   COMMRT_TRY(checkIntCount(total, "the pairs of all ranks"));
-  Pairs outgoing(width);
+  Pairs &outgoing = buffers.outgoing;
+  outgoing.clear(width);
   outgoing.resize(local.size());
   std::vector<int64_t> bucketSizes = bucketByOwner(
       local.indices.data(), local.values.data(), local.size(), width, size,
@@ -243,13 +356,15 @@ commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
   COMMRT_TRY(waitFor(comm, request, "MPI_Ialltoall"));
   std::vector<int> recvDispls;
   int64_t received = displacements(recvCounts, recvDispls);
-  Pairs incoming(width);
+  Pairs &incoming = buffers.incoming;
+  incoming.clear(width);
   if (width > 1) {
     // Rows: one all-to-all of records.
     RowRecords records(width);
     COMMRT_TRY(records.check());
-    std::vector<char> sent = records.pack(outgoing);
-    std::vector<char> arrived(received * records.bytes);
+    std::vector<char> &sent = buffers.sent, &arrived = buffers.received;
+    records.pack(outgoing, sent);
+    arrived.resize(received * records.bytes);
     if (int error =
             MPI_Ialltoallv(sent.data(), sendCounts.data(), sendDispls.data(),
                            records.get(), arrived.data(), recvCounts.data(),
@@ -257,7 +372,7 @@ commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
       return failMpi("MPI_Ialltoallv", error);
     COMMRT_TRY(waitFor(comm, request, "MPI_Ialltoallv"));
     records.unpack(arrived.data(), received, incoming);
-    return reduceOwned(incoming, indexCount, all, comm);
+    return reduceOwned(buffers, incoming, indexCount, all, comm);
   }
   incoming.resize(received);
   MPI_Request requests[2];
@@ -275,7 +390,7 @@ commrt_status hashExchange(const Pairs &local, int64_t indexCount, Pairs &all,
   }
   COMMRT_TRY(waitAll(comm, 2, requests, "MPI_Ialltoallv"));
 
-  return reduceOwned(incoming, indexCount, all, comm);
+  return reduceOwned(buffers, incoming, indexCount, all, comm);
 }
 
 /// Divides the result by the `size` ranks where the reduction averages.
@@ -292,12 +407,15 @@ void average(const SparseArguments &args, int size) {
 /// reduction says so.
 commrt_status exchangePairs(const SparseArguments &args, const Pairs &local,
                             int64_t indexCount, MPI_Comm comm, int size) {
-  Pairs all(local.width);
+  PooledBuffers pooled;
+  ExchangeBuffers &buffers = pooled.get();
+  Pairs &all = buffers.all;
+  all.clear(local.width);
   {
     TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
     COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
-                   ? hashExchange(local, indexCount, all, comm)
-                   : allgatherPairs(local, all, comm));
+                   ? hashExchange(buffers, local, indexCount, all, comm)
+                   : allgatherPairs(buffers, local, all, comm));
     exchange.selected = local.size();
     exchange.received = all.size();
   }
@@ -530,21 +648,25 @@ commrt_status commrt::rowsAllreduce(const RowsArguments &args, MPI_Comm comm,
   MPI_Comm_size(comm, &size);
   TracePhase call(args.trace, COMMRT_PHASE_CALL, size);
   const int64_t width = args.rowElements;
+  PooledBuffers pooled;
+  ExchangeBuffers &buffers = pooled.get();
   // Each row once, its duplicates added in the order given.
-  Pairs local(width);
-  std::vector<int64_t> slot(args.rows, -1);
+  Pairs &local = buffers.local;
+  local.clear(width);
   {
     TracePhase select(args.trace, COMMRT_PHASE_SELECT, size);
-    addPairs(args.indices, args.values, args.count, slot, local);
+    SlotUse slot(buffers.slots, args.rows, local);
+    addPairs(args.indices, args.values, args.count, slot.get(), local);
     select.selected = local.size();
   }
 
-  Pairs all(width);
+  Pairs &all = buffers.all;
+  all.clear(width);
   {
     TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
     COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
-                   ? hashExchange(local, args.rows, all, comm)
-                   : allgatherPairs(local, all, comm));
+                   ? hashExchange(buffers, local, args.rows, all, comm)
+                   : allgatherPairs(buffers, local, all, comm));
     exchange.selected = local.size();
     exchange.received = all.size();
   }
@@ -552,16 +674,19 @@ commrt_status commrt::rowsAllreduce(const RowsArguments &args, MPI_Comm comm,
   TracePhase scatter(args.trace, COMMRT_PHASE_SCATTER, size);
   scatter.received = all.size();
   // Sum in rank order, then order the rows by index.
-  std::fill(slot.begin(), slot.end(), -1);
-  Pairs summed(width);
-  addPairs(all.indices.data(), all.values.data(), all.size(), slot, summed);
+  Pairs &summed = buffers.summed;
+  summed.clear(width);
+  SlotUse slot(buffers.slots, args.rows, summed);
+  addPairs(all.indices.data(), all.values.data(), all.size(), slot.get(),
+           summed);
   result.indices = summed.indices;
   std::sort(result.indices.begin(), result.indices.end());
   result.values.resize(summed.values.size());
   const float divisor =
       args.reduce == COMMRT_AVG ? static_cast<float>(size) : 1.0f;
   for (size_t i = 0; i < result.indices.size(); ++i) {
-    const float *from = summed.values.data() + slot[result.indices[i]] * width;
+    const float *from =
+        summed.values.data() + slot.get()[result.indices[i]] * width;
     float *to = result.values.data() + i * width;
     for (int64_t j = 0; j < width; ++j)
       to[j] = args.reduce == COMMRT_AVG ? from[j] / divisor : from[j];

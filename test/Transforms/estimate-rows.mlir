@@ -11,12 +11,13 @@
 //    bucketed by owner, packed and unpacked by their owners (2 t each) and
 //    added up there (3 t); the owners' sums packed (2 x 40 / 4), all 40
 //    unpacked, added into pairs and copied out (2 x 40 each): 370 rows,
-//    23,680 B; and three index tables of 8 B a row, 24,000 B: 47,680 B.
+//    23,680 B; and 16 B of the index table for each row a pass adds (the
+//    10 twice, the 40 sums): 960 B: 24,640 B.
 // The exchange's messages are the same on flat-4 (1 us, 1e-3 us/B): the
 // total count (a ring allreduce of 8 B: 6 us + 0.012), the owners' counts
 // (16 B, 3 + 0.012), the 10 rows as records of an 8-byte index and 64 B by
 // all-to-all (720 B, 3 + 0.54), and the 40 reduced rows gathered (counts,
-// then 2,880 B of records: 6 + 0.024 + 2.16): 20.748 us. So 20.748 + 22.292 and 20.748 + 7.760.
+// then 2,880 B of records: 6 + 0.024 + 2.16): 20.748 us. So 20.748 + 22.292 and 20.748 + 4.010.
 
 // CHECK-LABEL: func.func @dense_buffer
 // CHECK: comm.sparse_allreduce {{.*}}comm.end_us = 43.03966{{[0-9]*}} : f64
@@ -30,7 +31,7 @@ func.func @dense_buffer(%g: tensor<1000x16xf32>) -> tensor<1000x16xf32> {
 // -----
 
 // CHECK-LABEL: func.func @coo
-// CHECK: comm.sparse_allreduce {{.*}}comm.end_us = 28.50841{{[0-9]*}} : f64
+// CHECK: comm.sparse_allreduce {{.*}}comm.end_us = 24.75841{{[0-9]*}} : f64
 func.func @coo(%g: tensor<1000x16xf32>) -> tensor<1000x16xf32> {
   %0 = comm.sparse_allreduce %g {comm.coo_gradient, density = 0.01,
       select = #comm.select<rows>, exchange = #comm.exchange<hash>,

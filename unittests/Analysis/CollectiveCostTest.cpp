@@ -487,9 +487,9 @@ TEST(CollectiveCost, RowsLocalBytes) {
   EXPECT_DOUBLE_EQ(work.entries, 5e3 * 10);
 
   // Given by its rows (a COO gradient, commrt_rows_allreduce), every pass
-  // the runtime makes, in row accesses of 40 B, and an index table of 8 B a
-  // row (8e5 B) before each pass that adds. The rank's t = 1e3 rows: added
-  // up (2 t) and packed (2 t). The allgather's R = 1.6e4 received rows:
+  // the runtime makes, in row accesses of 40 B, and 16 B of an index table
+  // for every row a pass adds (looked up, set, reset). The rank's t = 1e3 rows:
+  // added up (2 t) and packed (2 t). The allgather's R = 1.6e4 received rows:
   // unpacked (2 R), added into one pair per index (R reads, U writes of the
   // first of each of the U indices the ranks touch together, 2 (R - U) for
   // the repeats), and the U sums copied out (2 U), AVG's division on the
@@ -497,11 +497,11 @@ TEST(CollectiveCost, RowsLocalBytes) {
   // union density.
   SparseGradient coo = testRows();
   coo.coo = true;
-  const double table = 8e5, t = 1e3, r = 1.6e4;
+  const double t = 1e3, r = 1.6e4;
   const double u = 1e5 * (1 - std::pow(0.99, 16));
   const double allgatherBytes =
-      2 * t * 40 + table + (2 * t + 2 * r + r + u + 2 * (r - u) + 2 * u) * 40 +
-      table;
+      2 * t * 40 + 16 * t + (2 * t + 2 * r + r + u + 2 * (r - u) + 2 * u) * 40 +
+      16 * r;
   for (bool average : {false, true})
     EXPECT_NEAR(sparseLocalBytes(SparseSelectScheme::Rows,
                                  SparseExchangeScheme::Allgather, coo, 16,
@@ -510,14 +510,14 @@ TEST(CollectiveCost, RowsLocalBytes) {
   // The hash exchange with U = 5e3: the rank's rows added up, bucketed by
   // owner, packed, unpacked by their owners (2 t each) and added up there
   // (3 t); the owners' U / p sums packed (2 U / p), all U unpacked,
-  // added into pairs without repeats and copied out (2 U each); three
-  // tables.
+  // added into pairs without repeats and copied out (2 U each); the table
+  // for the t rows added up twice and the U sums.
   SparseGradient cooHash = coo;
   cooHash.reducedDensity = 0.05;
   EXPECT_DOUBLE_EQ(sparseLocalBytes(SparseSelectScheme::Rows,
                                     SparseExchangeScheme::Hash, cooHash, 16,
                                     /*average=*/true),
-                   (11 * t + 2 * 5e3 / 16 + 6 * 5e3) * 40 + 3 * table);
+                   (11 * t + 2 * 5e3 / 16 + 6 * 5e3) * 40 + 16 * (2 * t + 5e3));
   // Fewer rows to merge make the hash exchange's local work the smaller
   // here, as it is where ranks touch the same rows.
   EXPECT_LT(sparseLocalBytes(SparseSelectScheme::Rows,

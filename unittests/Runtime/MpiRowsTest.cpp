@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -205,11 +206,11 @@ void cooRows(Touch touch, int r, int64_t rows, int64_t width,
   }
 }
 
-class RowsCooTest : public ::testing::TestWithParam<RowsCase> {};
-
-TEST_P(RowsCooTest, GivesTheDenseAllreducesTouchedRows) {
-  auto [exchange, reduce, touch, width] = GetParam();
-  const int64_t rows = 300;
+/// Checks that commrt_rows_allreduce of every rank's cooRows gives the
+/// dense allreduce's rows that some rank touched, in index order.
+void expectTheDenseAllreducesTouchedRows(commrt_exchange exchange,
+                                         commrt_reduce reduce, Touch touch,
+                                         int64_t width, int64_t rows) {
   std::vector<int64_t> indices;
   std::vector<float> values;
   cooRows(touch, rank(), rows, width, indices, values);
@@ -247,6 +248,47 @@ TEST_P(RowsCooTest, GivesTheDenseAllreducesTouchedRows) {
   commrt_rows_free(&result);
   EXPECT_EQ(result.indices, nullptr);
   EXPECT_EQ(result.count, 0);
+}
+
+class RowsCooTest : public ::testing::TestWithParam<RowsCase> {};
+
+TEST_P(RowsCooTest, GivesTheDenseAllreducesTouchedRows) {
+  auto [exchange, reduce, touch, width] = GetParam();
+  expectTheDenseAllreducesTouchedRows(exchange, reduce, touch, width,
+                                      /*rows=*/300);
+}
+
+TEST(Rows, CallsShareNoRowsThroughTheKeptBuffers) {
+  // The exchange keeps its buffers and index table from one call to the
+  // next, whichever thread calls (the Python bridge runs each blocking
+  // call on a thread of its own, as every other call here does): tables of
+  // other sizes, other widths and fewer rows after many must start clean.
+  const struct {
+    commrt_exchange exchange;
+    Touch touch;
+    int64_t width, rows;
+  } calls[] = {
+      {COMMRT_EXCHANGE_HASH, Touch::All, 16, 300},
+      {COMMRT_EXCHANGE_ALLGATHER, Touch::EmptyOnSomeRanks, 3, 64},
+      {COMMRT_EXCHANGE_HASH, Touch::Colliding, 1, 1000},
+      {COMMRT_EXCHANGE_ALLGATHER, Touch::All, 16, 300},
+      {COMMRT_EXCHANGE_HASH, Touch::EmptyOnSomeRanks, 5, 40},
+      {COMMRT_EXCHANGE_ALLGATHER, Touch::Colliding, 16, 300},
+  };
+  bool onAThreadOfItsOwn = false;
+  for (const auto &call : calls) {
+    SCOPED_TRACE(std::to_string(call.rows) + " rows of " +
+                 std::to_string(call.width));
+    auto check = [&] {
+      expectTheDenseAllreducesTouchedRows(call.exchange, COMMRT_SUM, call.touch,
+                                          call.width, call.rows);
+    };
+    if (onAThreadOfItsOwn)
+      std::thread(check).join();
+    else
+      check();
+    onAThreadOfItsOwn = !onAThreadOfItsOwn;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Exchanges, RowsCooTest, allRowsCases(), rowsCaseName);
