@@ -118,7 +118,8 @@ def main(argv):
              "(comm-optimize rows-exchange=..., estimate=step) less the "
              "profile's compute run on that share, on the "
              "cluster commopt-calibrate measured at that rank count "
-             "(allreduces only: nothing of the rows exchanges is fitted, so "
+             "(its allreduces, and the CPU of an allreduce and an allgather: "
+             "nothing of the rows exchanges is fitted, so "
              "every prediction is held out). The "
              "rows a rank's batch touches, as the exporter sampled them on "
              "1, 2, 4, 8 and 16 ranks: " +
@@ -133,13 +134,19 @@ def main(argv):
               f"compute-only runs' "
               f"{host['compute_only_cpu_us'] / 1e3:.2f} ms, the exchange's "
               f"modelled local work ({host['local_work_us'] / 1e3:.2f} ms) "
-              f"and the transport's {host['ns_per_sent_byte']:.3f} ns per "
-              f"sent byte ({host['sent_bytes'] / 1e6:.2f} MB; commopt-calibrate "
-              "measured it at that rank count): host_cpu.step_us = "
+              f"and the transport's CPU for the "
+              f"{host['sent_bytes'] / 1e6:.2f} MB it sends, "
+              f"{host['ns_per_sent_byte']:.3f} ns a byte through the "
+              "runtime's ring and "
+              f"{host.get('ns_per_gathered_byte', host['ns_per_sent_byte']):.3f}"
+              " through MPI's own collectives (the rows exchange's "
+              f"{host.get('gathered_bytes', 0) / 1e6:.2f} MB; "
+              "commopt-calibrate measured both at that rank count): "
+              "host_cpu.step_us = "
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
               "with its own rank count, the transport's CPU per byte that "
               "commopt-calibrate measured at that rank count (its 32 MiB "
-              "allreduce), and its durations taken as CPU time "
+              "allreduce and allgather), and its durations taken as CPU time "
               "(timed_ranks 1: the profile's compute was timed by one "
               "process alone): the model runs the compute of ranks in step "
               "on their share of the 2 cores, max(1, ranks / 2) times as "
@@ -168,9 +175,15 @@ def main(argv):
         plans = {x: load(os.path.join(folder, f"{x}.plan.json"))
                  for x in EXCHANGES + ("auto",)}
         transport = os.path.join(folder, "transport-cpu.json")
-        per_byte = (f"transport CPU {load(transport)['ns_per_sent_byte']:.3f}"
-                    " ns per sent byte, "
-                    if os.path.exists(transport) else "")
+        per_byte = ""
+        if os.path.exists(transport):
+            rates = load(transport)
+            per_byte = (f"transport CPU {rates['ns_per_sent_byte']:.3f} ns "
+                        "per sent byte in the ring")
+            if "ns_per_gathered_byte" in rates:
+                per_byte += (f", {rates['ns_per_gathered_byte']:.3f} in "
+                             "MPI's allgather")
+            per_byte += ", "
         lines += [f"**{ranks} ranks** ({per_byte}compute-only step "
                   f"{base:.2f} ms, "
                   f"{compute['steps']} timed steps per run, batch "

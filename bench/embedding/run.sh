@@ -151,7 +151,10 @@ done
 "$PYTHON" - "$HOST" "$OUT/r$FIRST/transport-cpu.json" "$FIT_RUNS" <<'PY'
 import json, os, sys
 host, runs = sys.argv[1], int(sys.argv[3])
-per_byte = json.load(open(sys.argv[2]))["ns_per_sent_byte"]
+transport = json.load(open(sys.argv[2]))
+per_byte = transport["ns_per_sent_byte"]
+# Calibrations before the allgather's was measured: the allreduce's rate.
+per_gathered_byte = transport.get("ns_per_gathered_byte", per_byte)
 def cpu_us(label):
     return min(
         json.load(open(os.path.join(host, f"{label}-{run}.json")))["cpu_ms"]
@@ -161,16 +164,23 @@ timeline = json.load(open(os.path.join(host, "hash.timeline.json")))
 events = [e["args"] for e in timeline["traceEvents"] if "sent_bytes" in
           e.get("args", {})]
 sent = sum(e["sent_bytes"] for e in events)
-# The exchanges' local work is the model's own part of the CPU.
+gathered = sum(e.get("gathered_bytes", 0) for e in events)
+# The exchanges' local work and transport are the model's own part of the
+# CPU.
 local_work = sum(e.get("local_us", 0) for e in events)
-step_us = max(0.0, cpu - local - local_work - per_byte * sent * 1e-3)
+transport_us = (per_byte * (sent - gathered) + per_gathered_byte * gathered) \
+    * 1e-3
+step_us = max(0.0, cpu - local - local_work - transport_us)
 json.dump({"cpu_us": cpu, "compute_only_cpu_us": local, "sent_bytes": sent,
-           "local_work_us": local_work, "ns_per_sent_byte": per_byte,
+           "gathered_bytes": gathered, "local_work_us": local_work,
+           "ns_per_sent_byte": per_byte,
+           "ns_per_gathered_byte": per_gathered_byte,
            "step_us": step_us, "runs": runs},
           open(os.path.join(host, "host.json"), "w"), indent=1)
 print(f"host CPU (least of {runs} runs): {cpu:.0f} us per step with the "
       f"hash plan, {local:.0f} us "
-      f"compute-only, {local_work:.0f} us of local work, {sent:.0f} B sent: "
+      f"compute-only, {local_work:.0f} us of local work, {sent:.0f} B sent "
+      f"({gathered:.0f} B by MPI's own collectives): "
       f"step_us = {step_us:.0f}", file=sys.stderr)
 PY
 
@@ -193,6 +203,9 @@ device["host_cpu"] = {"cores": 2, "ranks": int(sys.argv[3]),
                       "step_us": host["step_us"],
                       "ns_per_sent_byte": transport["ns_per_sent_byte"],
                       "timed_ranks": 1}
+if "ns_per_gathered_byte" in transport:
+    device["host_cpu"]["ns_per_gathered_byte"] = \
+        transport["ns_per_gathered_byte"]
 device["name"] = f"{device['name']}-shared-by-{sys.argv[3]}"
 json.dump(device, open(sys.argv[4], "w"), indent=1)
 PY

@@ -69,7 +69,8 @@ double HostCpu::lockstepStretch() const {
 bool HostCpu::operator==(const HostCpu &other) const {
   return cores == other.cores && ranks == other.ranks &&
          stepUs == other.stepUs && nsPerSentByte == other.nsPerSentByte &&
-         timedRanks == other.timedRanks;
+         timedRanks == other.timedRanks &&
+         nsPerGatheredByte == other.nsPerGatheredByte;
 }
 
 /// Reports the first negative or non-finite rate of `rates` below `path`
@@ -111,6 +112,8 @@ static bool verifyHostCpu(const HostCpu &host, Path path) {
          detail::checkNonNegative(host.stepUs, path, "step_us") &&
          detail::checkNonNegative(host.nsPerSentByte, path,
                                   "ns_per_sent_byte") &&
+         detail::checkNonNegative(host.getNsPerGatheredByte(), path,
+                                  "ns_per_gathered_byte") &&
          detail::checkNonNegative(host.timedRanks, path, "timed_ranks");
 }
 
@@ -174,6 +177,7 @@ static bool fromJSON(const llvm::json::Value &value, HostCpu &host, Path path) {
          mapper.mapOptional("ranks", host.ranks) &&
          mapper.mapOptional("step_us", host.stepUs) &&
          mapper.mapOptional("ns_per_sent_byte", host.nsPerSentByte) &&
+         mapper.mapOptional("ns_per_gathered_byte", host.nsPerGatheredByte) &&
          mapper.mapOptional("timed_ranks", host.timedRanks);
 }
 } // namespace mlir::comm
@@ -218,6 +222,13 @@ llvm::Expected<DeviceModel> DeviceModel::loadFile(llvm::StringRef path) {
 }
 
 llvm::json::Value DeviceModel::toJSON() const {
+  llvm::json::Object host{{"cores", hostCpu.cores},
+                          {"ranks", hostCpu.ranks},
+                          {"step_us", hostCpu.stepUs},
+                          {"ns_per_sent_byte", hostCpu.nsPerSentByte},
+                          {"timed_ranks", hostCpu.timedRanks}};
+  if (hostCpu.nsPerGatheredByte)
+    host["ns_per_gathered_byte"] = *hostCpu.nsPerGatheredByte;
   return llvm::json::Object{
       {"format", kFormat},
       {"version", kVersion},
@@ -244,12 +255,7 @@ llvm::json::Value DeviceModel::toJSON() const {
                           {"momentum_ns_per_element", bridge.momentumNs},
                           {"mask_ns_per_element", bridge.maskNs},
                           {"blocking_call_us", bridge.blockingCallUs}}},
-      {"host_cpu",
-       llvm::json::Object{{"cores", hostCpu.cores},
-                          {"ranks", hostCpu.ranks},
-                          {"step_us", hostCpu.stepUs},
-                          {"ns_per_sent_byte", hostCpu.nsPerSentByte},
-                          {"timed_ranks", hostCpu.timedRanks}}},
+      {"host_cpu", std::move(host)},
   };
 }
 

@@ -158,6 +158,8 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
           json.attribute("bytes", model.collectiveBytes[event.collective]);
           json.attribute("local_us", model.collectiveLocalUs[event.collective]);
           json.attribute("sent_bytes", task.cost.sentBytes);
+          if (task.cost.gatheredBytes > 0)
+            json.attribute("gathered_bytes", task.cost.gatheredBytes);
           json.attributeArray("members", [&] {
             for (const std::string &member :
                  model.collectiveMembers[event.collective])

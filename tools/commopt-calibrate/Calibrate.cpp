@@ -90,10 +90,13 @@ const char *const usageText =
     "                         the wire bytes (wire_s_per_byte: packing, the\n"
     "                         16-bit reduction, unpacking)\n"
     "  --host-cpu-output=FILE also measure the CPU a rank's process spends\n"
-    "                         per byte it sends in the largest allreduce, the\n"
-    "                         mean over the ranks (a device's\n"
-    "                         host_cpu.ns_per_sent_byte at this rank count),\n"
-    "                         and write it to FILE; meaningful where the\n"
+    "                         per byte it sends in the largest allreduce\n"
+    "                         (the runtime's ring) and in an allgather of as\n"
+    "                         many bytes (MPI's own collective, as the\n"
+    "                         sparse exchanges use), the means over the\n"
+    "                         ranks (a device's host_cpu.ns_per_sent_byte\n"
+    "                         and ns_per_gathered_byte at this rank count),\n"
+    "                         and write them to FILE; meaningful where the\n"
     "                         ranks talk over the network (their waits "
     "sleep)\n";
 
@@ -234,6 +237,33 @@ double transportNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
   return sum / ranks * 1e3 / sent;
 }
 
+/// The CPU a rank spends per byte it sends in commrt_allgather (MPI's own
+/// nonblocking allgather, whose waits test at short sleeps, as the sparse
+/// exchanges' collectives do) of `bytes` f32 gathered from all `ranks`,
+/// in equal blocks, in ns: each rank's median process CPU over
+/// `repetitions` allgathers after an untimed one, the mean over the ranks,
+/// divided by what a rank sends, its block to each of the p - 1 others.
+/// Collective.
+double gatherNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
+                           int repetitions, int ranks) {
+  const int64_t block = bytes / 4 / ranks;
+  const std::vector<int64_t> counts(ranks, block);
+  std::vector<float> send(block, 1.0f);
+  std::vector<double> cpuUs;
+  for (int r = 0; r <= repetitions; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double before = processCpuUs();
+    check(commrt_allgather(send.data(), buffer.data(), counts.data(),
+                           COMMRT_F32));
+    if (r > 0)
+      cpuUs.push_back(processCpuUs() - before);
+  }
+  double local = median(cpuUs), sum = 0;
+  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  const double sent = static_cast<double>(ranks - 1) * block * 4;
+  return sum / ranks * 1e3 / sent;
+}
+
 /// The median time of the allreduce among `group` in `wire` (see timeOnce)
 /// at each of `sizes` (bytes of f32).
 std::vector<Sample> sweep(const std::vector<int64_t> &sizes, int repetitions,
@@ -366,10 +396,13 @@ int main(int argc, char **argv) {
                         options.wire);
   }
 
-  std::optional<double> nsPerSentByte;
-  if (!options.hostCpuOutput.empty())
+  std::optional<double> nsPerSentByte, nsPerGatheredByte;
+  if (!options.hostCpuOutput.empty()) {
     nsPerSentByte = transportNsPerSentByte(buffer, sizes.back(),
                                            options.repetitions, ranks);
+    nsPerGatheredByte =
+        gatherNsPerSentByte(buffer, sizes.back(), options.repetitions, ranks);
+  }
 
   if (rank != 0) {
     check(commrt_finalize());
@@ -379,10 +412,12 @@ int main(int argc, char **argv) {
     llvm::json::Object hostCpu{
         {"ranks", ranks},
         {"ns_per_sent_byte", *nsPerSentByte},
+        {"ns_per_gathered_byte", *nsPerGatheredByte},
         {"source",
          llvm::formatv("commopt-calibrate on {0}: process CPU per byte sent "
-                       "of commrt_allreduce of {1} f32 on {2} ranks, each "
-                       "rank's median of {3}, the mean over the ranks",
+                       "of commrt_allreduce and of commrt_allgather of {1} "
+                       "f32 on {2} ranks, each rank's median of {3}, the "
+                       "mean over the ranks",
                        today(), formatBytes(sizes.back()), ranks,
                        options.repetitions)
              .str()}};
@@ -394,8 +429,9 @@ int main(int argc, char **argv) {
     out << llvm::formatv("{0:2}", llvm::json::Value(std::move(hostCpu)))
         << "\n";
     llvm::outs() << llvm::formatv(
-        "transport CPU: {0:f3} ns per byte sent (allreduce of {1})\n",
-        *nsPerSentByte, formatBytes(sizes.back()));
+        "transport CPU: {0:f3} ns per byte sent (allreduce of {2}), {1:f3} "
+        "(allgather of {2})\n",
+        *nsPerSentByte, *nsPerGatheredByte, formatBytes(sizes.back()));
   }
 
   // One line (--pieces=1, by --fit) or lines over ranges of sizes.

@@ -136,6 +136,9 @@ TEST(DeviceModel, HostCpuBound) {
   EXPECT_EQ(host.stepUs, 1500.0);
   EXPECT_EQ(host.nsPerSentByte, 0.25);
   EXPECT_EQ(host.timedRanks, 1.0);
+  // MPI's own collectives' bytes cost what the ring's do unless measured.
+  EXPECT_FALSE(host.nsPerGatheredByte);
+  EXPECT_EQ(host.getNsPerGatheredByte(), 0.25);
   // Four ranks on two cores: 10 ms of CPU a rank takes the cores 20 ms.
   EXPECT_EQ(host.boundUs(10000), 20000.0);
   // Durations timed as the step runs them: half a core each while all four
@@ -176,6 +179,29 @@ TEST(DeviceModel, HostCpuBound) {
   llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
   ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
   EXPECT_EQ(reloaded->hostCpu, host);
+}
+
+TEST(DeviceModel, HostCpuGatheredRate) {
+  llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(R"({
+      "peak_tflops": 1, "memory_gbps": 1,
+      "host_cpu": {"cores": 2, "ranks": 4, "ns_per_sent_byte": 0.5,
+                   "ns_per_gathered_byte": 1.25}})");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  EXPECT_EQ(device->hostCpu.getNsPerGatheredByte(), 1.25);
+  // It survives toJSON, and a device without it writes none.
+  std::string text;
+  llvm::raw_string_ostream(text) << device->toJSON();
+  EXPECT_NE(text.find("\"ns_per_gathered_byte\":1.25"), std::string::npos)
+      << text;
+  llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
+  EXPECT_EQ(*reloaded, *device);
+  DeviceModel without = *device;
+  without.hostCpu.nsPerGatheredByte.reset();
+  EXPECT_FALSE(without == *device);
+  text.clear();
+  llvm::raw_string_ostream(text) << without.toJSON();
+  EXPECT_EQ(text.find("ns_per_gathered_byte"), std::string::npos) << text;
 }
 
 TEST(DeviceModel, BadFieldsAreNamed) {
@@ -220,6 +246,10 @@ TEST(DeviceModel, BadFieldsAreNamed) {
       {R"({"peak_tflops": 1, "memory_gbps": 1,
            "host_cpu": {"cores": 2, "ranks": 4, "ns_per_sent_byte": -1}})",
        "expected a non-negative number at device.host_cpu.ns_per_sent_byte"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "host_cpu": {"cores": 2, "ranks": 4, "ns_per_gathered_byte": -2}})",
+       "expected a non-negative number at "
+       "device.host_cpu.ns_per_gathered_byte"},
       {R"({"peak_tflops": 1, "memory_gbps": 1,
            "host_cpu": {"cores": 2, "ranks": 4, "timed_ranks": -1}})",
        "expected a non-negative number at device.host_cpu.timed_ranks"},

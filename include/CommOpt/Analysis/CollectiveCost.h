@@ -31,6 +31,11 @@ struct CollectiveCost {
   /// Bytes each rank sends over its links (what its transport handles, on
   /// its host's CPU where the transport is a host's: HostCpu).
   double sentBytes = 0;
+  /// Of `sentBytes`, those that MPI's own nonblocking collectives carry (the
+  /// sparse exchanges' allgathers, all-to-alls and small allreduces), whose
+  /// waits test at short sleeps where the runtime's ring sleeps through its
+  /// transfers: HostCpu prices them at a rate of their own.
+  double gatheredBytes = 0;
 
   /// The collective's time when it runs alone.
   double totalUs() const { return latencyUs + bandwidthUs; }
@@ -39,6 +44,7 @@ struct CollectiveCost {
     latencyUs += other.latencyUs;
     bandwidthUs += other.bandwidthUs;
     sentBytes += other.sentBytes;
+    gatheredBytes += other.gatheredBytes;
     return *this;
   }
   friend CollectiveCost operator+(CollectiveCost lhs,

@@ -15,6 +15,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::comm {
@@ -87,8 +88,15 @@ struct HostCpu {
   /// duration timed while ranks shared the cores is longer than its CPU
   /// time; one timed alone (commopt-export's profile: 1) is its CPU time.
   double timedRanks = 0;
+  /// The transport's CPU per byte a rank sends through MPI's own
+  /// nonblocking collectives (CollectiveCost::gatheredBytes), in
+  /// nanoseconds; none: nsPerSentByte.
+  std::optional<double> nsPerGatheredByte;
 
   bool isDescribed() const { return cores > 0 && ranks > 0; }
+  double getNsPerGatheredByte() const {
+    return nsPerGatheredByte.value_or(nsPerSentByte);
+  }
   /// The CPU time per microsecond of a modelled duration: the part of a core
   /// a busy thread had while the durations were timed, min(1, cores /
   /// timed ranks), with `ranks` where timedRanks is 0.

@@ -197,6 +197,8 @@ CollectiveCost mlir::comm::getSparseAllreduceCost(
     bool onChannel, double *localUs) {
   SparseExchangeScheme scheme = getSparseExchangeScheme(exchange);
   CollectiveCost cost = sparseAllreduceCost(cluster, scheme, gradient);
+  // Every sparse exchange runs on MPI's own collectives (Sparse.cpp).
+  cost.gatheredBytes = cost.sentBytes;
   SparseLocalWork work =
       sparseLocalWork(getSparseSelectScheme(select), scheme, gradient,
                       cluster.ranks, reduce == ReduceKind::avg);
@@ -379,7 +381,8 @@ bool mlir::comm::isMomentumCorrected(Operation *op) {
 /// The host CPU a rank of `model` needs in a step on `device`: its compute
 /// and its collectives' local work at the part of a core each rank gets
 /// while all are busy (HostCpu::busyShare), plus `spreadUs`, the host's
-/// cost per step and its transport's for the bytes the collectives send;
+/// cost per step and its transport's for the bytes the collectives send
+/// (those of MPI's own collectives at their own rate);
 /// 0 where the device describes no host. The durations are the model's
 /// before the host's sharing stretches them (applyHostSharing).
 static double getStepCpuUs(const StepModel &model, const DeviceModel &device,
@@ -393,10 +396,12 @@ static double getStepCpuUs(const StepModel &model, const DeviceModel &device,
     busyUs += task.durationUs;
   for (double localUs : model.collectiveLocalUs)
     busyUs += localUs;
-  double sentBytes = 0;
+  double transportNs = 0;
   for (const CollectiveTask &task : model.step.collectives)
-    sentBytes += task.cost.sentBytes;
-  double spread = host.stepUs + sentBytes * host.nsPerSentByte * 1e-3;
+    transportNs +=
+        (task.cost.sentBytes - task.cost.gatheredBytes) * host.nsPerSentByte +
+        task.cost.gatheredBytes * host.getNsPerGatheredByte();
+  double spread = host.stepUs + transportNs * 1e-3;
   spreadUs = spread;
   return host.busyShare() * busyUs + spread;
 }
