@@ -23,9 +23,10 @@
 #     sizes; the links, the per-message cost under that many ranks' load,
 #     the per-collective overhead within a step): the cluster the plans are
 #     made for; and the CPU a rank spends per byte it sends in the 32 MiB
-#     allreduce (--host-cpu-output), which grows with the ranks that share
-#     the cores. Nothing of the rows exchanges is measured for it, so every
-#     prediction below is held out;
+#     allreduce (the runtime's ring) and in an allgather of as many bytes
+#     (MPI's own collective, as the rows exchanges use) (--host-cpu-output),
+#     which change with the ranks that share the cores. Nothing of the rows
+#     exchanges is measured for it, so every prediction below is held out;
 #  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
 #     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
 #     the step once there are more ranks than cores. At the first rank
@@ -34,10 +35,11 @@
 #     section 4) is the hash runs' least CPU per step less the
 #     compute-only runs', less the
 #     exchange's local work as the model prices it and less the
-#     transport's CPU for the bytes it sends (ns_per_sent_byte, as the
+#     transport's CPU for the bytes it sends (ns_per_gathered_byte, as the
 #     calibration measured it at that rank count). Every rank count's device
 #     is $DEVICE with that step_us, its own rank count and its own
-#     calibrated ns_per_sent_byte, its durations timed alone (timed_ranks 1: the profile's compute
+#     calibrated ns_per_sent_byte and ns_per_gathered_byte, its durations
+#     timed alone (timed_ranks 1: the profile's compute
 #     comes from one process, and the local work's rates are taken as CPU
 #     time); those runs are the only ones the model is fitted to;
 #  4. plans: comm-optimize with each rows-exchange and with auto (the
