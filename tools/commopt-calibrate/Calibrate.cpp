@@ -242,13 +242,12 @@ double transportNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
 /// exchanges' collectives do) of `bytes` f32 gathered from all `ranks`,
 /// in equal blocks, in ns: each rank's median process CPU over
 /// `repetitions` allgathers after an untimed one, the mean over the ranks,
-/// divided by what a rank sends, its block to each of the p - 1 others.
-/// Collective.
-double gatherNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
-                           int repetitions, int ranks) {
-  const int64_t block = bytes / 4 / ranks;
+/// divided by what a rank sends, its block (at least one element) to each
+/// of the p - 1 others. Collective.
+double gatherNsPerSentByte(int64_t bytes, int repetitions, int ranks) {
+  const int64_t block = std::max<int64_t>(1, bytes / 4 / ranks);
   const std::vector<int64_t> counts(ranks, block);
-  std::vector<float> send(block, 1.0f);
+  std::vector<float> send(block, 1.0f), buffer(block * ranks);
   std::vector<double> cpuUs;
   for (int r = 0; r <= repetitions; ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -401,7 +400,7 @@ int main(int argc, char **argv) {
     nsPerSentByte = transportNsPerSentByte(buffer, sizes.back(),
                                            options.repetitions, ranks);
     nsPerGatheredByte =
-        gatherNsPerSentByte(buffer, sizes.back(), options.repetitions, ranks);
+        gatherNsPerSentByte(sizes.back(), options.repetitions, ranks);
   }
 
   if (rank != 0) {
