@@ -216,51 +216,62 @@ double processCpuUs() {
          static_cast<double>(now.tv_nsec) * 1e-3;
 }
 
-/// The CPU a rank spends per byte it sends in an allreduce of `bytes` (f32)
-/// over all `ranks`, in ns: each rank's median process CPU over
-/// `repetitions` allreduces, the mean over the ranks, divided by what a
-/// ring sends per rank, 2 (p - 1) / p bytes. Collective.
-double transportNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
-                              int repetitions, int ranks) {
-  const int64_t count = bytes / 4;
+/// The CPU a rank spends per byte it sends in the collective `run`, in ns:
+/// each rank's median process CPU over `repetitions` runs, each after
+/// `prepare` (not counted) and after `untimed` runs that are not timed, the
+/// mean over the ranks, divided by the `sentBytes` a rank sends in one run.
+/// Collective.
+template <typename Prepare, typename Run>
+double cpuNsPerSentByte(Prepare prepare, Run run, int untimed, int repetitions,
+                        double sentBytes) {
   std::vector<double> cpuUs;
-  for (int r = 0; r < repetitions; ++r) {
-    std::fill(buffer.begin(), buffer.begin() + count, 1.0f);
+  for (int r = 0; r < untimed + repetitions; ++r) {
+    prepare();
     MPI_Barrier(MPI_COMM_WORLD);
     const double before = processCpuUs();
-    check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
-    cpuUs.push_back(processCpuUs() - before);
+    run();
+    if (r >= untimed)
+      cpuUs.push_back(processCpuUs() - before);
   }
   double local = median(cpuUs), sum = 0;
   MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  const double sent = 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes);
-  return sum / ranks * 1e3 / sent;
+  int ranks;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  return sum / ranks * 1e3 / sentBytes;
+}
+
+/// The CPU a rank spends per byte it sends in an allreduce of `bytes` (f32)
+/// over all `ranks` (see cpuNsPerSentByte): a ring sends 2 (p - 1) / p
+/// bytes per rank. Collective.
+double transportNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
+                              int repetitions, int ranks) {
+  const int64_t count = bytes / 4;
+  return cpuNsPerSentByte(
+      [&] { std::fill(buffer.begin(), buffer.begin() + count, 1.0f); },
+      [&] {
+        check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
+      },
+      /*untimed=*/0, repetitions,
+      2.0 * (ranks - 1) / ranks * static_cast<double>(bytes));
 }
 
 /// The CPU a rank spends per byte it sends in commrt_allgather (MPI's own
 /// nonblocking allgather, whose waits test at short sleeps, as the sparse
 /// exchanges' collectives do) of `bytes` f32 gathered from all `ranks`,
-/// in equal blocks, in ns: each rank's median process CPU over
-/// `repetitions` allgathers after an untimed one, the mean over the ranks,
-/// divided by what a rank sends, its block (at least one element) to each
-/// of the p - 1 others. Collective.
+/// in equal blocks (see cpuNsPerSentByte; after one untimed allgather): a
+/// rank sends its block (at least one element) to each of the p - 1
+/// others. Collective.
 double gatherNsPerSentByte(int64_t bytes, int repetitions, int ranks) {
   const int64_t block = std::max<int64_t>(1, bytes / 4 / ranks);
   const std::vector<int64_t> counts(ranks, block);
   std::vector<float> send(block, 1.0f), buffer(block * ranks);
-  std::vector<double> cpuUs;
-  for (int r = 0; r <= repetitions; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double before = processCpuUs();
-    check(commrt_allgather(send.data(), buffer.data(), counts.data(),
-                           COMMRT_F32));
-    if (r > 0)
-      cpuUs.push_back(processCpuUs() - before);
-  }
-  double local = median(cpuUs), sum = 0;
-  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  const double sent = static_cast<double>(ranks - 1) * block * 4;
-  return sum / ranks * 1e3 / sent;
+  return cpuNsPerSentByte([] {},
+                          [&] {
+                            check(commrt_allgather(send.data(), buffer.data(),
+                                                   counts.data(), COMMRT_F32));
+                          },
+                          /*untimed=*/1, repetitions,
+                          static_cast<double>(ranks - 1) * block * 4);
 }
 
 /// The median time of the allreduce among `group` in `wire` (see timeOnce)
