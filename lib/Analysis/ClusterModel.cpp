@@ -47,6 +47,11 @@ constexpr detail::EnumSpelling<ChannelSharing> kSharingSpellings[] = {
     {ChannelSharing::Shared, "shared"},
     {ChannelSharing::Independent, "independent"},
 };
+
+constexpr detail::EnumSpelling<CollectiveBackend> kBackendSpellings[] = {
+    {CollectiveBackend::Nccl, "nccl"},
+    {CollectiveBackend::Mpi, "mpi"},
+};
 } // namespace
 
 llvm::StringRef
@@ -66,6 +71,10 @@ llvm::StringRef comm::stringifyChannelSharing(ChannelSharing sharing) {
 std::optional<ChannelSharing>
 comm::symbolizeChannelSharing(llvm::StringRef text) {
   return detail::symbolizeEnum(kSharingSpellings, text);
+}
+
+llvm::StringRef comm::stringifyCollectiveBackend(CollectiveBackend backend) {
+  return detail::stringifyEnum(kBackendSpellings, backend);
 }
 
 double LinkLevel::secondsPerByte(double betaUsPerByte) {
@@ -183,6 +192,12 @@ static bool fromJSON(const llvm::json::Value &value, ChannelSharing &sharing,
   return detail::readEnum(value, sharing, path, kSharingSpellings,
                           "expected \"shared\" or \"independent\"");
 }
+
+static bool fromJSON(const llvm::json::Value &value, CollectiveBackend &backend,
+                     Path path) {
+  return detail::readEnum(value, backend, path, kBackendSpellings,
+                          "expected \"nccl\" or \"mpi\"");
+}
 } // namespace mlir::comm
 
 /// Reads the alpha and beta of a level or a regime at `path`: "alpha_us"
@@ -246,6 +261,7 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
       !mapper.mapOptional("allreduce", result.algorithm) ||
       !mapper.mapOptional("channels", channels) ||
       !mapper.mapOptional("channel_sharing", result.sharing) ||
+      !mapper.mapOptional("backend", result.backend) ||
       !mapper.mapOptional("wire_s_per_byte", wireSecondsPerByte) ||
       !mapper.mapOptional("collective_overhead_us",
                           result.collectiveOverheadUs))
@@ -385,6 +401,8 @@ llvm::json::Value ClusterModel::toJSON() const {
     object["wire_s_per_byte"] = LinkLevel::secondsPerByte(wireUsPerByte);
   if (collectiveOverheadUs != 0)
     object["collective_overhead_us"] = collectiveOverheadUs;
+  if (backend != CollectiveBackend::Nccl)
+    object["backend"] = stringifyCollectiveBackend(backend);
   return object;
 }
 
@@ -394,7 +412,8 @@ bool ClusterModel::operator==(const ClusterModel &other) const {
          inter == other.inter && algorithm == other.algorithm &&
          channels == other.channels && sharing == other.sharing &&
          wireUsPerByte == other.wireUsPerByte &&
-         collectiveOverheadUs == other.collectiveOverheadUs;
+         collectiveOverheadUs == other.collectiveOverheadUs &&
+         backend == other.backend;
 }
 
 //===----------------------------------------------------------------------===//

@@ -171,6 +171,64 @@ static CollectiveCost allToAllLinkCost(const ClusterModel &cluster,
           (pd - 1) / pd * bytesPerRank};
 }
 
+/// The messages of one of MPI's own nonblocking collectives as Open MPI's
+/// libnbc runs the sparse exchanges' allgather(v) and all-to-all(v)
+/// (CollectiveBackend::Mpi): every message of a rank is posted at once
+/// (libnbc's linear schedules), so the messages pay a level's alpha once
+/// and share the rank's link, a + (p-1)/p n b where the rank sends (p-1)/p
+/// of `bytesPerRank` (an allgather of n bytes in all sends as much as an
+/// all-to-all of n bytes a rank). Across nodes the node's link carries
+/// q (m-1)/m n bytes (every rank of a node receives its own copy of every
+/// block from other nodes, where a ring forwards one copy inside the node),
+/// while the shares for local peers take the intra-node links at the same
+/// time.
+static CollectiveCost postedAtOnceLinkCost(const ClusterModel &cluster,
+                                           double bytesPerRank) {
+  if (cluster.hasRegimes()) {
+    // A size's fitted figures split a ring's time between its steps'
+    // alpha and beta, and the split is loose; paid once, a large alpha
+    // leaves the bytes faster than the link carries them. They go no
+    // faster than at the largest sizes (each level's own beta, above its
+    // regimes), where alpha hardly counts.
+    ClusterModel sized = cluster.forBytes(bytesPerRank);
+    sized.intra.betaUsPerByte =
+        std::max(sized.intra.betaUsPerByte, cluster.intra.betaUsPerByte);
+    sized.inter.betaUsPerByte =
+        std::max(sized.inter.betaUsPerByte, cluster.inter.betaUsPerByte);
+    return postedAtOnceLinkCost(sized, bytesPerRank);
+  }
+  int64_t p = cluster.ranks;
+  if (p <= 1)
+    return {};
+  double pd = static_cast<double>(p);
+  double sent = (pd - 1) / pd * bytesPerRank;
+  int64_t m = cluster.nodes();
+  if (m == 1)
+    return {cluster.intra.alphaUs, sent * cluster.intra.betaUsPerByte, sent};
+  double q = static_cast<double>(cluster.ranksPerNode);
+  double md = static_cast<double>(m);
+  double interUs =
+      q * (md - 1) / md * bytesPerRank * cluster.inter.betaUsPerByte;
+  double intraUs = (q - 1) / pd * bytesPerRank * cluster.intra.betaUsPerByte;
+  return {cluster.inter.alphaUs, std::max(interUs, intraUs), sent};
+}
+
+/// The messages of libnbc's allreduce of a few bytes (its binomial
+/// schedule below 64 KiB): a reduction up a binomial tree, then a broadcast
+/// down it, 2 ceil(lg p) rounds of one message each on the flat level.
+static CollectiveCost binomialAllreduceLinkCost(const ClusterModel &cluster,
+                                                double bytes) {
+  if (cluster.hasRegimes())
+    return binomialAllreduceLinkCost(cluster.forBytes(bytes), bytes);
+  int64_t p = cluster.ranks;
+  if (p <= 1)
+    return {};
+  const LinkLevel &flat = cluster.flatLevel();
+  double rounds = 2.0 * ceilLog2(p);
+  return {rounds * flat.alphaUs, rounds * bytes * flat.betaUsPerByte,
+          rounds * bytes};
+}
+
 /// The messages of a broadcast (see broadcastCost), without the
 /// per-collective overhead.
 static CollectiveCost broadcastLinkCost(const ClusterModel &cluster,
@@ -366,33 +424,43 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
   // Expected number of pairs each rank sends.
   double k = gradient.density * n;
 
-  // Every collective the runtime issues (lib/Runtime/Sparse.cpp) is priced:
-  // counts travel as 8-byte integers, indices and values as separate
-  // messages. They run back to back within one runtime call, on the thread
-  // that runs it, so the call pays the per-collective overhead (handing the
-  // work to a channel, the ranks' arrival) once, not once per message.
+  // Every collective the runtime issues (lib/Runtime/Sparse.cpp,
+  // NcclSparse.cpp) is priced: counts travel as 8-byte integers, indices
+  // and values as separate messages. They run back to back within one
+  // runtime call, on the thread that runs it, so the call pays the
+  // per-collective overhead (handing the work to a channel, the ranks'
+  // arrival) once, not once per message. NCCL runs the allgathers as rings
+  // and the all-to-alls pairwise; MPI posts all their messages at once
+  // (postedAtOnceLinkCost) and reduces a count on a binomial tree.
   double pd = static_cast<double>(p);
   double indexBytes = static_cast<double>(gradient.indexBytes);
   constexpr double kCountBytes = 8;
   // Rows travel as records, an index and its row in one message; entries
   // as two messages, indices and values.
   const bool records = gradient.rowElements > 1;
+  const bool mpi = cluster.backend == CollectiveBackend::Mpi;
+  auto allgather = [&](double totalBytes) {
+    return mpi ? postedAtOnceLinkCost(cluster, totalBytes)
+               : halfAllreduceCost(cluster, totalBytes);
+  };
+  auto allToAll = [&](double bytesPerRank) {
+    return mpi ? postedAtOnceLinkCost(cluster, bytesPerRank)
+               : allToAllLinkCost(cluster, bytesPerRank);
+  };
   // The ranks' pair counts, then all indices and all values: three
   // allgathers of `pairs` pairs in all (two for rows).
   auto allgatherPairs = [&](double pairs) {
-    CollectiveCost counts = halfAllreduceCost(cluster, pd * kCountBytes);
+    CollectiveCost counts = allgather(pd * kCountBytes);
     if (records)
-      return counts +
-             halfAllreduceCost(cluster, pairs * (indexBytes + valueBytes));
-    return counts + halfAllreduceCost(cluster, pairs * indexBytes) +
-           halfAllreduceCost(cluster, pairs * valueBytes);
+      return counts + allgather(pairs * (indexBytes + valueBytes));
+    return counts + allgather(pairs * indexBytes) +
+           allgather(pairs * valueBytes);
   };
   // The pairs to their owners: two all-to-alls (one for rows).
   auto sendToOwners = [&] {
     if (records)
-      return allToAllLinkCost(cluster, k * (indexBytes + valueBytes));
-    return allToAllLinkCost(cluster, k * indexBytes) +
-           allToAllLinkCost(cluster, k * valueBytes);
+      return allToAll(k * (indexBytes + valueBytes));
+    return allToAll(k * indexBytes) + allToAll(k * valueBytes);
   };
 
   switch (scheme) {
@@ -408,10 +476,11 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
     double u =
         gradient.reducedDensity.value_or(unionDensity(gradient.density, p));
     assert(u >= 0 && u <= 1 && "reduced density out of [0, 1]");
-    return withOverhead(
-        cluster, allreduceLinkCost(cluster, kCountBytes, cluster.algorithm) +
-                     allToAllLinkCost(cluster, pd * 4) + sendToOwners() +
-                     allgatherPairs(n * u));
+    CollectiveCost total =
+        mpi ? binomialAllreduceLinkCost(cluster, kCountBytes)
+            : allreduceLinkCost(cluster, kCountBytes, cluster.algorithm);
+    return withOverhead(cluster, total + allToAll(pd * 4) + sendToOwners() +
+                                     allgatherPairs(n * u));
   }
   case SparseExchangeScheme::Chunk: {
     assert(gradient.chunkElements > 0 && gradient.normBytes > 0 &&

@@ -70,7 +70,8 @@ bool HostCpu::operator==(const HostCpu &other) const {
   return cores == other.cores && ranks == other.ranks &&
          stepUs == other.stepUs && nsPerSentByte == other.nsPerSentByte &&
          timedRanks == other.timedRanks &&
-         nsPerGatheredByte == other.nsPerGatheredByte;
+         nsPerGatheredByte == other.nsPerGatheredByte &&
+         cpuScale == other.cpuScale;
 }
 
 /// Reports the first negative or non-finite rate of `rates` below `path`
@@ -114,7 +115,8 @@ static bool verifyHostCpu(const HostCpu &host, Path path) {
                                   "ns_per_sent_byte") &&
          detail::checkNonNegative(host.getNsPerGatheredByte(), path,
                                   "ns_per_gathered_byte") &&
-         detail::checkNonNegative(host.timedRanks, path, "timed_ranks");
+         detail::checkNonNegative(host.timedRanks, path, "timed_ranks") &&
+         detail::checkPositive(host.cpuScale.value_or(1.0), path, "cpu_scale");
 }
 
 /// Reports the first broken invariant of `device` below `path`.
@@ -178,7 +180,8 @@ static bool fromJSON(const llvm::json::Value &value, HostCpu &host, Path path) {
          mapper.mapOptional("step_us", host.stepUs) &&
          mapper.mapOptional("ns_per_sent_byte", host.nsPerSentByte) &&
          mapper.mapOptional("ns_per_gathered_byte", host.nsPerGatheredByte) &&
-         mapper.mapOptional("timed_ranks", host.timedRanks);
+         mapper.mapOptional("timed_ranks", host.timedRanks) &&
+         mapper.mapOptional("cpu_scale", host.cpuScale);
 }
 } // namespace mlir::comm
 
@@ -229,6 +232,8 @@ llvm::json::Value DeviceModel::toJSON() const {
                           {"timed_ranks", hostCpu.timedRanks}};
   if (hostCpu.nsPerGatheredByte)
     host["ns_per_gathered_byte"] = *hostCpu.nsPerGatheredByte;
+  if (hostCpu.cpuScale)
+    host["cpu_scale"] = *hostCpu.cpuScale;
   return llvm::json::Object{
       {"format", kFormat},
       {"version", kVersion},

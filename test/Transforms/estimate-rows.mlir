@@ -1,4 +1,6 @@
 // RUN: commopt-opt %s -split-input-file --comm-estimate="cluster=%S/Inputs/flat-4.json device=%S/Inputs/slow-device.json report=none" | FileCheck %s
+// RUN: commopt-opt %s -split-input-file --comm-estimate="cluster=%S/Inputs/flat-4-mpi.json device=%S/Inputs/slow-device.json report=none" | FileCheck %s --check-prefix=MPI
+// RUN: not commopt-opt %s -split-input-file -o /dev/null --comm-estimate="cluster=%S/Inputs/bad-cluster-backend.json" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The rows exchange's local work, at the 6144 B/us of slow-device.json,
 // for 1000 rows of 16 f32 (64,000 B), a rank touching 10 rows and the 4
@@ -18,6 +20,18 @@
 // (16 B, 3 + 0.012), the 10 rows as records of an 8-byte index and 64 B by
 // all-to-all (720 B, 3 + 0.54), and the 40 reduced rows gathered (counts,
 // then 2,880 B of records: 6 + 0.024 + 2.16): 20.748 us. So 20.748 + 22.292 and 20.748 + 4.010.
+//
+// On MPI's own collectives (flat-4-mpi.json, "backend": "mpi"), the count
+// is reduced on a binomial tree (2 lg 4 = 4 messages: 4 us + 0.032) and
+// every all-to-all and allgather posts its messages at once, paying the
+// latency once: 4.032 + (1 + 0.012) + (1 + 0.54) + (2 + 0.024 + 2.16) =
+// 10.768 us. So 10.768 + 22.292 and 10.768 + 4.010.
+// MPI-LABEL: func.func @dense_buffer
+// MPI: comm.sparse_allreduce {{.*}}comm.end_us = 33.05966{{[0-9]*}} : f64
+// MPI-LABEL: func.func @coo
+// MPI: comm.sparse_allreduce {{.*}}comm.end_us = 14.77841{{[0-9]*}} : f64
+//
+// BAD: error: comm-estimate: option 'cluster': {{.*}}bad-cluster-backend.json: invalid cluster description: expected "nccl" or "mpi" at cluster.backend
 
 // CHECK-LABEL: func.func @dense_buffer
 // CHECK: comm.sparse_allreduce {{.*}}comm.end_us = 43.03966{{[0-9]*}} : f64

@@ -514,6 +514,11 @@ int main(int argc, char **argv) {
                             source, nodeFit ? &*nodeFit : nullptr);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
+  // The sparse exchanges run on the measured backend's own collectives,
+  // whose schedules the model prices apart (CollectiveBackend).
+  cluster->backend = commrt_backend_in_use() == COMMRT_BACKEND_NCCL
+                         ? mlir::comm::CollectiveBackend::Nccl
+                         : mlir::comm::CollectiveBackend::Mpi;
   if (!wireSamples.empty()) {
     // What the wire adds beyond the allreduce of its bytes, which the f32
     // sweep's model prices; a line through the origin in gradient bytes.

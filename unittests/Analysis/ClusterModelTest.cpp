@@ -35,6 +35,7 @@ llvm::json::Object baseCluster() {
       {"allreduce", "hierarchical"},
       {"channels", 3},
       {"channel_sharing", "independent"},
+      {"backend", "mpi"},
       {"levels",
        llvm::json::Object{
            {"intra",
@@ -246,6 +247,7 @@ TEST(ClusterModel, LoadsGoodFile) {
   EXPECT_EQ(cluster->algorithm, AllreduceAlgorithm::Hierarchical);
   EXPECT_EQ(cluster->channels, 3u);
   EXPECT_EQ(cluster->sharing, ChannelSharing::Independent);
+  EXPECT_EQ(cluster->backend, CollectiveBackend::Mpi);
   EXPECT_EQ(cluster->intra.alphaUs, 2.0);
   // 100 Gbit/s = 12.5e9 B/s: 1 / 12.5e9 s/B = 8e-11 s/B = 8e-5 us/B.
   EXPECT_NEAR(cluster->intra.betaUsPerByte, 8e-5, 1e-18);
@@ -269,7 +271,17 @@ TEST(ClusterModel, DefaultsAndOptionalLevels) {
   EXPECT_EQ(cluster->algorithm, AllreduceAlgorithm::Ring);
   EXPECT_EQ(cluster->channels, 1u);
   EXPECT_EQ(cluster->sharing, ChannelSharing::Shared);
+  EXPECT_EQ(cluster->backend, CollectiveBackend::Nccl);
   EXPECT_EQ(cluster->inter, cluster->intra);
+  // The default backend is left out of the JSON form, another is written.
+  EXPECT_EQ(print(cluster->toJSON()).find("backend"), std::string::npos);
+  ClusterModel onMpi = *cluster;
+  onMpi.backend = CollectiveBackend::Mpi;
+  EXPECT_FALSE(onMpi == *cluster);
+  llvm::Expected<ClusterModel> reloaded =
+      ClusterModel::fromJSON(print(onMpi.toJSON()));
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
+  EXPECT_EQ(*reloaded, onMpi);
 }
 
 TEST(ClusterModel, ParseNamesPresetOrFile) {
@@ -334,6 +346,8 @@ TEST(ClusterModel, BadFieldsAreNamed) {
        "at cluster.allreduce"},
       {[](llvm::json::Object &o) { o["channel_sharing"] = "fair"; },
        "at cluster.channel_sharing"},
+      {[](llvm::json::Object &o) { o["backend"] = "gloo"; },
+       "expected \"nccl\" or \"mpi\" at cluster.backend"},
       {[](llvm::json::Object &o) { o["format"] = "other"; },
        "at cluster.format"},
       {[](llvm::json::Object &o) { o["version"] = 2; }, "at cluster.version"},

@@ -562,6 +562,120 @@ TEST(CollectiveCost, RowsExchangesScaleAsZenSays) {
   }
 }
 
+/// The test cluster with its sparse exchanges on MPI's own collectives.
+ClusterModel mpiCluster(int64_t ranksPerNode = 4) {
+  ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+  cluster.ranksPerNode = ranksPerNode;
+  cluster.backend = CollectiveBackend::Mpi;
+  return cluster;
+}
+
+TEST(CollectiveCost, SparseAllgatherOnMpi) {
+  // The three allgathers of SparseAllgather, MPI posting each one's
+  // messages at once: one inter-node latency each, 3 * 10 = 30, and a
+  // node's link carries its q = 4 ranks' blocks for the 12 ranks of other
+  // nodes, 4 * 3/4 of the bytes * 1e-3 (its intra-node links carry 3/16 of
+  // them at 1e-4 meanwhile): 3e-3 * 1280128 = 3840.384.
+  expectCost(sparseAllreduceCost(mpiCluster(), SparseExchangeScheme::Allgather,
+                                 testGradient()),
+             30, 3840.384);
+}
+
+TEST(CollectiveCost, SparseHashOnMpi) {
+  SparseGradient gradient = testGradient();
+  gradient.reducedDensity = 0.1;
+  // The total count, MPI's binomial allreduce of 8 B: up and down a tree of
+  // lg 16 = 4 levels, 8 * 10 = 80; 8 * 8 * 1e-3 = 0.064. Three all-to-alls
+  // (the counts, 64 B per rank; the k indices and the k values, 4e4 B
+  // each), each's messages at once: 10 each; 3e-3 b: 0.192 + 120 + 120.
+  // The owners' n u = 1e5 pairs, gathered as SparseAllgatherOnMpi gathers:
+  // 30; 3e-3 * (128 + 8e5) = 2400.384.
+  expectCost(
+      sparseAllreduceCost(mpiCluster(), SparseExchangeScheme::Hash, gradient),
+      80 + 30 + 30, 0.064 + 0.192 + 240 + 2400.384);
+}
+
+TEST(CollectiveCost, RowsAllgatherOnMpi) {
+  // RowsAllgather's two allgathers (128 B of counts, 7.04e5 B of records),
+  // each's messages at once: 2 * 10, 3e-3 * 704128 = 2112.384.
+  expectCost(sparseAllreduceCost(mpiCluster(), SparseExchangeScheme::Allgather,
+                                 testRows()),
+             20, 2112.384);
+}
+
+// With a link per rank, MPI's schedules send what NCCL's do and pay one
+// latency a collective where the ring pays p - 1; with several ranks a
+// node, every rank of a node receives its own copy of what other nodes send
+// (a ring forwards one inside the node), and the dense ring wins at lower
+// densities: up to 0.1 the rows win with a link per rank, up to 0.01 with
+// 4 ranks sharing a node's link.
+TEST(CollectiveCost, MpiExchangesPostEveryMessageAtOnce) {
+  SparseGradient rows = testRows();
+  rows.reducedDensity = 0.05;
+  // The same bytes, but for the hash exchange's count: 2 lg 16 messages of
+  // 8 B up and down the binomial tree, against the ring's 2 * 15/16 * 8.
+  const std::pair<SparseExchangeScheme, double> extraBytes[] = {
+      {SparseExchangeScheme::Allgather, 0},
+      {SparseExchangeScheme::Hash, 8 * 8 - 2 * 15.0 / 16 * 8}};
+  for (auto [scheme, extra] : extraBytes) {
+    ClusterModel nccl = testCluster(AllreduceAlgorithm::Ring);
+    nccl.ranksPerNode = 1;
+    CollectiveCost onNccl = sparseAllreduceCost(nccl, scheme, rows);
+    CollectiveCost onMpi = sparseAllreduceCost(mpiCluster(1), scheme, rows);
+    EXPECT_NEAR(onMpi.sentBytes, onNccl.sentBytes + extra, 1e-6);
+    EXPECT_NEAR(onMpi.bandwidthUs, onNccl.bandwidthUs + extra * 1e-3, 1e-9);
+    EXPECT_LT(onMpi.latencyUs, onNccl.latencyUs);
+  }
+  // The allgather: two collectives, 2 * 10 against 2 * 15 * 10.
+  EXPECT_DOUBLE_EQ(
+      sparseAllreduceCost(mpiCluster(1), SparseExchangeScheme::Allgather, rows)
+          .latencyUs,
+      20);
+  for (int64_t ranksPerNode : {1, 4}) {
+    ClusterModel cluster = mpiCluster(ranksPerNode);
+    double denseUs = allreduceCost(cluster, 4e6).totalUs();
+    for (double density : {0.001, 0.01, 0.1, 0.9}) {
+      SCOPED_TRACE("density " + std::to_string(density) + ", " +
+                   std::to_string(ranksPerNode) + " ranks a node");
+      SparseGradient gradient = testRows();
+      gradient.density = density;
+      double bestRowsUs = std::min(
+          sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather,
+                              gradient)
+              .totalUs(),
+          sparseAllreduceCost(cluster, SparseExchangeScheme::Hash, gradient)
+              .totalUs());
+      EXPECT_EQ(bestRowsUs < denseUs,
+                density <= (ranksPerNode == 1 ? 0.1 : 0.01));
+    }
+  }
+}
+
+// A size's fitted regime may split its time into a large alpha and a beta
+// below the link's; paid once, that would move the bytes faster than the
+// largest sizes' rate. Flat, 4 ranks, one a node: up to 1 MB alpha 300 us
+// and 1e-4 us/B, above it 10 us and 1e-3 us/B.
+TEST(CollectiveCost, MpiExchangeBytesNoFasterThanTheLargestSizes) {
+  ClusterModel cluster = mpiCluster(1);
+  cluster.ranks = 4;
+  cluster.intra = cluster.inter =
+      LinkLevel{10.0, 1e-3, {SizeRegime{1e6, 300.0, 1e-4}}};
+  SparseGradient rows = testRows();
+  rows.density = 0.01;
+  // The 4 counts (32 B) and the 4 k = 4e3 records of 44 B (1.76e5 B), in
+  // the first regime: 300 us each, once; the bytes, 3/4 of them, at the
+  // largest sizes' 1e-3 us/B: 3/4 * (32 + 176000) * 1e-3 = 132.024.
+  expectCost(
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, rows), 600,
+      132.024);
+  // NCCL's ring keeps the regime's figures: 3 steps of 300 us each
+  // collective, 3/4 of the bytes at 1e-4 us/B.
+  cluster.backend = CollectiveBackend::Nccl;
+  expectCost(
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, rows), 1800,
+      13.2024);
+}
+
 TEST(CollectiveCost, RowsTouchedAt) {
   const double measured[] = {0.01, 0.018, 0.031};
   // The measured powers of two as they are.

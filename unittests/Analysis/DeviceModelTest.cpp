@@ -204,6 +204,32 @@ TEST(DeviceModel, HostCpuGatheredRate) {
   EXPECT_EQ(text.find("ns_per_gathered_byte"), std::string::npos) << text;
 }
 
+TEST(DeviceModel, HostCpuScale) {
+  llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(R"({
+      "peak_tflops": 1, "memory_gbps": 1,
+      "host_cpu": {"cores": 2, "ranks": 16, "cpu_scale": 1.5}})");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  EXPECT_EQ(device->hostCpu.getCpuScale(), 1.5);
+  // It survives toJSON; a device without it writes none and scales by 1,
+  // as does one that describes no host, whatever it holds.
+  std::string text;
+  llvm::raw_string_ostream(text) << device->toJSON();
+  EXPECT_NE(text.find("\"cpu_scale\":1.5"), std::string::npos) << text;
+  llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
+  EXPECT_EQ(*reloaded, *device);
+  DeviceModel without = *device;
+  without.hostCpu.cpuScale.reset();
+  EXPECT_FALSE(without == *device);
+  EXPECT_EQ(without.hostCpu.getCpuScale(), 1.0);
+  text.clear();
+  llvm::raw_string_ostream(text) << without.toJSON();
+  EXPECT_EQ(text.find("cpu_scale"), std::string::npos) << text;
+  HostCpu undescribed;
+  undescribed.cpuScale = 2.0;
+  EXPECT_EQ(undescribed.getCpuScale(), 1.0);
+}
+
 TEST(DeviceModel, BadFieldsAreNamed) {
   struct Case {
     const char *json;
@@ -253,6 +279,9 @@ TEST(DeviceModel, BadFieldsAreNamed) {
       {R"({"peak_tflops": 1, "memory_gbps": 1,
            "host_cpu": {"cores": 2, "ranks": 4, "timed_ranks": -1}})",
        "expected a non-negative number at device.host_cpu.timed_ranks"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "host_cpu": {"cores": 2, "ranks": 4, "cpu_scale": 0}})",
+       "expected a positive number at device.host_cpu.cpu_scale"},
       {R"({"peak_tflops": 1, "memory_gbps": 1, "host_cpu": 2})",
        "expected object at device.host_cpu"},
   };

@@ -52,6 +52,18 @@ enum class ChannelSharing {
   Independent,
 };
 
+/// The runtime backend whose collectives carry the sparse exchanges, which
+/// run them on different schedules.
+enum class CollectiveBackend {
+  /// NCCL: rings (ncclAllGather) and grouped point-to-point calls, one
+  /// message after another per peer in a ring's order.
+  Nccl,
+  /// MPI's own nonblocking collectives as Open MPI's libnbc schedules them:
+  /// an allgather(v) or all-to-all(v) posts all of a rank's messages at
+  /// once; an allreduce of a few bytes runs on a binomial tree.
+  Mpi,
+};
+
 /// Returns the JSON spelling of an algorithm ("ring", "tree", "hierarchical").
 llvm::StringRef stringifyAllreduceAlgorithm(AllreduceAlgorithm algorithm);
 /// Parses the JSON spelling of an algorithm.
@@ -60,6 +72,8 @@ std::optional<AllreduceAlgorithm> symbolizeAllreduceAlgorithm(llvm::StringRef);
 llvm::StringRef stringifyChannelSharing(ChannelSharing sharing);
 /// Parses the JSON spelling of a sharing mode.
 std::optional<ChannelSharing> symbolizeChannelSharing(llvm::StringRef);
+/// Returns the JSON spelling of a backend ("nccl", "mpi").
+llvm::StringRef stringifyCollectiveBackend(CollectiveBackend backend);
 
 /// The most channels a cluster may have: those the runtime runs collectives
 /// on (COMMRT_MAX_CHANNELS), the bound of comm-optimize's `channels`.
@@ -149,6 +163,10 @@ struct ClusterModel {
   unsigned channels = 1;
   /// How concurrently running collectives share bandwidth.
   ChannelSharing sharing = ChannelSharing::Shared;
+  /// The backend whose collectives carry the sparse exchanges (`backend`):
+  /// the presets are GPU clusters (NCCL); commopt-calibrate writes the
+  /// backend it measured.
+  CollectiveBackend backend = CollectiveBackend::Nccl;
   /// What a 16-bit wire adds to a collective per byte of the gradients it
   /// narrows (in their own type), beyond sending the wire bytes: packing,
   /// the 16-bit reduction and unpacking on the ranks, in microseconds

@@ -92,10 +92,23 @@ struct HostCpu {
   /// nonblocking collectives (CollectiveCost::gatheredBytes), in
   /// nanoseconds; none: nsPerSentByte.
   std::optional<double> nsPerGatheredByte;
+  /// How many times the CPU it took where it was timed the same work takes
+  /// while `ranks` ranks share the cores: they also share the caches and
+  /// the memory's bandwidth, and each switch between them costs. Scales
+  /// the CPU the model counts from timed durations (compute, the
+  /// collectives' local work, stepUs), not the transport's per-byte rates,
+  /// which are measured under the sharing, nor the timeline, whose lockstep
+  /// stretch already runs each rank's compute on its share of the cores
+  /// throughout. None: 1.
+  std::optional<double> cpuScale;
 
   bool isDescribed() const { return cores > 0 && ranks > 0; }
   double getNsPerGatheredByte() const {
     return nsPerGatheredByte.value_or(nsPerSentByte);
+  }
+  /// cpuScale where the host is described, else 1.
+  double getCpuScale() const {
+    return isDescribed() ? cpuScale.value_or(1.0) : 1.0;
   }
   /// The CPU time per microsecond of a modelled duration: the part of a core
   /// a busy thread had while the durations were timed, min(1, cores /

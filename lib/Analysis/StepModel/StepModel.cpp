@@ -382,7 +382,10 @@ bool mlir::comm::isMomentumCorrected(Operation *op) {
 /// and its collectives' local work at the part of a core each rank gets
 /// while all are busy (HostCpu::busyShare), plus `spreadUs`, the host's
 /// cost per step and its transport's for the bytes the collectives send
-/// (those of MPI's own collectives at their own rate);
+/// (those of MPI's own collectives at their own rate); all but the
+/// transport's as the sharing scales CPU work (HostCpu::cpuScale: the CPU
+/// the ranks need, not the timeline, whose lockstep stretch already runs
+/// each rank's compute on its share of the cores throughout);
 /// 0 where the device describes no host. The durations are the model's
 /// before the host's sharing stretches them (applyHostSharing).
 static double getStepCpuUs(const StepModel &model, const DeviceModel &device,
@@ -401,9 +404,10 @@ static double getStepCpuUs(const StepModel &model, const DeviceModel &device,
     transportNs +=
         (task.cost.sentBytes - task.cost.gatheredBytes) * host.nsPerSentByte +
         task.cost.gatheredBytes * host.getNsPerGatheredByte();
-  double spread = host.stepUs + transportNs * 1e-3;
+  const double scale = host.getCpuScale();
+  double spread = host.stepUs * scale + transportNs * 1e-3;
   spreadUs = spread;
-  return host.busyShare() * busyUs + spread;
+  return scale * host.busyShare() * busyUs + spread;
 }
 
 /// Runs the model's compute as the host's ranks share its cores: every
