@@ -29,19 +29,26 @@
 #     exchanges is measured for it, so every prediction below is held out;
 #  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
 #     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
-#     the step once there are more ranks than cores. At the first rank
-#     count the hash plan and the compute-only step run $FIT_RUNS times
-#     each with their CPU measured; host_cpu.step_us (docs/Cluster.md,
-#     section 4) is the hash runs' least CPU per step less the
-#     compute-only runs', less the
-#     exchange's local work as the model prices it and less the
-#     transport's CPU for the bytes it sends (ns_per_gathered_byte, as the
-#     calibration measured it at that rank count). Every rank count's device
-#     is $DEVICE with that step_us, its own rank count and its own
-#     calibrated ns_per_sent_byte and ns_per_gathered_byte, its durations
-#     timed alone (timed_ranks 1: the profile's compute
-#     comes from one process, and the local work's rates are taken as CPU
-#     time); those runs are the only ones the model is fitted to;
+#     the step once there are more ranks than cores.
+#     a. The sharing's cost on CPU work: the compute-only step runs
+#        $FIT_RUNS times ($SHARING_STEPS steps each) on 1 rank (its work
+#        alone, as the profile timed it) and at every rank count, ranks
+#        started together; host_cpu.cpu_scale at a rank count is its
+#        least CPU per step over the one rank's (ranks that share the
+#        cores share their caches and memory bandwidth too).
+#     b. At the first rank count the hash plan runs $FIT_RUNS times with
+#        its CPU measured; host_cpu.step_us (docs/Cluster.md, section 4) is
+#        the least CPU per step of those runs less the compute-only runs'
+#        and less the transport's CPU for the bytes it sends
+#        (ns_per_gathered_byte, as the calibration measured it at that rank
+#        count), over that rank count's cpu_scale, less the exchange's
+#        local work as the model prices it alone.
+#     Every rank count's device is $DEVICE with that step_us, its own rank
+#     count, cpu_scale and calibrated ns_per_sent_byte and
+#     ns_per_gathered_byte, its durations timed alone (timed_ranks 1: the
+#     profile's compute comes from one process, and the local work's rates
+#     are taken as CPU time); the hash runs of b are the only runs of a
+#     communicating plan the model is fitted to;
 #  4. plans: comm-optimize with each rows-exchange and with auto (the
 #     planner's choice), with estimates;
 #  5. runs: $STEPS timed steps (after $WARMUP) of each, in $ROUNDS rounds
@@ -58,7 +65,8 @@
 # ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (20),
 # WARMUP (3), ROUNDS (3), DEVICE (default bench/cluster/host-2core.json:
 # the local work's rates as one rank alone has them, the sharing being the
-# model's), FIT_RUNS (3), PYTHON; REPLAN=1 re-estimates the runs in $OUT
+# model's), FIT_RUNS (3), SHARING_STEPS (100), PYTHON; REPLAN=1
+# re-estimates the runs in $OUT
 # (their profile, calibrations and measurements kept) with the model as
 # built now: steps 3 (the fit, from the runs it made), 4 and 6 only.
 #
@@ -78,6 +86,7 @@ ROUNDS=${ROUNDS:-3}
 DEVICE=${DEVICE:-bench/cluster/host-2core.json}
 REPLAN=${REPLAN:-0}
 FIT_RUNS=${FIT_RUNS:-3}
+SHARING_STEPS=${SHARING_STEPS:-100}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 EXAMPLE=examples/zipf_embedding
 
@@ -124,15 +133,16 @@ plan() {
     --timeline-device="$device" -o "$dir/$exchange.timeline.json"
 }
 
-# Trains run "label|arguments" on $1 ranks into $2/label$4.json.
+# Trains run "label|arguments" on $1 ranks into $2/label$4.json, $5 steps
+# (default $STEPS).
 train() {
-  local ranks=$1 dir=$2 run=$3 suffix=${4:-}
+  local ranks=$1 dir=$2 run=$3 suffix=${4:-} steps=${5:-$STEPS}
   local label=${run%%|*} arguments=${run#*|}
   echo "== $ranks x $RATE: $label$suffix" >&2
   # shellcheck disable=SC2086
   bench/cluster/emulate.sh run "$ranks" "$RATE" -- "$PYTHON" \
     "$ROOT/$EXAMPLE/train.py" $arguments --coo --batch-size "$BATCH" \
-    --steps "$STEPS" --warmup-steps "$WARMUP" --master-addr "$SUBNET.1" \
+    --steps "$steps" --warmup-steps "$WARMUP" --master-addr "$SUBNET.1" \
     --label "$label" --json "$dir/$label$suffix.json"
 }
 
@@ -148,11 +158,16 @@ plan "$HOST" "$OUT/r$FIRST/cluster.json" "$DEVICE" hash
 # $FIT_RUNS runs of each, the closest to the work's own CPU.
 for ((run = 1; run <= FIT_RUNS && REPLAN != 1; run++)); do
   train "$FIRST" "$HOST" "hash-$run|--comm commopt --plan $HOST/hash.plan.json"
-  train "$FIRST" "$HOST" "compute-only-$run|--comm local"
+  for ranks in 1 $RANKS; do
+    train "$ranks" "$HOST" "compute-only-r$ranks-$run|--comm local" "" \
+      "$SHARING_STEPS"
+  done
 done
-"$PYTHON" - "$HOST" "$OUT/r$FIRST/transport-cpu.json" "$FIT_RUNS" <<'PY'
+# shellcheck disable=SC2086
+"$PYTHON" - "$HOST" "$OUT/r$FIRST/transport-cpu.json" "$FIT_RUNS" "$FIRST" \
+  $RANKS <<'PY'
 import json, os, sys
-host, runs = sys.argv[1], int(sys.argv[3])
+host, runs, first = sys.argv[1], int(sys.argv[3]), int(sys.argv[4])
 transport = json.load(open(sys.argv[2]))
 per_byte = transport["ns_per_sent_byte"]
 # Calibrations before the allgather's was measured: the allreduce's rate.
@@ -161,7 +176,22 @@ def cpu_us(label):
     return min(
         json.load(open(os.path.join(host, f"{label}-{run}.json")))["cpu_ms"]
         * 1e3 for run in range(1, runs + 1))
-cpu, local = cpu_us("hash"), cpu_us("compute-only")
+def has_runs(label):
+    return all(os.path.exists(os.path.join(host, f"{label}-{run}.json"))
+               for run in range(1, runs + 1))
+# The compute-only step's least CPU at each rank count, and its ratio to
+# the one rank's: the sharing's cost on the same work. Runs made before
+# the benchmark measured it (REPLAN=1 of older runs) have only the first
+# rank count's, unscaled.
+ranks_measured = [int(r) for r in ["1"] + sys.argv[5:]
+                  if has_runs(f"compute-only-r{r}")]
+compute_only = {r: cpu_us(f"compute-only-r{r}") for r in ranks_measured}
+if 1 in compute_only and first in compute_only:
+    scale = {r: compute_only[r] / compute_only[1] for r in compute_only}
+    local = compute_only[first]
+else:
+    scale, local = {}, cpu_us("compute-only")
+cpu = cpu_us("hash")
 timeline = json.load(open(os.path.join(host, "hash.timeline.json")))
 events = [e["args"] for e in timeline["traceEvents"] if "sent_bytes" in
           e.get("args", {})]
@@ -172,18 +202,24 @@ gathered = sum(e.get("gathered_bytes", 0) for e in events)
 local_work = sum(e.get("local_us", 0) for e in events)
 transport_us = (per_byte * (sent - gathered) + per_gathered_byte * gathered) \
     * 1e-3
-step_us = max(0.0, cpu - local - local_work - transport_us)
+step_us = max(0.0, (cpu - local - transport_us) / scale.get(first, 1.0) -
+              local_work)
 json.dump({"cpu_us": cpu, "compute_only_cpu_us": local, "sent_bytes": sent,
            "gathered_bytes": gathered, "local_work_us": local_work,
            "ns_per_sent_byte": per_byte,
            "ns_per_gathered_byte": per_gathered_byte,
-           "step_us": step_us, "runs": runs},
+           "step_us": step_us, "runs": runs,
+           "compute_only_by_ranks_us": {str(r): us for r, us in
+                                        compute_only.items()},
+           "cpu_scale": {str(r): s for r, s in scale.items()}},
           open(os.path.join(host, "host.json"), "w"), indent=1)
 print(f"host CPU (least of {runs} runs): {cpu:.0f} us per step with the "
       f"hash plan, {local:.0f} us "
       f"compute-only, {local_work:.0f} us of local work, {sent:.0f} B sent "
       f"({gathered:.0f} B by MPI's own collectives): "
-      f"step_us = {step_us:.0f}", file=sys.stderr)
+      f"step_us = {step_us:.0f}; cpu_scale " +
+      ", ".join(f"{s:.2f} at {r}" for r, s in scale.items()),
+      file=sys.stderr)
 PY
 
 for ranks in $RANKS; do
@@ -205,6 +241,9 @@ device["host_cpu"] = {"cores": 2, "ranks": int(sys.argv[3]),
                       "step_us": host["step_us"],
                       "ns_per_sent_byte": transport["ns_per_sent_byte"],
                       "timed_ranks": 1}
+scale = host.get("cpu_scale", {}).get(sys.argv[3])
+if scale is not None:
+    device["host_cpu"]["cpu_scale"] = scale
 if "ns_per_gathered_byte" in transport:
     device["host_cpu"]["ns_per_gathered_byte"] = \
         transport["ns_per_gathered_byte"]
