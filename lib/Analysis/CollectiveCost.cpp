@@ -143,6 +143,22 @@ CollectiveCost comm::allgatherCost(const ClusterModel &cluster,
   return withOverhead(cluster, halfAllreduceCost(cluster, totalBytes));
 }
 
+/// The bandwidth term of an exchange across `cluster`'s several nodes in
+/// which every rank sends (p-1)/p of `bytesPerRank`, split evenly among the
+/// others: each node's link carries its q ranks' shares for the other
+/// nodes, q (m-1)/m n bytes, while the (q-1)/p n bytes per rank for local
+/// peers go over the intra-node links at the same time.
+static double crossNodeExchangeUs(const ClusterModel &cluster,
+                                  double bytesPerRank) {
+  double q = static_cast<double>(cluster.ranksPerNode);
+  double md = static_cast<double>(cluster.nodes());
+  double interUs =
+      q * (md - 1) / md * bytesPerRank * cluster.inter.betaUsPerByte;
+  double intraUs = (q - 1) / static_cast<double>(cluster.ranks) * bytesPerRank *
+                   cluster.intra.betaUsPerByte;
+  return std::max(interUs, intraUs);
+}
+
 /// The messages of an all-to-all (see allToAllCost), without the
 /// per-collective overhead.
 static CollectiveCost allToAllLinkCost(const ClusterModel &cluster,
@@ -158,16 +174,9 @@ static CollectiveCost allToAllLinkCost(const ClusterModel &cluster,
     // Pairwise exchange: (p-1) ai + (p-1)/p n bi.
     return ringPass(cluster.intra, p, bytesPerRank);
   }
-  // Pairwise exchange across nodes: (p-1) ae latency terms; each node's link
-  // carries the q ranks' shares for other nodes, q (m-1)/m n bytes, while the
-  // (q-1)/p n bytes per rank for local peers go over the intra-node links at
-  // the same time.
-  double q = static_cast<double>(cluster.ranksPerNode);
-  double md = static_cast<double>(m);
-  double interUs =
-      q * (md - 1) / md * bytesPerRank * cluster.inter.betaUsPerByte;
-  double intraUs = (q - 1) / pd * bytesPerRank * cluster.intra.betaUsPerByte;
-  return {(pd - 1) * cluster.inter.alphaUs, std::max(interUs, intraUs),
+  // Pairwise exchange across nodes: (p-1) ae latency terms.
+  return {(pd - 1) * cluster.inter.alphaUs,
+          crossNodeExchangeUs(cluster, bytesPerRank),
           (pd - 1) / pd * bytesPerRank};
 }
 
@@ -177,11 +186,9 @@ static CollectiveCost allToAllLinkCost(const ClusterModel &cluster,
 /// (libnbc's linear schedules), so the messages pay a level's alpha once
 /// and share the rank's link, a + (p-1)/p n b where the rank sends (p-1)/p
 /// of `bytesPerRank` (an allgather of n bytes in all sends as much as an
-/// all-to-all of n bytes a rank). Across nodes the node's link carries
-/// q (m-1)/m n bytes (every rank of a node receives its own copy of every
-/// block from other nodes, where a ring forwards one copy inside the node),
-/// while the shares for local peers take the intra-node links at the same
-/// time.
+/// all-to-all of n bytes a rank). Across nodes every rank of a node
+/// receives its own copy of every block from other nodes, where a ring
+/// forwards one copy inside the node (crossNodeExchangeUs).
 static CollectiveCost postedAtOnceLinkCost(const ClusterModel &cluster,
                                            double bytesPerRank) {
   if (cluster.hasRegimes()) {
@@ -202,15 +209,10 @@ static CollectiveCost postedAtOnceLinkCost(const ClusterModel &cluster,
     return {};
   double pd = static_cast<double>(p);
   double sent = (pd - 1) / pd * bytesPerRank;
-  int64_t m = cluster.nodes();
-  if (m == 1)
+  if (cluster.nodes() == 1)
     return {cluster.intra.alphaUs, sent * cluster.intra.betaUsPerByte, sent};
-  double q = static_cast<double>(cluster.ranksPerNode);
-  double md = static_cast<double>(m);
-  double interUs =
-      q * (md - 1) / md * bytesPerRank * cluster.inter.betaUsPerByte;
-  double intraUs = (q - 1) / pd * bytesPerRank * cluster.intra.betaUsPerByte;
-  return {cluster.inter.alphaUs, std::max(interUs, intraUs), sent};
+  return {cluster.inter.alphaUs, crossNodeExchangeUs(cluster, bytesPerRank),
+          sent};
 }
 
 /// The messages of libnbc's allreduce of a few bytes (its binomial
