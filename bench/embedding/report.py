@@ -9,11 +9,14 @@
 #
 # The communication of a run is its median step less the compute-only
 # run's (no communication) at the same rank count, both measured in the
-# same run of the benchmark (its ranks start together, and compute on
-# their share of the cores); the model's is its plan's predicted step
-# (comm-estimate, estimate=step) less the model's compute-only step: the
-# profile's compute, run as the ranks share the cores (docs/CostModel.md,
-# section 3.1).
+# same run of the benchmark; the compute-only run's ranks start together
+# but do not keep in step, so its step is its wall time per step until
+# every rank has ended (the cores' time for every rank's compute: a median
+# step would be one a rank ran without being descheduled). The model's is
+# its plan's predicted step (comm-estimate, estimate=step) less the
+# model's compute-only step: the profile's compute, run as the ranks share
+# the cores, or their CPU for it where that bounds the step
+# (docs/CostModel.md, section 3.1).
 #
 # ===------------------------------------------------------------------=== #
 
@@ -38,7 +41,9 @@ def compute_only_us(profile, device):
     """The model's compute-only step: the profile's forward, every layer's
     backward and the update, as commopt-export timed them, run as the
     device's host_cpu says its ranks share the cores (HostCpu's lockstep
-    stretch)."""
+    stretch), or the cores' time for every rank's CPU for it (scaled by
+    cpu_scale) where there are more ranks than cores and that is longer:
+    the step model's bounds with no collective."""
     compute = (profile["forward_us"] + profile["update_us"] +
                sum(layer["backward_us"] for layer in profile["layers"]))
     host = device.get("host_cpu", {})
@@ -46,7 +51,24 @@ def compute_only_us(profile, device):
     if cores <= 0 or ranks <= 0:
         return compute
     timed = host.get("timed_ranks") or ranks
-    return compute * min(1.0, cores / timed) * max(1.0, ranks / cores)
+    busy_share = min(1.0, cores / timed)
+    timeline = compute * busy_share * max(1.0, ranks / cores)
+    cpu = compute * busy_share * host.get("cpu_scale", 1.0)
+    return max(timeline, cpu * ranks / cores if ranks > cores else 0.0)
+
+
+def profile_compute_ms(host, profile):
+    """The profile's compute the fit took from the CPU (runs fitted before
+    the fit counted it had the compute-only runs' CPU there instead)."""
+    if "profile_compute_us" in host:
+        return host["profile_compute_us"] / 1e3
+    return compute_only_us(profile, {}) / 1e3
+
+
+def figures_steps(runs):
+    """The timed steps of the runs that communicate."""
+    return next((figures["steps"] for label, figures in runs.items()
+                 if label != "compute-only"), 0)
 
 
 def over_rounds(rounds):
@@ -57,6 +79,9 @@ def over_rounds(rounds):
     figures["step_ms"] = statistics.median(steps)
     figures["cpu_ms"] = statistics.median(r["cpu_ms"] for r in rounds)
     figures["step_range"] = (min(steps), max(steps))
+    # Runs made before train.py measured it have the median step only.
+    figures["wall_step_ms"] = statistics.median(
+        r.get("wall_step_ms", r["step_ms"]) for r in rounds)
     figures["rounds"] = len(rounds)
     return figures
 
@@ -112,11 +137,14 @@ def main(argv):
              "by PyTorch DDP over gloo with sparse gradients (its sparse "
              "allreduce), all in the same run. Communication is the median "
              "step less the compute-only step (no communication) of the same "
-             "rank count (its ranks start together, so that they compute "
-             "on their share of the cores as in training); the model's is "
+             "rank count, the wall time per step its ranks take until every "
+             "one has ended its steps (they start together and share the "
+             "cores, but do not keep in step: a median step would be one "
+             "that a rank ran without being descheduled); the model's is "
              "the plan's predicted step "
              "(comm-optimize rows-exchange=..., estimate=step) less the "
-             "profile's compute run on that share, on the "
+             "profile's compute run on that share of the cores (or their "
+             "CPU for it, where that bounds the step), on the "
              "cluster commopt-calibrate measured at that rank count "
              "(its allreduces, and the CPU of an allreduce and an allgather: "
              "nothing of the rows exchanges is fitted, so "
@@ -153,8 +181,6 @@ def main(argv):
               f"{host.get('runs', 1)} runs of the hash plan, the least "
               "of their CPU per step: "
               f"{host['cpu_us'] / 1e3:.2f} ms with the hash plan, less the "
-              f"compute-only runs' "
-              f"{host['compute_only_cpu_us'] / 1e3:.2f} ms and the "
               "transport's CPU for the "
               f"{host['sent_bytes'] / 1e6:.2f} MB it sends, "
               f"{host['ns_per_sent_byte']:.3f} ns a byte through the "
@@ -164,7 +190,9 @@ def main(argv):
               f"{host.get('gathered_bytes', 0) / 1e6:.2f} MB; "
               "commopt-calibrate measured both at that rank count), over "
               f"cpu_scale {scale.get(str(first), 1.0):.2f}, less the "
-              "exchange's modelled local work "
+              f"profile's compute ({profile_compute_ms(host, profile):.2f} "
+              "ms, timed with the optimizer the model trains with: SGD "
+              "without momentum) and the exchange's modelled local work "
               f"({host['local_work_us'] / 1e3:.2f} ms): "
               "host_cpu.step_us = "
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
@@ -194,7 +222,7 @@ def main(argv):
         compute = runs.get("compute-only")
         if compute is None:
             continue
-        base = compute["step_ms"]
+        base = compute["wall_step_ms"]
         model_compute_only = compute_only_us(
             profile, load(os.path.join(folder, "device.json")))
         plans = {x: load(os.path.join(folder, f"{x}.plan.json"))
@@ -210,8 +238,9 @@ def main(argv):
                              "MPI's allgather")
             per_byte += ", "
         lines += [f"**{ranks} ranks** ({per_byte}compute-only step "
-                  f"{base:.2f} ms, "
-                  f"{compute['steps']} timed steps per run, batch "
+                  f"{base:.2f} ms of wall time over {compute['steps']} steps "
+                  f"per run, runs of {figures_steps(runs)} timed steps, "
+                  "batch "
                   f"{compute['batch_size']} per rank, "
                   f"{compute['rounds']} rounds: step and CPU are the "
                   "medians of the rounds' median steps, the range theirs):",

@@ -15,8 +15,9 @@
 #   - nothing (--comm local): the compute-only step, the lower bound.
 #
 # Steps:
-#  1. profile: commopt-export.py times the model and samples the rows a
-#     batch of $BATCH touches on 1, 2, 4, 8 and 16 ranks;
+#  1. profile: commopt-export.py times the model, with the optimizer it
+#     trains with (SGD without momentum), and samples the rows a batch of
+#     $BATCH touches on 1, 2, 4, 8 and 16 ranks;
 #  2. calibration: for each rank count, commopt-calibrate measures the
 #     emulated cluster's allreduce at that many ranks (up to 32 MiB, so
 #     that the dense allreduce of the 25.6 MB table is inside the measured
@@ -38,11 +39,12 @@
 #        cores share their caches and memory bandwidth too).
 #     b. At the first rank count the hash plan runs $FIT_RUNS times with
 #        its CPU measured; host_cpu.step_us (docs/Cluster.md, section 4) is
-#        the least CPU per step of those runs less the compute-only runs'
-#        and less the transport's CPU for the bytes it sends
-#        (ns_per_gathered_byte, as the calibration measured it at that rank
-#        count), over that rank count's cpu_scale, less the exchange's
-#        local work as the model prices it alone.
+#        the least CPU per step of those runs less the transport's CPU for
+#        the bytes it sends (ns_per_gathered_byte, as the calibration
+#        measured it at that rank count), over that rank count's cpu_scale,
+#        less the profile's compute and the exchange's local work as the
+#        model prices them alone: the model's CPU per step for the hash
+#        plan at that rank count is then the measured one.
 #     Every rank count's device is $DEVICE with that step_us, its own rank
 #     count, cpu_scale and calibrated ns_per_sent_byte and
 #     ns_per_gathered_byte, its durations timed alone (timed_ranks 1: the
@@ -51,7 +53,9 @@
 #     communicating plan the model is fitted to;
 #  4. plans: comm-optimize with each rows-exchange and with auto (the
 #     planner's choice), with estimates;
-#  5. runs: $STEPS timed steps (after $WARMUP) of each, in $ROUNDS rounds
+#  5. runs: $STEPS timed steps (after $WARMUP) of each ($SHARING_STEPS of
+#     the compute-only step, whose wall time per step is what it takes of
+#     the cores, its ranks not keeping in step), in $ROUNDS rounds
 #     that alternate the runs (a run's step varies by about 10% from one
 #     run to the next on this VM; the report takes the median of the
 #     rounds);
@@ -65,7 +69,7 @@
 # ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (20),
 # WARMUP (3), ROUNDS (3), DEVICE (default bench/cluster/host-2core.json:
 # the local work's rates as one rank alone has them, the sharing being the
-# model's), FIT_RUNS (3), SHARING_STEPS (100), PYTHON; REPLAN=1
+# model's), FIT_RUNS (5), SHARING_STEPS (100), PYTHON; REPLAN=1
 # re-estimates the runs in $OUT
 # (their profile, calibrations and measurements kept) with the model as
 # built now: steps 3 (the fit, from the runs it made), 4 and 6 only.
@@ -85,7 +89,7 @@ WARMUP=${WARMUP:-3}
 ROUNDS=${ROUNDS:-3}
 DEVICE=${DEVICE:-bench/cluster/host-2core.json}
 REPLAN=${REPLAN:-0}
-FIT_RUNS=${FIT_RUNS:-3}
+FIT_RUNS=${FIT_RUNS:-5}
 SHARING_STEPS=${SHARING_STEPS:-100}
 SUBNET=${COMMOPT_CLUSTER_SUBNET:-10.77.0}
 EXAMPLE=examples/zipf_embedding
@@ -105,7 +109,8 @@ if [[ $REPLAN != 1 ]]; then
   echo "== profile: batch $BATCH, rows touched on 1..16 ranks" >&2
   (cd "$EXAMPLE" && "$PYTHON" "$ROOT/tools/commopt-export/commopt-export.py" \
     bag_of_words:bag_of_words_coo --example-inputs zipf_data:example_batch \
-    --batch-size "$BATCH" --steps 5 --sparse-ranks 16 --threads 1 -q \
+    --batch-size "$BATCH" --steps 50 --warmup 5 --sparse-ranks 16 --threads 1 \
+    --momentum 0 -q \
     -o "$OUT/profile.json")
 fi
 
@@ -154,8 +159,11 @@ mkdir -p "$HOST"
 plan "$HOST" "$OUT/r$FIRST/cluster.json" "$DEVICE" hash
 # CPU time on this VM varies by tens of percent from run to run, and only
 # upwards (the same 4-rank hash plan: 5.3-5.8 ms a step in most runs, 7.8-9.0
-# in a third of them, at the same step time): the fit takes the least of
-# $FIT_RUNS runs of each, the closest to the work's own CPU.
+# in a third of them, at the same step time; the compute-only step at 1
+# rank 0.61-0.66 ms in most runs, 0.76-1.16 in all five of one fit): the fit
+# takes the least of $FIT_RUNS runs of each, the closest to the work's own
+# CPU. (The median of them, tried on three runs of the benchmark, predicted
+# steps up to 35% over.)
 for ((run = 1; run <= FIT_RUNS && REPLAN != 1; run++)); do
   train "$FIRST" "$HOST" "hash-$run|--comm commopt --plan $HOST/hash.plan.json"
   for ranks in 1 $RANKS; do
@@ -165,10 +173,17 @@ for ((run = 1; run <= FIT_RUNS && REPLAN != 1; run++)); do
 done
 # shellcheck disable=SC2086
 "$PYTHON" - "$HOST" "$OUT/r$FIRST/transport-cpu.json" "$FIT_RUNS" "$FIRST" \
-  $RANKS <<'PY'
+  "$OUT/profile.json" $RANKS <<'PY'
 import json, os, sys
 host, runs, first = sys.argv[1], int(sys.argv[3]), int(sys.argv[4])
+# REPLAN=1 of a run made with fewer fit runs: those it made.
+while runs > 1 and not os.path.exists(os.path.join(host, f"hash-{runs}.json")):
+    runs -= 1
 transport = json.load(open(sys.argv[2]))
+profile = json.load(open(sys.argv[5]))
+# The profile's compute as the model counts it in a rank's CPU.
+compute_us = profile["forward_us"] + profile["update_us"] + sum(
+    layer["backward_us"] for layer in profile["layers"])
 per_byte = transport["ns_per_sent_byte"]
 # Calibrations before the allgather's was measured: the allreduce's rate.
 per_gathered_byte = transport.get("ns_per_gathered_byte", per_byte)
@@ -183,7 +198,7 @@ def has_runs(label):
 # the one rank's: the sharing's cost on the same work. Runs made before
 # the benchmark measured it (REPLAN=1 of older runs) have only the first
 # rank count's, unscaled.
-ranks_measured = [int(r) for r in ["1"] + sys.argv[5:]
+ranks_measured = [int(r) for r in ["1"] + sys.argv[6:]
                   if has_runs(f"compute-only-r{r}")]
 compute_only = {r: cpu_us(f"compute-only-r{r}") for r in ranks_measured}
 if 1 in compute_only and first in compute_only:
@@ -197,14 +212,16 @@ events = [e["args"] for e in timeline["traceEvents"] if "sent_bytes" in
           e.get("args", {})]
 sent = sum(e["sent_bytes"] for e in events)
 gathered = sum(e.get("gathered_bytes", 0) for e in events)
-# The exchanges' local work and transport are the model's own part of the
-# CPU.
+# The profile's compute, the exchanges' local work and the transport are
+# the model's own part of the CPU (StepModel's getStepCpuUs: the scale
+# applies to all but the transport).
 local_work = sum(e.get("local_us", 0) for e in events)
 transport_us = (per_byte * (sent - gathered) + per_gathered_byte * gathered) \
     * 1e-3
-step_us = max(0.0, (cpu - local - transport_us) / scale.get(first, 1.0) -
-              local_work)
-json.dump({"cpu_us": cpu, "compute_only_cpu_us": local, "sent_bytes": sent,
+step_us = max(0.0, (cpu - transport_us) / scale.get(first, 1.0) -
+              compute_us - local_work)
+json.dump({"cpu_us": cpu, "compute_only_cpu_us": local,
+           "profile_compute_us": compute_us, "sent_bytes": sent,
            "gathered_bytes": gathered, "local_work_us": local_work,
            "ns_per_sent_byte": per_byte,
            "ns_per_gathered_byte": per_gathered_byte,
@@ -214,8 +231,8 @@ json.dump({"cpu_us": cpu, "compute_only_cpu_us": local, "sent_bytes": sent,
            "cpu_scale": {str(r): s for r, s in scale.items()}},
           open(os.path.join(host, "host.json"), "w"), indent=1)
 print(f"host CPU (least of {runs} runs): {cpu:.0f} us per step with the "
-      f"hash plan, {local:.0f} us "
-      f"compute-only, {local_work:.0f} us of local work, {sent:.0f} B sent "
+      f"hash plan, {compute_us:.0f} us of the profile's compute, "
+      f"{local_work:.0f} us of local work, {sent:.0f} B sent "
       f"({gathered:.0f} B by MPI's own collectives): "
       f"step_us = {step_us:.0f}; cpu_scale " +
       ", ".join(f"{s:.2f} at {r}" for r, s in scale.items()),
@@ -262,7 +279,9 @@ PY
         "commopt-hash|--comm commopt --plan $dir/hash.plan.json" \
         "ddp-sparse|--comm ddp" \
         "compute-only|--comm local"; do
-      train "$ranks" "$dir" "$run" ".round$round"
+      steps=$STEPS
+      [[ $run == compute-only* ]] && steps=$SHARING_STEPS
+      train "$ranks" "$dir" "$run" ".round$round" "$steps"
     done
   done
 done

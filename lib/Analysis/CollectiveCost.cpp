@@ -491,19 +491,25 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
         llvm::divideCeil(gradient.denseElements, gradient.chunkElements);
     // The C chunk norms are reduced to rank 0 (priced as the broadcast it
     // mirrors), which picks ceil(d C) chunks and broadcasts their indices;
-    // the selected chunks' values are allreduced dense. The epsilon keeps a
-    // d C that is whole up to rounding from counting one chunk more.
+    // the selected chunks' values are allreduced dense: by the cluster's
+    // algorithm on NCCL, and on MPI by MPI_Iallreduce in place, which
+    // Open MPI's libnbc always runs up and down a binomial tree. The
+    // epsilon keeps a d C that is whole up to rounding from counting one
+    // chunk more.
     double selected =
         std::ceil(gradient.density * static_cast<double>(chunks) - 1e-9);
     double selectedElements =
         std::min(selected * static_cast<double>(gradient.chunkElements), n);
+    double valuesBytes = selectedElements * valueBytes;
+    CollectiveCost values =
+        mpi ? binomialAllreduceLinkCost(cluster, valuesBytes)
+            : allreduceLinkCost(cluster, valuesBytes, cluster.algorithm);
     return withOverhead(
-        cluster, broadcastLinkCost(
-                     cluster, static_cast<double>(chunks) *
-                                  static_cast<double>(gradient.normBytes)) +
-                     broadcastLinkCost(cluster, selected * kCountBytes) +
-                     allreduceLinkCost(cluster, selectedElements * valueBytes,
-                                       cluster.algorithm));
+        cluster,
+        broadcastLinkCost(cluster,
+                          static_cast<double>(chunks) *
+                              static_cast<double>(gradient.normBytes)) +
+            broadcastLinkCost(cluster, selected * kCountBytes) + values);
   }
   }
   llvm_unreachable("unknown sparse exchange scheme");

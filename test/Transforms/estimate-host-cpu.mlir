@@ -10,6 +10,8 @@
 // RUN:   2>&1 | FileCheck %s --check-prefix=TIMED-ALONE
 // RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-timed-alone-free-transport-device.json" \
 // RUN:   2>&1 | FileCheck %s --check-prefix=TIMELINE-SETS
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/two-ranks-shared-channels.json device=%S/Inputs/shared-host-timed-alone-scaled-device.json" \
+// RUN:   2>&1 | FileCheck %s --check-prefix=WAIT-AND-CPU
 // RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-ranks.json" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD-RANKS
 // RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-step.json" 2>&1 \
@@ -53,9 +55,11 @@
 // 2 cores twice that. In the step the 4 ranks compute at once on the 2
 // cores: every task takes twice as long as timed, and the step thread's
 // own 1000 us a step (not in a profile's durations) twice that at the end:
-// 16000 + 4000 + 2000 = 22000 us of compute. The stretched timeline holds
-// the waits on the network, so the cores' time is the only bound, idle
-// time not added: blocking too, the step is 24097.152 us.
+// 16000 + 4000 + 2000 = 22000 us of compute. The ranks compute in step, so
+// all wait together on a collective no compute hides, and their cores then
+// have only its transport's CPU to do: blocking, the allreduce's 1034 us
+// on the network carry every rank's 1048.576 us for its bytes, which take
+// the 2 cores 2097.152 us, so no core idles and the step is 24097.152 us.
 // TIMED-ALONE-LABEL: comm-estimate: @step
 // TIMED-ALONE: compute             22000.000 us
 // TIMED-ALONE: host CPU            12048.576 us a rank; 4 ranks on 2 cores bound the step at 24097.152 us (0.000 us of it idle on the network), which sets it
@@ -64,16 +68,31 @@
 // TIMED-ALONE: host CPU            12048.576 us a rank; 4 ranks on 2 cores bound the step at 24097.152 us (0.000 us of it idle on the network), which sets it
 
 // With a transport that costs no CPU, a rank needs 10000 + 1000 us, and
-// the cores' 22000 us for the 4 ranks no longer set the step: the ranks
-// compute 16000 us, wait 1034 us for the blocking allreduce, then compute
-// 4000 + 2000 us: 23034 us. Overlapped (@step), the allreduce hides behind
-// that compute and the bound sets the step.
+// the cores' 22000 us for the 4 ranks: the ranks compute 16000 us, wait
+// 1034 us for the blocking allreduce with nothing for the cores to do,
+// then compute 4000 + 2000 us: 23034 us, the timeline's step and the
+// host's bound alike. Overlapped (@step), the allreduce hides behind that
+// compute and the bound, 22000 us, sets the step.
 // TIMELINE-SETS-LABEL: comm-estimate: @step
 // TIMELINE-SETS: step                22000.000 us
 // TIMELINE-SETS: host CPU            11000.000 us a rank; 4 ranks on 2 cores bound the step at 22000.000 us (0.000 us of it idle on the network), which sets it
 // TIMELINE-SETS-LABEL: comm-estimate: @blocking
 // TIMELINE-SETS: step                23034.000 us
-// TIMELINE-SETS: host CPU            11000.000 us a rank; 4 ranks on 2 cores bound the step at 22000.000 us (0.000 us of it idle on the network){{$}}
+// TIMELINE-SETS: host CPU            11000.000 us a rank; 4 ranks on 2 cores bound the step at 23034.000 us (1034.000 us of it idle on the network), which sets it
+
+// The wait and the CPU add up: with cpu_scale 1.5 and 0.25 ns a byte, a
+// rank needs 1.5 x (10000 + 1000) + 262.144 = 16762.144 us, 33524.288 us
+// of the cores for the 4 ranks, more than the timeline's 23034 us.
+// Blocking, the ranks' transport in the allreduce's 1034 us takes the
+// cores 2 x 262.144 = 524.288 us, and none of their other CPU can run
+// then: the cores idle 509.712 us, and the step is 34034 us. Overlapped,
+// nothing waits: 33524.288 us.
+// WAIT-AND-CPU-LABEL: comm-estimate: @step
+// WAIT-AND-CPU: step                33524.288 us
+// WAIT-AND-CPU: host CPU            16762.144 us a rank; 4 ranks on 2 cores bound the step at 33524.288 us (0.000 us of it idle on the network), which sets it
+// WAIT-AND-CPU-LABEL: comm-estimate: @blocking
+// WAIT-AND-CPU: step                34034.000 us
+// WAIT-AND-CPU: host CPU            16762.144 us a rank; 4 ranks on 2 cores bound the step at 34034.000 us (509.712 us of it idle on the network), which sets it
 
 // A device that describes no host: no CPU figures, no bound.
 // UNDESCRIBED: @step() {{.*}}comm.estimate = {cluster = "two-ranks", communication_us = 1.034000e+03 : f64, compute_us = 1.000000e+04 : f64, exposed_us = 0.000000e+00 : f64, mode = "step", peak_memory_bytes = {{[^ ]+}} : f64, ranks = 2 : i64, step_us = 1.000000e+04 : f64}

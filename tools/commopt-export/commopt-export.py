@@ -53,9 +53,10 @@ activations, is counted in the next layer that owns parameters). Its
 forward time is, likewise, the time from the end of the previous layer's
 forward to the end of its own. Every layer carries its own `forward_us`,
 and `forward_us` at the top is their sum. `update_us` is the optimizer's
-step (SGD with momentum) and the clearing of the gradients, which follow
-the backward pass in a training step. Times are medians over the measured
-steps; the layers are listed in the backward order of the last one.
+step (SGD, with the momentum of --momentum, 0.9 unless told) and the
+clearing of the gradients, which follow the backward pass in a training
+step. Times are medians over the measured steps; the layers are listed
+in the backward order of the last one.
 
 Work. Each layer also carries its floating-point operations and the bytes
 it moves, forward and backward (`forward_flops`, `backward_flops`,
@@ -85,6 +86,7 @@ previous layer's forward, its backward those after it up to the next layer
 (whose backward runs before its own). The header's `update_flops` and
 `update_bytes` are those of the optimizer's step (SGD with momentum: 4 FLOPs
 per element; parameter, gradient and momentum read, parameter and momentum
+written; with --momentum 0: 2 FLOPs, parameter and gradient read, parameter
 written).
 
 Shared parameters. A tensor that several modules hold (tied embeddings:
@@ -196,6 +198,16 @@ def positive_int(text):
     return value
 
 
+def non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number")
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number >= 0")
+    return value
+
+
 def input_shape(text):
     try:
         shape = [int(part) for part in text.split(",")]
@@ -251,6 +263,11 @@ def parse_arguments(argv):
         help="passes that sample the rows a gradient that is sparse by "
         "nature touches on 1, 2, 4, ... ranks; a power of two, 0 to skip "
         "(default 16)")
+    parser.add_argument(
+        "--momentum", type=non_negative_float, default=0.9,
+        help="the momentum of the timed optimizer's step, SGD's (default "
+        "0.9; 0 for plain SGD, whose step on a sparse gradient touches only "
+        "its rows)")
     parser.add_argument("--threads", type=positive_int, default=None,
                         help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--name", default=None,
@@ -538,11 +555,12 @@ class Recorder:
 # FLOPs per element of a normalisation: its statistics, the normalisation
 # and the affine scale and shift.
 NORM_FLOPS_PER_ELEMENT = 5
-# The optimizer's step per parameter element (SGD with momentum): FLOPs,
+# The optimizer's step per parameter element, SGD with momentum: FLOPs,
 # and elements read or written (parameter, gradient and momentum read;
-# parameter and momentum written).
-UPDATE_FLOPS_PER_ELEMENT = 4
-UPDATE_ACCESSES_PER_ELEMENT = 5
+# parameter and momentum written); and without momentum (parameter and
+# gradient read, parameter written).
+UPDATE_FLOPS_PER_ELEMENT = {True: 4, False: 2}
+UPDATE_ACCESSES_PER_ELEMENT = {True: 5, False: 3}
 
 
 def tensors_of(value):
@@ -785,7 +803,8 @@ def run_steps(model, layers, dtype, arguments, reporter):
     # step unless --warmup 0), whose forward alone carries the counter's
     # hooks.
     counter = WorkCounter(model, layers)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01,
+                                momentum=arguments.momentum)
     total = arguments.warmup + arguments.steps
     reporter.progress(
         f"running {arguments.warmup} warmup and "
@@ -990,7 +1009,7 @@ def layer_entry(name, forward_us, backward_us, work, params, unused, sparse):
             "params": [param_entry(p, unused, sparse) for p in params]}
 
 
-def build_profile(name, layers, samples, work, unused, sparse):
+def build_profile(name, layers, samples, work, unused, sparse, momentum):
     """The profile: the layers in the backward order of the last step, with
     the medians of their times and their `work`, then the unused
     parameters."""
@@ -1035,9 +1054,9 @@ def build_profile(name, layers, samples, work, unused, sparse):
         "forward_us": round(sum(e["forward_us"] for e in entries), 3),
         "update_us": round(statistics.median(s.update_us for s in samples),
                            3),
-        "update_flops": UPDATE_FLOPS_PER_ELEMENT * sum(
+        "update_flops": UPDATE_FLOPS_PER_ELEMENT[momentum > 0] * sum(
             p.tensor.numel() for layer in layers for p in layer.params),
-        "update_bytes": UPDATE_ACCESSES_PER_ELEMENT * sum(
+        "update_bytes": UPDATE_ACCESSES_PER_ELEMENT[momentum > 0] * sum(
             nbytes([p.tensor]) for layer in layers for p in layer.params),
         "layers": entries,
     }
@@ -1092,7 +1111,8 @@ def main(argv):
             "of backward")
     name = arguments.name or arguments.model.rpartition(":")[2]
     sparse = sample_rows_touched(model, layers, dtype, arguments, reporter)
-    profile = build_profile(name, layers, samples, work, unused, sparse)
+    profile = build_profile(name, layers, samples, work, unused, sparse,
+                            arguments.momentum)
     text = json.dumps(profile, indent=1) + "\n"
     # Under mpirun every rank measures, so that the layers are timed under
     # the load of a data-parallel job on this machine; rank 0 writes.

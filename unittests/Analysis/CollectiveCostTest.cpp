@@ -595,6 +595,18 @@ TEST(CollectiveCost, SparseHashOnMpi) {
       80 + 30 + 30, 0.064 + 0.192 + 240 + 2400.384);
 }
 
+TEST(CollectiveCost, SparseChunkOnMpi) {
+  SparseGradient gradient = testGradient();
+  gradient.chunkElements = 1000;
+  // SparseChunk's norms and indices, 190 + 15 and 190 + 0.15; the 4e4 B of
+  // chosen values go up and down MPI's binomial tree (its in-place
+  // allreduce), 2 lg 16 = 8 messages of all of them: 80 and 8 * 40 = 320,
+  // where the ring pays 300 and 75.
+  expectCost(
+      sparseAllreduceCost(mpiCluster(), SparseExchangeScheme::Chunk, gradient),
+      460, 15.15 + 320);
+}
+
 TEST(CollectiveCost, RowsAllgatherOnMpi) {
   // RowsAllgather's two allgathers (128 B of counts, 7.04e5 B of records),
   // each's messages at once: 2 * 10, 3e-3 * 704128 = 2112.384.

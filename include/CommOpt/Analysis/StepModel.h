@@ -53,6 +53,10 @@ struct StepModel {
   /// cluster's collective overhead: the last ranks still compute while the
   /// first wait) and a blocking call's handoff to the bridge's thread.
   SmallVector<double> collectiveArrivalUs;
+  /// The CPU a rank's transport spends on each collective's bytes
+  /// (HostCpu's ns_per_sent_byte and ns_per_gathered_byte), in
+  /// microseconds; empty where the device describes no host.
+  SmallVector<double> collectiveTransportUs;
   /// Whether the step has per-layer forward tasks, which steady-state
   /// simulation needs to let a layer's forward wait on its gradients only.
   bool hasLayeredForward = false;
@@ -62,8 +66,7 @@ struct StepModel {
   /// The host CPU a rank needs in a step (its compute and local work as
   /// CPU time, and the spread below), and the step time
   /// that bounds, with every rank of the host needing as much
-  /// (HostCpu::boundUs); both 0 where the device describes no host. Unless
-  /// the timeline runs the host's sharing (sharingInTimeline), the
+  /// (HostCpu::boundUs); both 0 where the device describes no host. The
   /// simulation adds the time the cores idle while every rank waits on the
   /// network (StepTimeline::networkIdleUs).
   double cpuUs = 0;
@@ -75,8 +78,9 @@ struct StepModel {
   /// Whether the compute tasks run as the host's ranks share its cores
   /// (HostCpu::lockstepStretch; where the durations were timed apart from
   /// that sharing): the timeline then holds the ranks' waits on the network
-  /// beside their stretched compute, and the cores' time for every rank's
-  /// CPU (cpuBoundUs) is the host's only bound on the step.
+  /// beside their stretched compute, and while every rank waits on a
+  /// collective the cores do only its transport's CPU
+  /// (StepTimeline::networkIdleUs).
   bool sharingInTimeline = false;
 };
 
@@ -259,13 +263,16 @@ struct StepTimeline {
   /// Where the device describes its host: the time its cores idle in a
   /// step because every rank waits on the network, no compute beside it:
   /// each collective's time that no compute hides, less its local work and
-  /// the ranks' arrival (StepModel::collectiveArrivalUs).
+  /// the ranks' arrival (StepModel::collectiveArrivalUs); where the
+  /// timeline runs the host's sharing (StepModel::sharingInTimeline), less
+  /// also the cores' time for every rank's transport CPU in that wait (the
+  /// only CPU the ranks have then: the rest of the step's CPU cannot fill
+  /// it).
   double networkIdleUs = 0;
   /// The step the host allows: networkIdleUs plus the time its cores need
-  /// for the ranks' CPU outside those idle times (StepModel::cpuBoundUs
-  /// less the share of cpuSpreadUs that falls in them); where the timeline
-  /// runs the host's sharing (StepModel::sharingInTimeline), cpuBoundUs
-  /// alone, and networkIdleUs 0. 0 without a host.
+  /// for the ranks' CPU outside those idle times (StepModel::cpuBoundUs,
+  /// less the share of cpuSpreadUs that falls in them unless the timeline
+  /// runs the host's sharing). 0 without a host.
   double hostBoundUs = 0;
   /// Prefix sums of the compute events' durations, in execution order:
   /// busyPrefixUs[i] is the busy time of events [0, i).

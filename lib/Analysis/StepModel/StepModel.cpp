@@ -386,9 +386,10 @@ bool mlir::comm::isMomentumCorrected(Operation *op) {
 /// transport's as the sharing scales CPU work (HostCpu::cpuScale: the CPU
 /// the ranks need, not the timeline, whose lockstep stretch already runs
 /// each rank's compute on its share of the cores throughout);
-/// 0 where the device describes no host. The durations are the model's
+/// 0 where the device describes no host; records each collective's transport
+/// CPU in model.collectiveTransportUs. The durations are the model's
 /// before the host's sharing stretches them (applyHostSharing).
-static double getStepCpuUs(const StepModel &model, const DeviceModel &device,
+static double getStepCpuUs(StepModel &model, const DeviceModel &device,
                            double &spreadUs) {
   const HostCpu &host = device.hostCpu;
   spreadUs = 0;
@@ -400,10 +401,14 @@ static double getStepCpuUs(const StepModel &model, const DeviceModel &device,
   for (double localUs : model.collectiveLocalUs)
     busyUs += localUs;
   double transportNs = 0;
-  for (const CollectiveTask &task : model.step.collectives)
-    transportNs +=
+  model.collectiveTransportUs.clear();
+  for (const CollectiveTask &task : model.step.collectives) {
+    double ns =
         (task.cost.sentBytes - task.cost.gatheredBytes) * host.nsPerSentByte +
         task.cost.gatheredBytes * host.getNsPerGatheredByte();
+    model.collectiveTransportUs.push_back(ns * 1e-3);
+    transportNs += ns;
+  }
   const double scale = host.getCpuScale();
   double spread = host.stepUs * scale + transportNs * 1e-3;
   spreadUs = spread;
@@ -774,6 +779,21 @@ double StepTimeline::getComputeIdleUs(double startUs, double endUs) const {
   return std::max(0.0, (endUs - startUs) - busy);
 }
 
+/// The time the ranks wait on collective `index` of `timeline` with no
+/// compute beside it: its time that no compute task hides, less its local
+/// work and the ranks' arrival, during which the host's cores still work;
+/// `networkUs` is set to the collective's time less those.
+static double getNetworkWaitUs(const StepModel &model,
+                               const StepTimeline &timeline, size_t index,
+                               double &networkUs) {
+  const CollectiveEvent &event = timeline.getFirstShownEvent(index);
+  double cpuWorkUs =
+      model.collectiveLocalUs[index] + model.collectiveArrivalUs[index];
+  networkUs = event.endUs - event.startUs - cpuWorkUs;
+  return std::max(0.0, timeline.getComputeIdleUs(event.startUs, event.endUs) -
+                           cpuWorkUs);
+}
+
 llvm::Expected<StepTimeline>
 mlir::comm::simulateStepModel(const StepModel &model,
                               const ClusterModel &cluster, SimulationMode mode,
@@ -808,16 +828,30 @@ mlir::comm::simulateStepModel(const StepModel &model,
   // however the timeline overlaps; and while every rank waits on the
   // network with nothing to compute, its cores idle on top of that.
   timeline.simulatedStepUs = timeline.result.stepUs;
-  if (model.sharingInTimeline) {
-    timeline.hostBoundUs = model.cpuBoundUs;
-  } else if (model.cpuBoundUs > 0 && model.cpuUs > 0) {
+  if (model.cpuBoundUs > 0 && model.cpuUs > 0 && model.sharingInTimeline) {
+    // The ranks compute in step, so they wait on a collective no compute
+    // hides together, and their cores then do only its transport's CPU
+    // (what the ranks need of them in that wait: cpuBoundUs / cpuUs times
+    // it); none of the step's other CPU fills the rest of the wait.
+    double coresPerCpuUs = model.cpuBoundUs / model.cpuUs;
     for (size_t index = 0; index < timeline.numCollectives; ++index) {
-      const CollectiveEvent &event = timeline.getFirstShownEvent(index);
+      double networkUs = 0;
+      double waitUs = getNetworkWaitUs(model, timeline, index, networkUs);
+      if (networkUs <= 0 || waitUs <= 0)
+        continue;
+      // The transport's CPU runs as its bytes move: the part of it in the
+      // wait is the wait's part of the collective's time on the network.
+      double transportUs = model.collectiveTransportUs[index] *
+                           std::min(1.0, waitUs / networkUs);
       timeline.networkIdleUs +=
-          std::max(0.0, timeline.getComputeIdleUs(event.startUs, event.endUs) -
-                            model.collectiveLocalUs[index] -
-                            model.collectiveArrivalUs[index]);
+          std::max(0.0, waitUs - coresPerCpuUs * transportUs);
     }
+    timeline.hostBoundUs = model.cpuBoundUs + timeline.networkIdleUs;
+  } else if (model.cpuBoundUs > 0 && model.cpuUs > 0) {
+    double networkUs = 0;
+    for (size_t index = 0; index < timeline.numCollectives; ++index)
+      timeline.networkIdleUs +=
+          getNetworkWaitUs(model, timeline, index, networkUs);
     // The CPU no task does runs spread over the step; what of it falls in
     // the idle times fills idle cores.
     double simulatedUs = timeline.simulatedStepUs;
