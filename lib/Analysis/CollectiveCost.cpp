@@ -215,9 +215,10 @@ static CollectiveCost postedAtOnceLinkCost(const ClusterModel &cluster,
           sent};
 }
 
-/// The messages of libnbc's allreduce of a few bytes (its binomial
-/// schedule below 64 KiB): a reduction up a binomial tree, then a broadcast
-/// down it, 2 ceil(lg p) rounds of one message each on the flat level.
+/// The messages of libnbc's binomial allreduce (Open MPI 4.1 runs it below
+/// 64 KiB, and for every in-place allreduce whatever its size): a
+/// reduction up a binomial tree, then a broadcast down it, 2 ceil(lg p)
+/// rounds of one message of all `bytes` each on the flat level.
 static CollectiveCost binomialAllreduceLinkCost(const ClusterModel &cluster,
                                                 double bytes) {
   if (cluster.hasRegimes())
