@@ -16,7 +16,10 @@
 # its plan's predicted step (comm-estimate, estimate=step) less the
 # model's compute-only step: the profile's compute, run as the ranks share
 # the cores, or their CPU for it where that bounds the step
-# (docs/CostModel.md, section 3.1).
+# (docs/CostModel.md, section 3.1). The exchanges timed alone
+# (exchange_alone.py) stand beside the model's price of each: its time in
+# the plan's timeline, or the host's bound on ranks in step where that is
+# longer.
 #
 # ===------------------------------------------------------------------=== #
 
@@ -114,6 +117,79 @@ def plan_exchange(plan):
     raise SystemExit("report.py: no plan carries embedding.weight")
 
 
+def model_exchange_alone(folder, exchange, device):
+    """The model's figures for `exchange` alone at the folder's rank count:
+    its time in the plan's timeline (the link's, the ranks' arrival and its
+    local work: CollectiveCost) and the host's bound on it as StepModel's
+    simulateStepModel has it for ranks in step, with no compute beside the
+    exchange: the cores' time for every rank's CPU in it (its local work
+    scaled by cpu_scale, the transport's per byte), plus its time on the
+    network less the cores' time for the transport in that (0 where the
+    device describes no host)."""
+    timeline = load(os.path.join(folder, f"{exchange}.timeline.json"))
+    event = next(e for e in timeline["traceEvents"]
+                 if e.get("args", {}).get("op") == "comm.sparse_start")
+    args = event["args"]
+    host = device.get("host_cpu", {})
+    cores, ranks = host.get("cores", 0), host.get("ranks", 0)
+    if cores <= 0 or ranks <= 0:
+        return event["dur"] / 1e3, 0.0
+    cluster = load(os.path.join(folder, "cluster.json"))
+    per_byte = host.get("ns_per_sent_byte", 0.0)
+    per_gathered = host.get("ns_per_gathered_byte", per_byte)
+    gathered = args.get("gathered_bytes", 0.0)
+    local_us = args.get("local_us", 0.0)
+    transport_us = ((args["sent_bytes"] - gathered) * per_byte +
+                    gathered * per_gathered) * 1e-3
+    busy_share = min(1.0, cores / (host.get("timed_ranks") or ranks))
+    cpu_us = host.get("cpu_scale", 1.0) * busy_share * local_us + \
+        transport_us
+    network_us = event["dur"] - local_us - \
+        cluster.get("collective_overhead_us", 0.0)
+    idle_us = max(0.0, network_us - ranks / cores * transport_us)
+    return event["dur"] / 1e3, (cpu_us * ranks / cores + idle_us) / 1e3
+
+
+def exchange_alone_lines(folder, device):
+    """The table of the exchanges timed alone (exchange_alone.py), with the
+    model's figures beside them; empty for runs made before they were."""
+    rounds = {}
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("exchange-") and name.endswith(".json"):
+            figures = load(os.path.join(folder, name))
+            rounds.setdefault(figures["exchange"], []).append(figures)
+    if not rounds:
+        return [], []
+    first = next(iter(rounds.values()))[0]
+    lines = [f"The exchanges alone (exchange_alone.py: the same batches' "
+             "rows, a barrier before each exchange and nothing else in the "
+             f"step, {first['steps']} exchanges a round, {len(rounds[first['exchange']])} "
+             "rounds: the median over the ranks and the exchanges, the "
+             "median of the rounds; the model's, its time in the plan's "
+             "timeline, or the host's bound on it where that is longer: the "
+             "cores' time for the ranks' CPU in it, plus its time on the "
+             "network less the cores' time for the transport in that, as "
+             "the step model bounds ranks in step):", "",
+             "| exchange | measured (ms) | slowest rank (ms) | CPU per rank "
+             "(ms) | model's time (ms) | model's host bound (ms) | off by |",
+             "|---|---|---|---|---|---|---|"]
+    offs = []
+    for exchange in ("allgather", "hash"):
+        each = rounds.get(exchange)
+        if not each:
+            continue
+        measured = statistics.median(r["exchange_ms"] for r in each)
+        slowest = statistics.median(r["slowest_ms"] for r in each)
+        cpu = statistics.median(r["cpu_ms"] for r in each)
+        time_ms, bound_ms = model_exchange_alone(folder, exchange, device)
+        off = max(time_ms, bound_ms) / measured - 1
+        offs.append((off, exchange))
+        bound = f"{bound_ms:.2f}" if bound_ms else "-"
+        lines.append(f"| {exchange} | {measured:.2f} | {slowest:.2f} | "
+                     f"{cpu:.2f} | {time_ms:.2f} | {bound} | {off:+.1%} |")
+    return lines + [""], offs
+
+
 def met(ok):
     return "met" if ok else "**missed**"
 
@@ -208,6 +284,7 @@ def main(argv):
     rows_of_targets = []
     worst = (0.0, "")
     worst_step = (0.0, "")
+    worst_alone = (0.0, "")
     for ranks in rank_counts(out):
         folder = os.path.join(out, f"r{ranks}")
         rounds = {}
@@ -276,9 +353,15 @@ def main(argv):
             lines.append(f"| DDP sparse (gloo) | {step_cell(ddp)} | "
                          f"{ddp['cpu_ms']:.2f} | {ddp['step_ms'] - base:.2f} "
                          "| - | - | - | - | 1.00x |")
+        alone_lines, alone_offs = exchange_alone_lines(
+            folder, load(os.path.join(folder, "device.json")))
+        lines += [""] + alone_lines
+        for off, exchange in alone_offs:
+            if abs(off) > abs(worst_alone[0]):
+                worst_alone = (off, f"{exchange} at {ranks} ranks")
         chosen = plan_exchange(plans["auto"])
         fastest = min(measured, key=measured.get) if measured else "-"
-        lines += ["", f"The planner (rows-exchange=auto) chose **{chosen}**; "
+        lines += [f"The planner (rows-exchange=auto) chose **{chosen}**; "
                   f"the measured fastest was {fastest}.", ""]
         rows_of_targets.append(
             f"| the planner's choice is the measured fastest at {ranks} "
@@ -304,6 +387,12 @@ def main(argv):
         f"| every prediction of the step within {PREDICTION_BOUND:.0%} | "
         f"worst {worst_step[0]:+.1%} ({worst_step[1]}) | "
         f"{met(abs(worst_step[0]) <= PREDICTION_BOUND)} |")
+    if worst_alone[1]:
+        rows_of_targets.append(
+            f"| every prediction of an exchange alone within "
+            f"{PREDICTION_BOUND:.0%} | worst {worst_alone[0]:+.1%} "
+            f"({worst_alone[1]}) | "
+            f"{met(abs(worst_alone[0]) <= PREDICTION_BOUND)} |")
     lines += ["Targets:", "", "| target | result | |", "|---|---|---|"] + \
         rows_of_targets + [""]
     write_section(benchmarks, HEADING, lines, "bench/embedding/run.sh")

@@ -59,6 +59,10 @@
 #     that alternate the runs (a run's step varies by about 10% from one
 #     run to the next on this VM; the report takes the median of the
 #     rounds);
+#     Each round also times the allgather and the hash exchange alone
+#     (exchange_alone.py: the same batches' rows, a barrier before each
+#     exchange, no compute): the exchange's own time, beside the model's
+#     price for it;
 #  6. report.py writes the section "Embedding gradients: the rows exchange"
 #     of BENCHMARKS.md: measured step and communication (step minus the
 #     compute-only step of the same rank count) beside the model's, DDP's,
@@ -149,6 +153,16 @@ train() {
     "$ROOT/$EXAMPLE/train.py" $arguments --coo --batch-size "$BATCH" \
     --steps "$steps" --warmup-steps "$WARMUP" --master-addr "$SUBNET.1" \
     --label "$label" --json "$dir/$label$suffix.json"
+}
+
+# Times rows exchange $3 alone on $1 ranks into $2/exchange-$3$4.json.
+exchange_alone() {
+  local ranks=$1 dir=$2 exchange=$3 suffix=${4:-}
+  echo "== $ranks x $RATE: exchange-$exchange$suffix alone" >&2
+  bench/cluster/emulate.sh run "$ranks" "$RATE" -- "$PYTHON" \
+    "$ROOT/bench/embedding/exchange_alone.py" --exchange "$exchange" \
+    --batch-size "$BATCH" --steps "$STEPS" --warmup-steps "$WARMUP" \
+    --json "$dir/exchange-$exchange$suffix.json"
 }
 
 # The host's CPU, at the first rank count.
@@ -271,7 +285,8 @@ PY
     plan "$dir" "$dir/cluster.json" "$dir/device.json" "$exchange"
   done
   [[ $REPLAN == 1 ]] && continue
-  rm -f "$dir"/commopt-*.json "$dir"/ddp-sparse*.json "$dir"/compute-only*.json
+  rm -f "$dir"/commopt-*.json "$dir"/ddp-sparse*.json \
+    "$dir"/compute-only*.json "$dir"/exchange-*.json
   for ((round = 1; round <= ROUNDS; round++)); do
     for run in \
         "commopt-dense|--comm commopt --plan $dir/dense.plan.json" \
@@ -282,6 +297,9 @@ PY
       steps=$STEPS
       [[ $run == compute-only* ]] && steps=$SHARING_STEPS
       train "$ranks" "$dir" "$run" ".round$round" "$steps"
+    done
+    for exchange in allgather hash; do
+      exchange_alone "$ranks" "$dir" "$exchange" ".round$round"
     done
   done
 done

@@ -664,28 +664,36 @@ TEST(CollectiveCost, MpiExchangesPostEveryMessageAtOnce) {
 }
 
 // A size's fitted regime may split its time into a large alpha and a beta
-// below the link's; paid once, that would move the bytes faster than the
-// largest sizes' rate. Flat, 4 ranks, one a node: up to 1 MB alpha 300 us
-// and 1e-4 us/B, above it 10 us and 1e-3 us/B.
+// below the link's. Posted at once, the messages take the regime's time,
+// but no less than their bytes take at the largest sizes' rate. Flat, 4
+// ranks, one a node: up to 10 MB alpha 300 us and 1e-4 us/B, above it
+// 10 us and 1e-3 us/B.
 TEST(CollectiveCost, MpiExchangeBytesNoFasterThanTheLargestSizes) {
   ClusterModel cluster = mpiCluster(1);
   cluster.ranks = 4;
   cluster.intra = cluster.inter =
-      LinkLevel{10.0, 1e-3, {SizeRegime{1e6, 300.0, 1e-4}}};
+      LinkLevel{10.0, 1e-3, {SizeRegime{1e7, 300.0, 1e-4}}};
   SparseGradient rows = testRows();
   rows.density = 0.01;
-  // The 4 counts (32 B) and the 4 k = 4e3 records of 44 B (1.76e5 B), in
-  // the first regime: 300 us each, once; the bytes, 3/4 of them, at the
-  // largest sizes' 1e-3 us/B: 3/4 * (32 + 176000) * 1e-3 = 132.024.
+  // The 4 counts (32 B) and the 4 k = 4e3 records of 44 B (1.76e5 B), 3/4
+  // of each sent: the regime's 300 + 24e-4 us and 300 + 13.2 us are more
+  // than the link's rate gives them (0.024 and 132 us), so both stand.
   expectCost(
       sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, rows), 600,
-      132.024);
+      13.2024);
+  // Ten times the records (1.76e6 B): the regime's 300 + 132 us is less
+  // than 3/4 of them take at 1e-3 us/B, 1320 us, which is their time, with
+  // no alpha beside it; the counts keep the regime's.
+  rows.density = 0.1;
+  expectCost(
+      sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, rows), 300,
+      1320.0024);
   // NCCL's ring keeps the regime's figures: 3 steps of 300 us each
   // collective, 3/4 of the bytes at 1e-4 us/B.
   cluster.backend = CollectiveBackend::Nccl;
   expectCost(
       sparseAllreduceCost(cluster, SparseExchangeScheme::Allgather, rows), 1800,
-      13.2024);
+      132.0024);
 }
 
 TEST(CollectiveCost, RowsTouchedAt) {
