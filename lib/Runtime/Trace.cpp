@@ -87,9 +87,14 @@ TracePhase::TracePhase(const TraceContext &context, commrt_trace_phase phase,
 }
 
 TracePhase::~TracePhase() {
-  if (beginUs >= 0)
-    recordTraceEvent(context, phase, beginUs, commrt_time_us(), ranks,
-                     threadCpuUs() - beginCpuUs, selected, received);
+  if (beginUs < 0)
+    return;
+  // The CPU clock is read inside the wall clock's interval (after it at
+  // the start, before it at the end), so that the phase's CPU time never
+  // spans more reads than its wall time does.
+  double cpuUs = threadCpuUs() - beginCpuUs;
+  recordTraceEvent(context, phase, beginUs, commrt_time_us(), ranks, cpuUs,
+                   selected, received);
 }
 
 extern "C" {

@@ -89,8 +89,10 @@ def check_rank(plan, path, host_ranks):
             call = phases["call"]
             previous = call["ts"]
             # Every phase a thread ran carries that thread's CPU time in
-            # it, no more than its wall time (up to the two clocks'
-            # disagreement: a microsecond in 277 has been seen); the queued
+            # it, no more than its wall time up to the two clocks'
+            # disagreement (a microsecond in 277 has been seen, and on this
+            # VM 20.7 us of CPU in a phase of 8.5 us, the thread's CPU
+            # clock running on the scheduler's per-CPU clock); the queued
             # wait none.
             for phase, event in phases.items():
                 spent = event["args"].get("cpu_us")
@@ -99,7 +101,7 @@ def check_rank(plan, path, host_ranks):
                         fail(where, f"collective #{index}: 'queued' has "
                              f"cpu_us {spent}")
                 elif spent is None or \
-                        not 0 <= spent <= 1.05 * event["dur"] + 10:
+                        not 0 <= spent <= 1.05 * event["dur"] + 25:
                     fail(where, f"collective #{index}: '{phase}' has "
                          f"cpu_us {spent} in {event['dur']} us")
             for phase in expected:
