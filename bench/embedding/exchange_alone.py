@@ -27,22 +27,16 @@ import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "examples", "zipf_embedding"))
-from zipf_data import ZipfTokens, loader  # noqa: E402
+from bag_of_words import CLASSES, DIM, VOCAB  # noqa: E402
+from zipf_data import add_data_arguments, rank_batches  # noqa: E402
 
 
 def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--exchange", choices=("allgather", "hash"),
                         required=True)
-    parser.add_argument("--vocab", type=int, default=100000)
-    parser.add_argument("--dim", type=int, default=64)
-    parser.add_argument("--sequence", type=int, default=32)
-    parser.add_argument("--exponent", type=float, default=1.1)
-    parser.add_argument("--classes", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--warmup-steps", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dim", type=int, default=DIM)
+    add_data_arguments(parser, VOCAB, CLASSES)
     parser.add_argument("--label", default="")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
@@ -69,11 +63,8 @@ def main(argv):
     from commopt import runtime
     commopt.init()
     rank, size = commopt.rank(), commopt.size()
-    total = (args.warmup_steps + args.steps) * args.batch_size * size
     # As train.py draws them: the same tokens reach the same rank.
-    data = ZipfTokens(total, args.vocab, args.sequence, args.exponent,
-                      args.classes, seed=args.seed + 1)
-    batches = list(loader(data, args.batch_size, rank, size, seed=args.seed))
+    batches = rank_batches(args, rank, size)
     generator = torch.Generator().manual_seed(rank)
     exchange = runtime.EXCHANGES[args.exchange]
     times, cpu = [], []

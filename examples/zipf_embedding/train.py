@@ -35,7 +35,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bag_of_words import CLASSES, DIM, VOCAB, BagOfWords  # noqa: E402
-from zipf_data import ZipfTokens, loader  # noqa: E402
+from zipf_data import add_data_arguments, rank_batches  # noqa: E402
 
 
 def parse(argv):
@@ -46,17 +46,9 @@ def parse(argv):
                         "--export-plan (default: commopt's default plan)")
     parser.add_argument("--coo", action="store_true",
                         help="nn.Embedding(sparse=True): COO gradients")
-    parser.add_argument("--vocab", type=int, default=VOCAB)
     parser.add_argument("--dim", type=int, default=DIM)
-    parser.add_argument("--sequence", type=int, default=32)
-    parser.add_argument("--exponent", type=float, default=1.1)
-    parser.add_argument("--classes", type=int, default=CLASSES)
-    parser.add_argument("--batch-size", type=int, default=32,
-                        help="samples per rank and step")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--warmup-steps", type=int, default=5)
+    add_data_arguments(parser, VOCAB, CLASSES)
     parser.add_argument("--lr", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--master-addr", default="127.0.0.1")
     parser.add_argument("--master-port", default="29591")
     parser.add_argument("--label", default="")
@@ -89,15 +81,12 @@ def main(argv):
 
     torch.manual_seed(args.seed)
     model = BagOfWords(args.vocab, args.dim, args.classes, coo=args.coo)
-    total = (args.warmup_steps + args.steps) * args.batch_size * size
-    data = ZipfTokens(total, args.vocab, args.sequence, args.exponent,
-                      args.classes, seed=args.seed + 1)
     # The batches are drawn before the steps: the loader's CPU (collating
     # a batch took 0.6 ms on this benchmark's 2-core VM, as much as the
     # step's compute) would otherwise run between the timed steps, outside
     # their time and their CPU, while the other ranks' steps share the
     # cores with it.
-    batches = list(loader(data, args.batch_size, rank, size, seed=args.seed))
+    batches = rank_batches(args, rank, size)
     sgd = torch.optim.SGD(model.parameters(), lr=args.lr)
     if args.comm == "ddp":
         trained = nn.parallel.DistributedDataParallel(model)

@@ -13,8 +13,11 @@ lowest topic on a tie), so that a bag-of-words model can learn it and the
 classes are about equally common.
 
 `loader(...)` is the training loader, sharded by rank as DDP users shard
-(torch's DistributedSampler over a TensorDataset); `example_batch` is the
-`--example-inputs` function of commopt-export.py, a new batch per call.
+(torch's DistributedSampler over a TensorDataset); `add_data_arguments`
+and `rank_batches` give the scripts that run on it (train.py,
+bench/embedding/exchange_alone.py) the same options and the same batches;
+`example_batch` is the `--example-inputs` function of commopt-export.py, a
+new batch per call.
 """
 
 import torch
@@ -76,6 +79,32 @@ def loader(data, batch_size, rank, size, seed=0):
                                  drop_last=True)
     return DataLoader(data.dataset(), batch_size=batch_size, sampler=sampler,
                       drop_last=True)
+
+
+def add_data_arguments(parser, vocab, classes):
+    """The data's options: --vocab (default `vocab`), --sequence,
+    --exponent, --classes (default `classes`), --batch-size, --steps,
+    --warmup-steps and --seed."""
+    parser.add_argument("--vocab", type=int, default=vocab)
+    parser.add_argument("--sequence", type=int, default=32)
+    parser.add_argument("--exponent", type=float, default=1.1)
+    parser.add_argument("--classes", type=int, default=classes)
+    parser.add_argument("--batch-size", type=int, default=32,
+                        help="samples per rank and step")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup-steps", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def rank_batches(args, rank, size):
+    """Rank `rank`'s batches of a run of `args` (add_data_arguments'
+    options), its warm-up's and its timed steps': the data from seed
+    args.seed + 1, shuffled by args.seed, every rank's as train.py draws
+    them."""
+    total = (args.warmup_steps + args.steps) * args.batch_size * size
+    data = ZipfTokens(total, args.vocab, args.sequence, args.exponent,
+                      args.classes, seed=args.seed + 1)
+    return list(loader(data, args.batch_size, rank, size, seed=args.seed))
 
 
 _example = {}

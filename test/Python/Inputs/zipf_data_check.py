@@ -5,13 +5,15 @@
 Prints one line per property, or exits non-zero naming the one that fails.
 """
 
+import argparse
 import math
 import sys
 
 import torch
 
 sys.path.insert(0, sys.argv[1] + "/zipf_embedding")
-from zipf_data import ZipfTokens, example_batch, loader  # noqa: E402
+from zipf_data import (  # noqa: E402
+    ZipfTokens, add_data_arguments, example_batch, loader, rank_batches)
 
 
 def fail(message):
@@ -81,6 +83,24 @@ def main():
     if as_set != originals:
         fail("the ranks' shards do not cover the data set exactly")
     print("loader: 4 ranks' shards cover the 20000 samples, batches of 50")
+
+    parser = argparse.ArgumentParser()
+    add_data_arguments(parser, 50000, 4)
+    args = parser.parse_args(["--batch-size", "50", "--steps", "7",
+                              "--warmup-steps", "3", "--seed", "2"])
+    drawn = [rank_batches(args, rank, 4) for rank in range(4)]
+    if any(len(batches) != 10 for batches in drawn):
+        fail(f"rank_batches gave {[len(b) for b in drawn]} batches, not 10 "
+             "a rank")
+    same = ZipfTokens(2000, 50000, 32, 1.1, 4, seed=3)
+    for rank in range(4):
+        expected = list(loader(same, 50, rank, 4, seed=2))
+        if not all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+                   for a, b in zip(drawn[rank], expected)):
+            fail(f"rank {rank}: rank_batches is not its shard of the data "
+                 "of seed --seed + 1, shuffled by --seed")
+    print("rank_batches: 4 ranks x 10 batches of 50, each rank's shard of "
+          "the data train.py draws")
 
     first, second = example_batch(8), example_batch(8)
     if first.shape != (8, 32) or torch.equal(first, second):
