@@ -160,10 +160,10 @@ def exchange_alone_lines(folder, device):
             rounds.setdefault(figures["exchange"], []).append(figures)
     if not rounds:
         return [], []
-    first = next(iter(rounds.values()))[0]
+    first = next(iter(rounds.values()))
     lines = [f"The exchanges alone (exchange_alone.py: the same batches' "
              "rows, a barrier before each exchange and nothing else in the "
-             f"step, {first['steps']} exchanges a round, {len(rounds[first['exchange']])} "
+             f"step, {first[0]['steps']} exchanges a round, {len(first)} "
              "rounds: the median over the ranks and the exchanges, the "
              "median of the rounds; the model's, its time in the plan's "
              "timeline, or the host's bound on it where that is longer: the "
