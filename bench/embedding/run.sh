@@ -53,12 +53,13 @@
 #     communicating plan the model is fitted to;
 #  4. plans: comm-optimize with each rows-exchange and with auto (the
 #     planner's choice), with estimates;
-#  5. runs: $STEPS timed steps (after $WARMUP) of each ($SHARING_STEPS of
-#     the compute-only step, whose wall time per step is what it takes of
-#     the cores, its ranks not keeping in step), in $ROUNDS rounds
+#  5. runs: $STEPS timed steps (after $WARMUP) of each ($DENSE_STEPS of
+#     the dense plan, whose step is the link's and long; $SHARING_STEPS of
+#     the compute-only step), in $ROUNDS rounds
 #     that alternate the runs (a run's step varies by about 10% from one
 #     run to the next on this VM; the report takes the median of the
-#     rounds);
+#     rounds of each run's wall time per step: 20 steps were too few to
+#     tell the 4-rank allgather and hash plans apart);
 #     Each round also times the allgather and the hash exchange alone
 #     (exchange_alone.py: the same batches' rows, a barrier before each
 #     exchange, no compute): the exchange's own time, beside the model's
@@ -70,8 +71,8 @@
 #
 # Usage: bench/embedding/run.sh   (root: the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/embedding), RANKS
-# ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (20),
-# WARMUP (3), ROUNDS (3), DEVICE (default bench/cluster/host-2core.json:
+# ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (100),
+# DENSE_STEPS (20), WARMUP (3), ROUNDS (3), DEVICE (default bench/cluster/host-2core.json:
 # the local work's rates as one rank alone has them, the sharing being the
 # model's), FIT_RUNS (5), SHARING_STEPS (100), PYTHON; REPLAN=1
 # re-estimates the runs in $OUT
@@ -88,7 +89,8 @@ OUT=${OUT:-$BUILD/embedding}
 RANKS=${RANKS:-4 8 16}
 RATE=${RATE:-1gbit}
 BATCH=${BATCH:-128}
-STEPS=${STEPS:-20}
+STEPS=${STEPS:-100}
+DENSE_STEPS=${DENSE_STEPS:-20}
 WARMUP=${WARMUP:-3}
 ROUNDS=${ROUNDS:-3}
 DEVICE=${DEVICE:-bench/cluster/host-2core.json}
@@ -296,6 +298,7 @@ PY
         "compute-only|--comm local"; do
       steps=$STEPS
       [[ $run == compute-only* ]] && steps=$SHARING_STEPS
+      [[ $run == commopt-dense* ]] && steps=$DENSE_STEPS
       train "$ranks" "$dir" "$run" ".round$round" "$steps"
     done
     for exchange in allgather hash; do
