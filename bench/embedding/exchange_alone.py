@@ -28,7 +28,8 @@ import torch
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "examples", "zipf_embedding"))
 from bag_of_words import CLASSES, DIM, VOCAB  # noqa: E402
-from zipf_data import add_data_arguments, rank_batches  # noqa: E402
+from zipf_data import (add_data_arguments, check_data_arguments,  # noqa: E402
+                       rank_batches)
 
 
 def parse(argv):
@@ -40,9 +41,7 @@ def parse(argv):
     parser.add_argument("--label", default="")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.warmup_steps < 0 or args.batch_size < 1:
-        parser.error("--steps and --batch-size must be at least 1 and "
-                     "--warmup-steps at least 0")
+    check_data_arguments(parser, args)
     return args
 
 
@@ -82,7 +81,9 @@ def main(argv):
         if step >= args.warmup_steps:
             times.append((time.perf_counter() - began) * 1e3)
             cpu.append((time.process_time() - began_cpu) * 1e3)
-        # The rows every rank touched, on every rank.
+        # A sanity check, not a full one: the rank holds at least the rows
+        # it touched itself (test/Python/sparse-rows.test checks the
+        # values).
         if reduced.numel() < torch.unique(indices).numel():
             raise SystemExit(f"exchange_alone.py: rank {rank}: "
                              f"{reduced.numel()} reduced rows, fewer than "

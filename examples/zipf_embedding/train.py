@@ -35,7 +35,8 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bag_of_words import CLASSES, DIM, VOCAB, BagOfWords  # noqa: E402
-from zipf_data import add_data_arguments, rank_batches  # noqa: E402
+from zipf_data import (add_data_arguments, check_data_arguments,  # noqa: E402
+                       rank_batches)
 
 
 def parse(argv):
@@ -54,9 +55,7 @@ def parse(argv):
     parser.add_argument("--label", default="")
     parser.add_argument("--json", help="write the run's figures here")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.warmup_steps < 0:
-        parser.error("--steps must be at least 1 and --warmup-steps at "
-                     "least 0")
+    check_data_arguments(parser, args)
     return args
 
 

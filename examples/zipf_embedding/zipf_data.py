@@ -96,6 +96,14 @@ def add_data_arguments(parser, vocab, classes):
     parser.add_argument("--seed", type=int, default=0)
 
 
+def check_data_arguments(parser, args):
+    """Ends the program through `parser` where add_data_arguments' options
+    in `args` cannot make a run."""
+    if args.steps < 1 or args.warmup_steps < 0 or args.batch_size < 1:
+        parser.error("--steps and --batch-size must be at least 1 and "
+                     "--warmup-steps at least 0")
+
+
 def rank_batches(args, rank, size):
     """Rank `rank`'s batches of a run of `args` (add_data_arguments'
     options), its warm-up's and its timed steps': the data from seed
