@@ -142,40 +142,21 @@ def plan_exchange(plan):
     raise SystemExit("report.py: no plan carries embedding.weight")
 
 
-def model_exchange_alone(folder, exchange, device):
+def model_exchange_alone(folder, exchange):
     """The model's figures for `exchange` alone at the folder's rank count:
     its time in the plan's timeline (the link's, the ranks' arrival and its
-    local work: CollectiveCost) and the host's bound on it as StepModel's
-    simulateStepModel has it for ranks in step, with no compute beside the
-    exchange: the cores' time for every rank's CPU in it (its local work
-    scaled by cpu_scale, the transport's per byte), plus its time on the
-    network less the cores' time for the transport in that (0 where the
-    device describes no host)."""
+    local work: CollectiveCost) and the host's bound on it for ranks in step
+    with nothing else in the step, as commopt-translate --export-timeline
+    writes it (alone_host_bound_us: StepModel's getAloneHostBoundUs; 0
+    where the device describes no host)."""
     timeline = load(os.path.join(folder, f"{exchange}.timeline.json"))
     event = next(e for e in timeline["traceEvents"]
                  if e.get("args", {}).get("op") == "comm.sparse_start")
-    args = event["args"]
-    host = device.get("host_cpu", {})
-    cores, ranks = host.get("cores", 0), host.get("ranks", 0)
-    if cores <= 0 or ranks <= 0:
-        return event["dur"] / 1e3, 0.0
-    cluster = load(os.path.join(folder, "cluster.json"))
-    per_byte = host.get("ns_per_sent_byte", 0.0)
-    per_gathered = host.get("ns_per_gathered_byte", per_byte)
-    gathered = args.get("gathered_bytes", 0.0)
-    local_us = args.get("local_us", 0.0)
-    transport_us = ((args["sent_bytes"] - gathered) * per_byte +
-                    gathered * per_gathered) * 1e-3
-    busy_share = min(1.0, cores / (host.get("timed_ranks") or ranks))
-    cpu_us = host.get("cpu_scale", 1.0) * busy_share * local_us + \
-        transport_us
-    network_us = event["dur"] - local_us - \
-        cluster.get("collective_overhead_us", 0.0)
-    idle_us = max(0.0, network_us - ranks / cores * transport_us)
-    return event["dur"] / 1e3, (cpu_us * ranks / cores + idle_us) / 1e3
+    return (event["dur"] / 1e3,
+            event["args"].get("alone_host_bound_us", 0.0) / 1e3)
 
 
-def exchange_alone_lines(folder, device):
+def exchange_alone_lines(folder):
     """The table of the exchanges timed alone (exchange_alone.py), with the
     model's figures beside them; empty for runs made before they were."""
     rounds = {}
@@ -206,7 +187,7 @@ def exchange_alone_lines(folder, device):
         measured = statistics.median(r["exchange_ms"] for r in each)
         slowest = statistics.median(r["slowest_ms"] for r in each)
         cpu = statistics.median(r["cpu_ms"] for r in each)
-        time_ms, bound_ms = model_exchange_alone(folder, exchange, device)
+        time_ms, bound_ms = model_exchange_alone(folder, exchange)
         off = max(time_ms, bound_ms) / measured - 1
         offs.append((off, exchange))
         bound = f"{bound_ms:.2f}" if bound_ms else "-"
@@ -384,8 +365,7 @@ def main(argv):
                          f"{ddp['median_step_ms']:.2f} | "
                          f"{ddp['cpu_ms']:.2f} | {ddp['step_ms'] - base:.2f} "
                          "| - | - | - | - | 1.00x |")
-        alone_lines, alone_offs = exchange_alone_lines(
-            folder, load(os.path.join(folder, "device.json")))
+        alone_lines, alone_offs = exchange_alone_lines(folder)
         lines += [""] + alone_lines
         for off, exchange in alone_offs:
             if abs(off) > abs(worst_alone[0]):

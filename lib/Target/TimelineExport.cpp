@@ -29,6 +29,8 @@ struct SimulatedFunction {
   func::FuncOp func;
   StepModel model;
   StepTimeline timeline;
+  /// The device's host, which bounds a collective run alone.
+  HostCpu host;
 };
 
 /// Writes trace events one per line inside the "traceEvents" array.
@@ -160,6 +162,10 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
           json.attribute("sent_bytes", task.cost.sentBytes);
           if (task.cost.gatheredBytes > 0)
             json.attribute("gathered_bytes", task.cost.gatheredBytes);
+          if (simulated.host.isDescribed())
+            json.attribute("alone_host_bound_us",
+                           getAloneHostBoundUs(model, timeline, simulated.host,
+                                               event.collective));
           json.attributeArray("members", [&] {
             for (const std::string &member :
                  model.collectiveMembers[event.collective])
@@ -212,7 +218,8 @@ LogicalResult mlir::comm::exportTimeline(ModuleOp module, raw_ostream &os,
       return emitError(func.getLoc())
              << "export-timeline: cannot simulate @" << func.getSymName()
              << ": " << llvm::toString(timeline.takeError());
-    functions.push_back({func, std::move(*model), std::move(*timeline)});
+    functions.push_back(
+        {func, std::move(*model), std::move(*timeline), device->hostCpu});
   }
 
   std::string modelName = getModelName(module);

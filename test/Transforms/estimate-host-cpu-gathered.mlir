@@ -25,8 +25,8 @@
 
 // The timeline says which bytes MPI's own collectives send, and says
 // nothing of it for the others.
-// TIMELINE: {"name":"dense","cat":"communication",{{.*}}"sent_bytes":1572864,"members"
-// TIMELINE: {"name":"rows","cat":"communication",{{.*}}"sent_bytes":2184,"gathered_bytes":2184,"members"
+// TIMELINE: {"name":"dense","cat":"communication",{{.*}}"sent_bytes":1572864,"alone_host_bound_us":{{[0-9.]+}},"members"
+// TIMELINE: {"name":"rows","cat":"communication",{{.*}}"sent_bytes":2184,"gathered_bytes":2184,"alone_host_bound_us":{{[0-9.]+}},"members"
 
 // BAD: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-gathered.json: invalid device description: expected a non-negative number at device.host_cpu.ns_per_gathered_byte
 

@@ -290,6 +290,18 @@ struct StepTimeline {
   double getComputeIdleUs(double startUs, double endUs) const;
 };
 
+/// The host's bound on collective `index` of `model` run by ranks in step
+/// with nothing else in the step (as bench/embedding/exchange_alone.py
+/// times an exchange): the cores' time for every rank's CPU in it (its
+/// local work, scaled as `host`'s sharing scales CPU work, and its
+/// transport's, StepModel::collectiveTransportUs), plus its time on the
+/// network (its time in `timeline` less its local work and the ranks'
+/// arrival) less the cores' time for its transport in that, as
+/// simulateStepModel bounds a step; 0 where `host` is not described. The
+/// collective takes the longer of this and its time in the timeline.
+double getAloneHostBoundUs(const StepModel &model, const StepTimeline &timeline,
+                           const HostCpu &host, size_t index);
+
 /// Simulates `model` on `cluster`'s channels in `mode` (steady state with
 /// `steadyState`'s iteration counts). Errors are the simulator's, naming the
 /// task or collective and field.

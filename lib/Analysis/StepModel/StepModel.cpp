@@ -794,6 +794,22 @@ static double getNetworkWaitUs(const StepModel &model,
                            cpuWorkUs);
 }
 
+double mlir::comm::getAloneHostBoundUs(const StepModel &model,
+                                       const StepTimeline &timeline,
+                                       const HostCpu &host, size_t index) {
+  if (!host.isDescribed() || index >= model.collectiveTransportUs.size())
+    return 0.0;
+  const CollectiveEvent &event = timeline.getFirstShownEvent(index);
+  const double localUs = model.collectiveLocalUs[index];
+  const double transportUs = model.collectiveTransportUs[index];
+  const double cpuUs =
+      host.getCpuScale() * host.busyShare() * localUs + transportUs;
+  const double networkUs =
+      event.endUs - event.startUs - localUs - model.collectiveArrivalUs[index];
+  return host.boundUs(cpuUs) +
+         std::max(0.0, networkUs - host.boundUs(transportUs));
+}
+
 llvm::Expected<StepTimeline>
 mlir::comm::simulateStepModel(const StepModel &model,
                               const ClusterModel &cluster, SimulationMode mode,
