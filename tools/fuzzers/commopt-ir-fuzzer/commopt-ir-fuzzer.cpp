@@ -17,6 +17,8 @@
 
 #include "CommDialect/Target/Export.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -52,10 +54,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   commopt::fuzz::SilentContext context(getRegistry());
   llvm::SourceMgr sourceMgr;
   commopt::fuzz::addInputBuffer(sourceMgr, data, size, "fuzz.mlir");
-  // Parsing verifies.
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context.get()));
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(
+      sourceMgr, ParserConfig(context.get(), /*verifyAfterParse=*/false));
   if (!module)
+    return 0;
+  // MLIR 22's verifier of shard.reduce_scatter divides by the size of the
+  // grid axes it scatters over, which shard.grid lets be 0: an upstream
+  // crash (SIGFPE) that commopt-opt shares. Such grids are left out here so
+  // that the fuzzer keeps looking for commopt's own defects.
+  bool zeroSizedGrid = false;
+  module->walk([&](shard::GridOp grid) {
+    // Not verified yet: the generic form may leave the shape out.
+    if (DenseI64ArrayAttr shape = grid.getShapeAttr())
+      if (llvm::is_contained(shape.asArrayRef(), 0))
+        zeroSizedGrid = true;
+  });
+  if (zeroSizedGrid || failed(verify(*module)))
     return 0;
   for (auto [index, options] : llvm::enumerate(kOptionSets)) {
     OwningOpRef<ModuleOp> planned =
