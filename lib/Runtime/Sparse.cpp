@@ -234,7 +234,8 @@ int64_t displacements(const std::vector<int> &counts,
 
 /// Gathers every rank's `local` pairs into `all`, in rank order.
 commrt_status allgatherPairs(ExchangeBuffers &buffers, const Pairs &local,
-                             Pairs &all, MPI_Comm comm) {
+                             Pairs &all, MPI_Comm comm,
+                             const TraceContext &trace) {
   int size;
   MPI_Comm_size(comm, &size);
   int64_t mine = local.size();
@@ -257,13 +258,19 @@ commrt_status allgatherPairs(ExchangeBuffers &buffers, const Pairs &local,
     RowRecords records(local.width);
     COMMRT_TRY(records.check());
     std::vector<char> &sent = buffers.sent, &received = buffers.received;
-    records.pack(local, sent);
+    {
+      TracePhase pack(trace, COMMRT_PHASE_EXCHANGE_PACK, size);
+      pack.selected = mine;
+      records.pack(local, sent);
+    }
     received.resize(total * records.bytes);
     if (int error = MPI_Iallgatherv(
             sent.data(), static_cast<int>(mine), records.get(), received.data(),
             counts.data(), displs.data(), records.get(), comm, &request))
       return failMpi("MPI_Iallgatherv", error);
     COMMRT_TRY(waitFor(comm, request, "MPI_Iallgatherv"));
+    TracePhase unpack(trace, COMMRT_PHASE_EXCHANGE_UNPACK, size);
+    unpack.received = total;
     records.unpack(received.data(), total, all);
     return COMMRT_SUCCESS;
   }
@@ -311,22 +318,27 @@ void addPairs(const int64_t *indices, const float *values, int64_t count,
 /// received (indices below `indexCount`), in rank order as the allgather
 /// exchange adds, and the owners' sums are gathered into `all`.
 commrt_status reduceOwned(ExchangeBuffers &buffers, const Pairs &incoming,
-                          int64_t indexCount, Pairs &all, MPI_Comm comm) {
+                          int64_t indexCount, Pairs &all, MPI_Comm comm,
+                          const TraceContext &trace, int size) {
   Pairs &reduced = buffers.reduced;
   reduced.clear(incoming.width);
   {
+    TracePhase reduce(trace, COMMRT_PHASE_EXCHANGE_REDUCE, size);
+    reduce.received = incoming.size();
     SlotUse slot(buffers.slots, indexCount, reduced);
     addPairs(incoming.indices.data(), incoming.values.data(), incoming.size(),
              slot.get(), reduced);
+    reduce.selected = reduced.size();
   }
-  return allgatherPairs(buffers, reduced, all, comm);
+  return allgatherPairs(buffers, reduced, all, comm, trace);
 }
 
 /// Zen's exchange: `local`'s pairs (indices below `indexCount`) go to their
 /// owners, which add them up, and the owners' sums are gathered into `all`
 /// (each index at most once).
 commrt_status hashExchange(ExchangeBuffers &buffers, const Pairs &local,
-                           int64_t indexCount, Pairs &all, MPI_Comm comm) {
+                           int64_t indexCount, Pairs &all, MPI_Comm comm,
+                           const TraceContext &trace) {
   int size;
   MPI_Comm_size(comm, &size);
   const int64_t width = local.width;
@@ -342,9 +354,14 @@ commrt_status hashExchange(ExchangeBuffers &buffers, const Pairs &local,
   Pairs &outgoing = buffers.outgoing;
   outgoing.clear(width);
   outgoing.resize(local.size());
-  std::vector<int64_t> bucketSizes = bucketByOwner(
-      local.indices.data(), local.values.data(), local.size(), width, size,
-      outgoing.indices.data(), outgoing.values.data());
+  std::vector<int64_t> bucketSizes;
+  {
+    TracePhase bucket(trace, COMMRT_PHASE_EXCHANGE_PACK, size);
+    bucket.selected = local.size();
+    bucketSizes = bucketByOwner(
+        local.indices.data(), local.values.data(), local.size(), width, size,
+        outgoing.indices.data(), outgoing.values.data());
+  }
   std::vector<int> sendCounts(bucketSizes.begin(), bucketSizes.end());
   std::vector<int> sendDispls;
   displacements(sendCounts, sendDispls);
@@ -363,7 +380,11 @@ commrt_status hashExchange(ExchangeBuffers &buffers, const Pairs &local,
     RowRecords records(width);
     COMMRT_TRY(records.check());
     std::vector<char> &sent = buffers.sent, &arrived = buffers.received;
-    records.pack(outgoing, sent);
+    {
+      TracePhase pack(trace, COMMRT_PHASE_EXCHANGE_PACK, size);
+      pack.selected = outgoing.size();
+      records.pack(outgoing, sent);
+    }
     arrived.resize(received * records.bytes);
     if (int error =
             MPI_Ialltoallv(sent.data(), sendCounts.data(), sendDispls.data(),
@@ -371,8 +392,12 @@ commrt_status hashExchange(ExchangeBuffers &buffers, const Pairs &local,
                            recvDispls.data(), records.get(), comm, &request))
       return failMpi("MPI_Ialltoallv", error);
     COMMRT_TRY(waitFor(comm, request, "MPI_Ialltoallv"));
-    records.unpack(arrived.data(), received, incoming);
-    return reduceOwned(buffers, incoming, indexCount, all, comm);
+    {
+      TracePhase unpack(trace, COMMRT_PHASE_EXCHANGE_UNPACK, size);
+      unpack.received = received;
+      records.unpack(arrived.data(), received, incoming);
+    }
+    return reduceOwned(buffers, incoming, indexCount, all, comm, trace, size);
   }
   incoming.resize(received);
   MPI_Request requests[2];
@@ -390,7 +415,7 @@ commrt_status hashExchange(ExchangeBuffers &buffers, const Pairs &local,
   }
   COMMRT_TRY(waitAll(comm, 2, requests, "MPI_Ialltoallv"));
 
-  return reduceOwned(buffers, incoming, indexCount, all, comm);
+  return reduceOwned(buffers, incoming, indexCount, all, comm, trace, size);
 }
 
 /// Divides the result by the `size` ranks where the reduction averages.
@@ -413,9 +438,10 @@ commrt_status exchangePairs(const SparseArguments &args, const Pairs &local,
   all.clear(local.width);
   {
     TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
-    COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
-                   ? hashExchange(buffers, local, indexCount, all, comm)
-                   : allgatherPairs(buffers, local, all, comm));
+    COMMRT_TRY(
+        args.exchange == COMMRT_EXCHANGE_HASH
+            ? hashExchange(buffers, local, indexCount, all, comm, args.trace)
+            : allgatherPairs(buffers, local, all, comm, args.trace));
     exchange.selected = local.size();
     exchange.received = all.size();
   }
@@ -664,9 +690,10 @@ commrt_status commrt::rowsAllreduce(const RowsArguments &args, MPI_Comm comm,
   all.clear(width);
   {
     TracePhase exchange(args.trace, COMMRT_PHASE_EXCHANGE, size);
-    COMMRT_TRY(args.exchange == COMMRT_EXCHANGE_HASH
-                   ? hashExchange(buffers, local, args.rows, all, comm)
-                   : allgatherPairs(buffers, local, all, comm));
+    COMMRT_TRY(
+        args.exchange == COMMRT_EXCHANGE_HASH
+            ? hashExchange(buffers, local, args.rows, all, comm, args.trace)
+            : allgatherPairs(buffers, local, all, comm, args.trace));
     exchange.selected = local.size();
     exchange.received = all.size();
   }

@@ -21,7 +21,8 @@ ERROR_BACKEND = 3
 # commrt_trace_phase, in order, and commrt_trace_event.kind's offset of a
 # sparse allreduce's selection.
 TRACE_PHASES = ("call", "queued", "accumulate", "select", "exchange",
-                "scatter", "pack", "unpack")
+                "scatter", "pack", "unpack", "exchange_pack",
+                "exchange_unpack", "exchange_reduce")
 TRACE_SPARSE = 100
 
 _c_int32 = ctypes.c_int32

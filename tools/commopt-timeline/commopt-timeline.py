@@ -4,7 +4,8 @@
 The training bridge writes each rank's measured timeline with
 COMMOPT_TIMELINE=PATH (python/commopt/timeline.py): every step's gradient
 hooks, collectives, the runtime's phases of each (accumulate, select,
-exchange, scatter, pack, unpack), the waits and the optimizer's step.
+exchange and a sparse exchange's own passes within it, scatter, pack,
+unpack), the waits and the optimizer's step.
 
     commopt-timeline compare PREDICTED.json TRACE...
         Sets the traces beside the plan's predicted timeline
@@ -49,7 +50,11 @@ import statistics
 import sys
 
 # The runtime's phases that are a collective's local work, and its exchange.
-LOCAL_PHASES = ("accumulate", "select", "scatter", "pack", "unpack")
+# A sparse exchange's own passes between its messages, nested in its
+# "exchange" phase (an event each pass): local work, not the messages'.
+EXCHANGE_PASSES = ("exchange_pack", "exchange_unpack", "exchange_reduce")
+LOCAL_PHASES = ("accumulate", "select", "scatter", "pack", "unpack") + \
+    EXCHANGE_PASSES
 MEASURED_FORMAT = "commopt-measured-timeline"
 # A selection's commrt_select, in the runtime's trace (kind - 100).
 SELECTS = {0: "topk", 1: "threshold", 2: "chunk"}
@@ -128,12 +133,19 @@ class Step:
                       for e in events if e["cat"] == "mask"]
         optimizer = [e for e in events if e["cat"] == "optimizer"]
         self.optimizer = optimizer[0]["dur"] if optimizer else 0.0
-        # {collective: {phase: (begin, duration, args)}}
+        # {collective: {phase: (begin, duration, args)}}; an exchange's
+        # passes of one kind as one, their durations added up.
         self.phases = {}
         for e in events:
-            if e["cat"] == "commrt":
-                self.phases.setdefault(e["args"]["collective"], {})[
-                    e["name"]] = (at(e), e["dur"], e["args"])
+            if e["cat"] != "commrt":
+                continue
+            phases = self.phases.setdefault(e["args"]["collective"], {})
+            earlier = phases.get(e["name"])
+            if earlier is not None and e["name"] in EXCHANGE_PASSES:
+                phases[e["name"]] = (earlier[0], earlier[1] + e["dur"],
+                                     earlier[2])
+            else:
+                phases[e["name"]] = (at(e), e["dur"], e["args"])
 
     def compute(self):
         """The step thread's time not spent waiting for collectives, nor in
@@ -231,6 +243,15 @@ def load_predicted(path, function):
     return Prediction(step, compute, collectives, host)
 
 
+def messages_us(phases):
+    """A collective's exchange phase less its own passes (EXCHANGE_PASSES):
+    the time of its messages, as the model's exchange is; 0 without one."""
+    if "exchange" not in phases:
+        return 0.0
+    return max(0.0, phases["exchange"][1] -
+               sum(phases[p][1] for p in EXCHANGE_PASSES if p in phases))
+
+
 def measured_collective(steps, index):
     """Medians of collective `index` over the steps that ran it."""
     issues, starts, ends, locals_, exchanges = [], [], [], [], []
@@ -244,8 +265,7 @@ def measured_collective(steps, index):
         starts.append(begin)
         ends.append(begin + duration)
         locals_.append(sum(phases[p][1] for p in LOCAL_PHASES if p in phases))
-        exchanges.append(phases["exchange"][1] if "exchange" in phases
-                         else 0.0)
+        exchanges.append(messages_us(phases))
     if not ends:
         return None
     return {"issue": median(issues), "start": median(starts),
@@ -563,7 +583,8 @@ def exchanges(predicted_of, steps):
             exchange = phases.get("exchange")
             if exchange is None or index not in predicted:
                 continue
-            begin, duration, _ = exchange
+            begin = exchange[0]
+            duration = messages_us(phases)
             if duration > 0:
                 yield (predicted[index]["exchange"], duration,
                        step.computing_within(begin, begin + duration))

@@ -2,10 +2,11 @@
 //
 // Run under mpirun with any number of ranks (CTest uses 2 and 4). Records a
 // started sparse allreduce of each scheme, a blocking dense allreduce with
-// an f16 wire and a started fused f32 one, and checks the phases each rank
-// recorded: every phase there, tagged with its call's tag, in the order the
-// runtime runs them, within its call, and counting what was sent and
-// received as the exchange did.
+// an f16 wire, a started fused f32 one and the rows exchanges, and checks
+// the phases each rank recorded: every phase there, tagged with its call's
+// tag, in the order the runtime runs them, within its call, and counting
+// what was sent and received as the exchange did; and an exchange's own
+// passes (packing, unpacking, an owner's sum) within its exchange phase.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,18 +22,58 @@ namespace {
 
 /// The events read after a run, by tag and then phase (one of each).
 using Recorded = std::map<int64_t, std::map<int32_t, commrt_trace_event>>;
+/// A sparse exchange's own passes, by tag, in the order they ended.
+using Passes = std::map<int64_t, std::vector<commrt_trace_event>>;
 
-Recorded readEvents() {
+bool isExchangePass(int32_t phase) {
+  return phase == COMMRT_PHASE_EXCHANGE_PACK ||
+         phase == COMMRT_PHASE_EXCHANGE_UNPACK ||
+         phase == COMMRT_PHASE_EXCHANGE_REDUCE;
+}
+
+Recorded readEvents(Passes *passes = nullptr) {
   std::vector<commrt_trace_event> events(256);
   int64_t count = 0;
   EXPECT_EQ(commrt_trace_read(events.data(), 256, &count), COMMRT_SUCCESS);
   Recorded recorded;
   for (int64_t i = 0; i < count; ++i) {
     const commrt_trace_event &event = events[i];
+    if (isExchangePass(event.phase)) {
+      if (passes)
+        (*passes)[event.tag].push_back(event);
+      continue;
+    }
     EXPECT_TRUE(recorded[event.tag].emplace(event.phase, event).second)
         << "two events of phase " << event.phase << " with tag " << event.tag;
   }
   return recorded;
+}
+
+/// Expects `passes`, each of the phases `kinds` in order, to lie within
+/// `call`'s exchange phase one after the other, with CPU times that add up
+/// to at most the exchange's.
+void expectPasses(const std::map<int32_t, commrt_trace_event> &call,
+                  const std::vector<commrt_trace_event> &passes,
+                  std::initializer_list<commrt_trace_phase> kinds) {
+  ASSERT_EQ(call.count(COMMRT_PHASE_EXCHANGE), 1u);
+  const commrt_trace_event &exchange = call.at(COMMRT_PHASE_EXCHANGE);
+  ASSERT_EQ(passes.size(), kinds.size());
+  double previousEnd = exchange.begin_us, cpuUs = 0;
+  size_t index = 0;
+  for (commrt_trace_phase kind : kinds) {
+    const commrt_trace_event &pass = passes[index++];
+    SCOPED_TRACE("pass " + std::to_string(index));
+    EXPECT_EQ(pass.phase, kind);
+    EXPECT_GE(pass.begin_us, previousEnd);
+    EXPECT_LE(pass.begin_us, pass.end_us);
+    EXPECT_LE(pass.end_us, exchange.end_us);
+    EXPECT_GE(pass.cpu_us, 0.0);
+    EXPECT_EQ(pass.channel, exchange.channel);
+    EXPECT_EQ(pass.kind, exchange.kind);
+    cpuUs += pass.cpu_us;
+    previousEnd = pass.end_us;
+  }
+  EXPECT_LE(cpuUs, exchange.cpu_us);
 }
 
 /// Expects the phases of one call, `phases` in order, each within the call
@@ -106,7 +147,8 @@ TEST(MpiTrace, PhasesOfEveryCollective) {
   ASSERT_EQ(commrt_allreduce(dense.data(), count, COMMRT_F32, COMMRT_SUM),
             COMMRT_SUCCESS);
 
-  Recorded recorded = readEvents();
+  Passes passes;
+  Recorded recorded = readEvents(&passes);
   ASSERT_EQ(recorded.size(), 5u);
   for (int tag = 1; tag <= 3; ++tag) {
     SCOPED_TRACE("sparse tag " + std::to_string(tag));
@@ -133,14 +175,31 @@ TEST(MpiTrace, PhasesOfEveryCollective) {
       // Top-k sends exactly k; the allgather brings every rank's pairs.
       EXPECT_EQ(exchange.selected, 200);
       EXPECT_EQ(exchange.received, sentEverywhere);
+      EXPECT_EQ(passes.count(tag), 0u) << "no pass between its messages";
     } else if (tag == 2) {
       // The hash exchange gathers each index once: at most what was sent.
       EXPECT_GT(exchange.received, 0);
       EXPECT_LE(exchange.received, sentEverywhere);
+      // Its pairs bucketed by owner, then the owner's sum of those sent to
+      // it: what every rank received is what every rank sent.
+      expectPasses(call, passes[tag],
+                   {COMMRT_PHASE_EXCHANGE_PACK, COMMRT_PHASE_EXCHANGE_REDUCE});
+      const commrt_trace_event &bucket = passes[tag][0];
+      const commrt_trace_event &reduce = passes[tag][1];
+      EXPECT_EQ(bucket.selected, exchange.selected);
+      int64_t receivedEverywhere = 0, ownedEverywhere = 0;
+      MPI_Allreduce(&reduce.received, &receivedEverywhere, 1, MPI_INT64_T,
+                    MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(&reduce.selected, &ownedEverywhere, 1, MPI_INT64_T, MPI_SUM,
+                    MPI_COMM_WORLD);
+      EXPECT_EQ(receivedEverywhere, sentEverywhere);
+      // The owners' sums are what is gathered.
+      EXPECT_EQ(ownedEverywhere, exchange.received);
     } else {
       // One chunk of 1000 elements of 20: the same on every rank.
       EXPECT_EQ(exchange.selected, 1000);
       EXPECT_EQ(exchange.received, 0);
+      EXPECT_EQ(passes.count(tag), 0u);
     }
     EXPECT_EQ(call.at(COMMRT_PHASE_SCATTER).received, exchange.received);
   }
@@ -161,6 +220,75 @@ TEST(MpiTrace, PhasesOfEveryCollective) {
     EXPECT_EQ(call.at(COMMRT_PHASE_CALL).channel, 1);
     EXPECT_EQ(call.at(COMMRT_PHASE_CALL).kind, COMMRT_WIRE_NONE);
     EXPECT_EQ(call.count(COMMRT_PHASE_EXCHANGE), 1u);
+  }
+  EXPECT_EQ(commrt_trace_dropped(), 0);
+}
+
+TEST(MpiTrace, PassesOfTheRowsExchanges) {
+  const int rank = commrt_rank(), size = commrt_size();
+  // Rank r passes rows r .. r + 9, row 3 twice: neighbours' rows collide.
+  const int64_t width = 8, rows = 100;
+  std::vector<int64_t> indices;
+  for (int64_t i = 0; i < 10; ++i)
+    indices.push_back(rank + i);
+  indices.push_back(rank + 3);
+  std::vector<float> values(indices.size() * width, 1.0f);
+  const int64_t distinct = size + 9;
+  ASSERT_EQ(commrt_trace_start(256), COMMRT_SUCCESS);
+  const commrt_exchange exchanges[] = {COMMRT_EXCHANGE_ALLGATHER,
+                                       COMMRT_EXCHANGE_HASH};
+  for (int tag = 1; tag <= 2; ++tag) {
+    commrt_trace_tag(tag);
+    commrt_rows result = {};
+    ASSERT_EQ(commrt_rows_allreduce(0, indices.data(), values.data(),
+                                    static_cast<int64_t>(indices.size()), rows,
+                                    width, exchanges[tag - 1], COMMRT_SUM,
+                                    &result),
+              COMMRT_SUCCESS);
+    EXPECT_EQ(result.count, distinct);
+    commrt_rows_free(&result);
+  }
+  ASSERT_EQ(commrt_trace_stop(), COMMRT_SUCCESS);
+  Passes passes;
+  Recorded recorded = readEvents(&passes);
+  ASSERT_EQ(recorded.size(), 2u);
+  {
+    SCOPED_TRACE("allgather");
+    const auto &call = recorded[1];
+    expectOrdered(call, {COMMRT_PHASE_SELECT, COMMRT_PHASE_EXCHANGE,
+                         COMMRT_PHASE_SCATTER});
+    // The rank's 10 distinct rows packed, every rank's unpacked.
+    expectPasses(call, passes[1],
+                 {COMMRT_PHASE_EXCHANGE_PACK, COMMRT_PHASE_EXCHANGE_UNPACK});
+    EXPECT_EQ(passes[1][0].selected, 10);
+    EXPECT_EQ(passes[1][1].received, 10 * size);
+  }
+  {
+    SCOPED_TRACE("hash");
+    const auto &call = recorded[2];
+    expectOrdered(call, {COMMRT_PHASE_SELECT, COMMRT_PHASE_EXCHANGE,
+                         COMMRT_PHASE_SCATTER});
+    // Bucketed and packed for the owners, unpacked and added up there, the
+    // owners' sums packed and every owner's unpacked.
+    expectPasses(call, passes[2],
+                 {COMMRT_PHASE_EXCHANGE_PACK, COMMRT_PHASE_EXCHANGE_PACK,
+                  COMMRT_PHASE_EXCHANGE_UNPACK, COMMRT_PHASE_EXCHANGE_REDUCE,
+                  COMMRT_PHASE_EXCHANGE_PACK, COMMRT_PHASE_EXCHANGE_UNPACK});
+    const std::vector<commrt_trace_event> &hash = passes[2];
+    EXPECT_EQ(hash[0].selected, 10);
+    EXPECT_EQ(hash[1].selected, 10);
+    EXPECT_EQ(hash[3].received, hash[2].received);
+    EXPECT_EQ(hash[4].selected, hash[3].selected);
+    EXPECT_EQ(hash[5].received, distinct);
+    int64_t owned = 0, sent = 0, received = 0;
+    MPI_Allreduce(&hash[3].selected, &owned, 1, MPI_INT64_T, MPI_SUM,
+                  MPI_COMM_WORLD);
+    MPI_Allreduce(&hash[1].selected, &sent, 1, MPI_INT64_T, MPI_SUM,
+                  MPI_COMM_WORLD);
+    MPI_Allreduce(&hash[2].received, &received, 1, MPI_INT64_T, MPI_SUM,
+                  MPI_COMM_WORLD);
+    EXPECT_EQ(owned, distinct);
+    EXPECT_EQ(received, sent);
   }
   EXPECT_EQ(commrt_trace_dropped(), 0);
 }

@@ -10,7 +10,9 @@
     planted_traces.py compare PREDICTED.json DIR
         Writes DIR/compare.rank0.json and DIR/compare.rank1.json: the
         predicted step as it would be measured, except that collective #0's
-        exchange takes DELAY_US longer than predicted.
+        exchange takes DELAY_US longer than predicted, and collective #1's
+        exchange phase holds its own passes (PASSES_US), as a sparse
+        exchange's packing and unpacking are, beside its messages.
 
     planted_traces.py host-cpu DIR PREDICTED.json...
         Writes DIR/STEM.rank0.json and DIR/STEM.rank1.json for each
@@ -43,6 +45,9 @@ PLANTED = {
 }
 SELECTS = {"topk": 0, "threshold": 1, "chunk": 2}
 DELAY_US = 20000.0
+# Collective #1's passes within its exchange phase, in microseconds.
+PASSES_US = (("exchange_pack", 200.0), ("exchange_pack", 100.0),
+             ("exchange_unpack", 300.0))
 HOST_CORES, HOST_RANKS = 2, 4
 HOST_CPU = {"cores": HOST_CORES, "ranks": HOST_RANKS, "step_us": 3000.0,
             "ns_per_sent_byte": 0.4}
@@ -178,10 +183,11 @@ def fit_traces(folder):
 
 
 def compare_traces(predicted_path, folder, stem="compare", delay_us=DELAY_US,
-                   host=None):
+                   host=None, passes=()):
     """The predicted step as measured, collective #0's exchange `delay_us`
-    longer; with `host` (HOST_CPU), each step's CPU time as that host
-    spends it."""
+    longer and collective #1's exchange phase longer by its `passes`
+    (PASSES_US), nested in it; with `host` (HOST_CPU), each step's CPU time
+    as that host spends it."""
     rng = random.Random(11)
     with open(predicted_path) as handle:
         predicted = json.load(handle)["traceEvents"]
@@ -214,10 +220,15 @@ def compare_traces(predicted_path, folder, stem="compare", delay_us=DELAY_US,
                             origin + args["issue_us"], 0.0,
                             collective=index, kind="dense")
                 delay = delay_us if index == 0 else 0.0
-                duration = event["dur"] + delay
+                nested = passes if index == 1 else ()
+                duration = event["dur"] + delay + sum(us for _, us in nested)
                 begin = origin + event["ts"]
                 writer.phase("exchange", index, begin, duration, 1000, 0,
                              False, -1)
+                at = begin
+                for name, us in nested:
+                    writer.phase(name, index, at, us, 1000, 0, False, -1)
+                    at += us
                 writer.phase("call", index, begin, duration, 1000, 0, False,
                              -1)
                 end = max(end, event["ts"] + duration)
@@ -280,7 +291,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "fit":
         fit_traces(sys.argv[2])
     elif sys.argv[1] == "compare":
-        compare_traces(sys.argv[2], sys.argv[3])
+        compare_traces(sys.argv[2], sys.argv[3], passes=PASSES_US)
     elif sys.argv[1] == "host-cpu":
         host_cpu_traces(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "host-cpu-alone":

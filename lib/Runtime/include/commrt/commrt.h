@@ -839,6 +839,17 @@ typedef enum commrt_trace_phase {
   COMMRT_PHASE_PACK = 6,
   /* A dense allreduce's unpacking into its buffers, and AVG's division. */
   COMMRT_PHASE_UNPACK = 7,
+  /* Within a sparse allreduce's EXCHANGE phase (on MPI), the exchange's own
+   * passes between its messages, one event per pass, so that the exchange's
+   * local work can be told from its collectives' time: */
+  /* the pairs bucketed by owner (Zen's exchange; `selected` pairs), or the
+   * rows packed into the records of a message (`selected` rows); */
+  COMMRT_PHASE_EXCHANGE_PACK = 8,
+  /* the records a message brought unpacked into rows (`received` rows); */
+  COMMRT_PHASE_EXCHANGE_UNPACK = 9,
+  /* an owner's sum of the `received` pairs or rows sent to it, into
+   * `selected` distinct ones (Zen's exchange). */
+  COMMRT_PHASE_EXCHANGE_REDUCE = 10,
 } commrt_trace_phase;
 
 /* One recorded phase of one collective, on one rank. */
