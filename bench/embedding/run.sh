@@ -72,12 +72,12 @@
 # Usage: bench/embedding/run.sh   (root: the emulated cluster)
 # Environment: BUILD (default build), OUT (default $BUILD/embedding), RANKS
 # ("4 8 16"), RATE (1gbit), BATCH (128 samples per rank), STEPS (100),
-# DENSE_STEPS (20), WARMUP (3), ROUNDS (3), DEVICE (default bench/cluster/host-2core.json:
-# the local work's rates as one rank alone has them, the sharing being the
-# model's), FIT_RUNS (5), SHARING_STEPS (100), PYTHON; REPLAN=1
-# re-estimates the runs in $OUT
-# (their profile, calibrations and measurements kept) with the model as
-# built now: steps 3 (the fit, from the runs it made), 4 and 6 only.
+# DENSE_STEPS (20), WARMUP (3), ROUNDS (3), DEVICE (default
+# bench/cluster/host-2core.json: the local work's rates as one rank alone
+# has them, the sharing being the model's), FIT_RUNS (5), SHARING_STEPS
+# (100), PYTHON; REPLAN=1 re-estimates the runs in $OUT (their profile,
+# calibrations and measurements kept) with the model as built now: steps 3
+# (the fit, from the runs it made), 4 and 6 only.
 #
 #===----------------------------------------------------------------------===#
 

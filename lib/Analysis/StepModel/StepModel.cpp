@@ -779,16 +779,21 @@ double StepTimeline::getComputeIdleUs(double startUs, double endUs) const {
   return std::max(0.0, (endUs - startUs) - busy);
 }
 
+/// The part of collective `index`'s time during which the host's cores still
+/// work: its local work and the ranks' arrival.
+static double getCpuWorkUs(const StepModel &model, size_t index) {
+  return model.collectiveLocalUs[index] + model.collectiveArrivalUs[index];
+}
+
 /// The time the ranks wait on collective `index` of `timeline` with no
 /// compute beside it: its time that no compute task hides, less its local
-/// work and the ranks' arrival, during which the host's cores still work;
-/// `networkUs` is set to the collective's time less those.
+/// work and the ranks' arrival (getCpuWorkUs); `networkUs` is set to the
+/// collective's time less those.
 static double getNetworkWaitUs(const StepModel &model,
                                const StepTimeline &timeline, size_t index,
                                double &networkUs) {
   const CollectiveEvent &event = timeline.getFirstShownEvent(index);
-  double cpuWorkUs =
-      model.collectiveLocalUs[index] + model.collectiveArrivalUs[index];
+  const double cpuWorkUs = getCpuWorkUs(model, index);
   networkUs = event.endUs - event.startUs - cpuWorkUs;
   return std::max(0.0, timeline.getComputeIdleUs(event.startUs, event.endUs) -
                            cpuWorkUs);
@@ -805,7 +810,7 @@ double mlir::comm::getAloneHostBoundUs(const StepModel &model,
   const double cpuUs =
       host.getCpuScale() * host.busyShare() * localUs + transportUs;
   const double networkUs =
-      event.endUs - event.startUs - localUs - model.collectiveArrivalUs[index];
+      event.endUs - event.startUs - getCpuWorkUs(model, index);
   return host.boundUs(cpuUs) +
          std::max(0.0, networkUs - host.boundUs(transportUs));
 }
