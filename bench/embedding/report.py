@@ -253,9 +253,15 @@ def main(argv):
             ", ".join(f"{s:.2f} at {r}" for r, s in scale.items()
                       if r != "1") +
             ", each rank count's over the one rank's, which scales the "
-            "CPU the profile's compute, the exchanges' local work and "
-            "step_us need (timed or fitted as one rank alone has them), "
-            "and so the cores' bound on the step, not the timeline. ")
+            "CPU the profile's compute" +
+            (" and step_us need (timed or fitted as one rank alone has "
+             "them; the exchanges' local work scales by the "
+             "host_cpu.local_cpu_scale commopt-calibrate measured at each "
+             "rank count on a pass over rows, below)"
+             if "local_cpu_scale" in host else
+             ", the exchanges' local work and step_us need (timed or "
+             "fitted as one rank alone has them)") +
+            ", and so the cores' bound on the step, not the timeline. ")
     first = rank_counts(out)[0]
     lines += ["The host's CPU: the ranks share 2 cores, so a rank's CPU per "
               "step bounds the step once there are more ranks than cores. " +
@@ -270,13 +276,26 @@ def main(argv):
               "runtime's ring and "
               f"{host.get('ns_per_gathered_byte', host['ns_per_sent_byte']):.3f}"
               " through MPI's own collectives (the rows exchange's "
-              f"{host.get('gathered_bytes', 0) / 1e6:.2f} MB; "
-              "commopt-calibrate measured both at that rank count), over "
-              f"cpu_scale {scale.get(str(first), 1.0):.2f}, less the "
-              f"profile's compute ({profile_compute_ms(host, profile):.2f} "
-              "ms, timed with the optimizer the model trains with: SGD "
-              "without momentum) and the exchange's modelled local work "
-              f"({host['local_work_us'] / 1e3:.2f} ms): "
+              f"{host.get('gathered_bytes', 0) / 1e6:.2f} MB" +
+              (f", and {host['us_per_gathered_collective']:.0f} us for each "
+               f"of the {host.get('gathered_collectives', 0):.0f} "
+               "collectives MPI runs for it"
+               if host.get("us_per_gathered_collective") else "") +
+              "; commopt-calibrate measured them at that rank count)" +
+              (", less the exchange's modelled local work "
+               f"({host['local_work_us'] / 1e3:.2f} ms) at local_cpu_scale "
+               f"{host['local_cpu_scale']:.2f}, over cpu_scale "
+               f"{scale.get(str(first), 1.0):.2f}, less the profile's "
+               f"compute ({profile_compute_ms(host, profile):.2f} ms, "
+               "timed with the optimizer the model trains with: SGD "
+               "without momentum): "
+               if "local_cpu_scale" in host else
+               f", over cpu_scale {scale.get(str(first), 1.0):.2f}, less "
+               "the profile's compute "
+               f"({profile_compute_ms(host, profile):.2f} ms, timed with "
+               "the optimizer the model trains with: SGD without momentum) "
+               "and the exchange's modelled local work "
+               f"({host['local_work_us'] / 1e3:.2f} ms): ") +
               "host_cpu.step_us = "
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
               "with its own rank count, the transport's CPU per byte that "
@@ -320,6 +339,15 @@ def main(argv):
             if "ns_per_gathered_byte" in rates:
                 per_byte += (f", {rates['ns_per_gathered_byte']:.3f} in "
                              "MPI's allgather")
+            if "us_per_gathered_collective" in rates:
+                per_byte += (" beyond "
+                             f"{rates['us_per_gathered_collective']:.0f} us "
+                             "for each of its collectives")
+            if "local_cpu_scale" in rates:
+                per_byte += (", local work's CPU x "
+                             f"{rates['local_cpu_scale']:.2f} (cpu_scale "
+                             "of the compute "
+                             f"{scale.get(str(ranks), 1.0):.2f})")
             per_byte += ", "
         lines += [f"**{ranks} ranks** ({per_byte}compute-only step "
                   f"{base:.2f} ms of wall time over {compute['steps']} steps "

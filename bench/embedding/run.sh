@@ -25,9 +25,12 @@
 #     the per-collective overhead within a step): the cluster the plans are
 #     made for; and the CPU a rank spends per byte it sends in the 32 MiB
 #     allreduce (the runtime's ring) and in an allgather of as many bytes
-#     (MPI's own collective, as the rows exchanges use) (--host-cpu-output),
-#     which change with the ranks that share the cores. Nothing of the rows
-#     exchanges is measured for it, so every prediction below is held out;
+#     (MPI's own collective, as the rows exchanges use) beyond what one of
+#     an element costs, that cost for each such collective, and how much
+#     more CPU a pass over rows takes while all ranks run it than alone
+#     (--host-cpu-output: host_cpu.local_cpu_scale), which change with the
+#     ranks that share the cores. Nothing of the rows exchanges is measured
+#     for it, so every prediction below is held out;
 #  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
 #     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
 #     the step once there are more ranks than cores.
@@ -36,18 +39,23 @@
 #        alone, as the profile timed it) and at every rank count, ranks
 #        started together; host_cpu.cpu_scale at a rank count is its
 #        least CPU per step over the one rank's (ranks that share the
-#        cores share their caches and memory bandwidth too).
+#        cores share their caches and memory bandwidth too); it scales
+#        the profile's compute and step_us, and the calibration's
+#        local_cpu_scale the exchanges' local work.
 #     b. At the first rank count the hash plan runs $FIT_RUNS times with
 #        its CPU measured; host_cpu.step_us (docs/Cluster.md, section 4) is
 #        the least CPU per step of those runs less the transport's CPU for
-#        the bytes it sends (ns_per_gathered_byte, as the calibration
-#        measured it at that rank count), over that rank count's cpu_scale,
-#        less the profile's compute and the exchange's local work as the
-#        model prices them alone: the model's CPU per step for the hash
-#        plan at that rank count is then the measured one.
+#        the bytes it sends and the collectives MPI runs for it
+#        (ns_per_gathered_byte and us_per_gathered_collective, as the
+#        calibration measured them at that rank count) and the exchange's
+#        local work as the model prices it (scaled by local_cpu_scale),
+#        over that rank count's cpu_scale, less the profile's compute: the
+#        model's CPU per step for the hash plan at that rank count is then
+#        the measured one.
 #     Every rank count's device is $DEVICE with that step_us, its own rank
-#     count, cpu_scale and calibrated ns_per_sent_byte and
-#     ns_per_gathered_byte, its durations timed alone (timed_ranks 1: the
+#     count, cpu_scale and calibrated ns_per_sent_byte,
+#     ns_per_gathered_byte, us_per_gathered_collective and
+#     local_cpu_scale, its durations timed alone (timed_ranks 1: the
 #     profile's compute comes from one process, and the local work's rates
 #     are taken as CPU time); the hash runs of b are the only runs of a
 #     communicating plan the model is fitted to;
@@ -201,8 +209,10 @@ profile = json.load(open(sys.argv[5]))
 compute_us = profile["forward_us"] + profile["update_us"] + sum(
     layer["backward_us"] for layer in profile["layers"])
 per_byte = transport["ns_per_sent_byte"]
-# Calibrations before the allgather's was measured: the allreduce's rate.
+# Calibrations before the allgather's was measured: the allreduce's rate;
+# before its per-collective CPU and the local work's scale: none.
 per_gathered_byte = transport.get("ns_per_gathered_byte", per_byte)
+per_collective = transport.get("us_per_gathered_collective", 0.0)
 def cpu_us(label):
     return min(
         json.load(open(os.path.join(host, f"{label}-{run}.json")))["cpu_ms"]
@@ -228,19 +238,27 @@ events = [e["args"] for e in timeline["traceEvents"] if "sent_bytes" in
           e.get("args", {})]
 sent = sum(e["sent_bytes"] for e in events)
 gathered = sum(e.get("gathered_bytes", 0) for e in events)
+collectives = sum(e.get("gathered_collectives", 0) for e in events)
 # The profile's compute, the exchanges' local work and the transport are
-# the model's own part of the CPU (StepModel's getStepCpuUs: the scale
-# applies to all but the transport).
+# the model's own part of the CPU (StepModel's getStepCpuUs: cpu_scale
+# applies to the compute and step_us, local_cpu_scale to the local work).
 local_work = sum(e.get("local_us", 0) for e in events)
+compute_scale = scale.get(first, 1.0)
+local_scale = transport.get("local_cpu_scale", compute_scale)
 transport_us = (per_byte * (sent - gathered) + per_gathered_byte * gathered) \
-    * 1e-3
-step_us = max(0.0, (cpu - transport_us) / scale.get(first, 1.0) -
-              compute_us - local_work)
+    * 1e-3 + per_collective * collectives
+step_us = max(0.0, (cpu - transport_us - local_scale * local_work) /
+              compute_scale - compute_us)
 json.dump({"cpu_us": cpu, "compute_only_cpu_us": local,
            "profile_compute_us": compute_us, "sent_bytes": sent,
            "gathered_bytes": gathered, "local_work_us": local_work,
            "ns_per_sent_byte": per_byte,
            "ns_per_gathered_byte": per_gathered_byte,
+           "gathered_collectives": collectives,
+           # Only where the calibration measured them (report.py says so).
+           **{field: transport[field] for field in
+              ("us_per_gathered_collective", "local_cpu_scale")
+              if field in transport},
            "step_us": step_us, "runs": runs,
            "compute_only_by_ranks_us": {str(r): us for r, us in
                                         compute_only.items()},
@@ -277,9 +295,10 @@ device["host_cpu"] = {"cores": 2, "ranks": int(sys.argv[3]),
 scale = host.get("cpu_scale", {}).get(sys.argv[3])
 if scale is not None:
     device["host_cpu"]["cpu_scale"] = scale
-if "ns_per_gathered_byte" in transport:
-    device["host_cpu"]["ns_per_gathered_byte"] = \
-        transport["ns_per_gathered_byte"]
+for field in ("ns_per_gathered_byte", "us_per_gathered_collective",
+              "local_cpu_scale"):
+    if field in transport:
+        device["host_cpu"][field] = transport[field]
 device["name"] = f"{device['name']}-shared-by-{sys.argv[3]}"
 json.dump(device, open(sys.argv[4], "w"), indent=1)
 PY

@@ -447,13 +447,18 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
   // as two messages, indices and values.
   const bool records = gradient.rowElements > 1;
   const bool mpi = cluster.backend == CollectiveBackend::Mpi;
+  // Each of them is one collective (CollectiveCost::gatheredCollectives).
+  auto one = [](CollectiveCost cost) {
+    cost.gatheredCollectives = 1;
+    return cost;
+  };
   auto allgather = [&](double totalBytes) {
-    return mpi ? postedAtOnceLinkCost(cluster, totalBytes)
-               : halfAllreduceCost(cluster, totalBytes);
+    return one(mpi ? postedAtOnceLinkCost(cluster, totalBytes)
+                   : halfAllreduceCost(cluster, totalBytes));
   };
   auto allToAll = [&](double bytesPerRank) {
-    return mpi ? postedAtOnceLinkCost(cluster, bytesPerRank)
-               : allToAllLinkCost(cluster, bytesPerRank);
+    return one(mpi ? postedAtOnceLinkCost(cluster, bytesPerRank)
+                   : allToAllLinkCost(cluster, bytesPerRank));
   };
   // The ranks' pair counts, then all indices and all values: three
   // allgathers of `pairs` pairs in all (two for rows).
@@ -485,8 +490,8 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
         gradient.reducedDensity.value_or(unionDensity(gradient.density, p));
     assert(u >= 0 && u <= 1 && "reduced density out of [0, 1]");
     CollectiveCost total =
-        mpi ? binomialAllreduceLinkCost(cluster, kCountBytes)
-            : allreduceLinkCost(cluster, kCountBytes, cluster.algorithm);
+        one(mpi ? binomialAllreduceLinkCost(cluster, kCountBytes)
+                : allreduceLinkCost(cluster, kCountBytes, cluster.algorithm));
     return withOverhead(cluster, total + allToAll(pd * 4) + sendToOwners() +
                                      allgatherPairs(n * u));
   }
@@ -508,14 +513,14 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
         std::min(selected * static_cast<double>(gradient.chunkElements), n);
     double valuesBytes = selectedElements * valueBytes;
     CollectiveCost values =
-        mpi ? binomialAllreduceLinkCost(cluster, valuesBytes)
-            : allreduceLinkCost(cluster, valuesBytes, cluster.algorithm);
+        one(mpi ? binomialAllreduceLinkCost(cluster, valuesBytes)
+                : allreduceLinkCost(cluster, valuesBytes, cluster.algorithm));
     return withOverhead(
         cluster,
-        broadcastLinkCost(cluster,
-                          static_cast<double>(chunks) *
-                              static_cast<double>(gradient.normBytes)) +
-            broadcastLinkCost(cluster, selected * kCountBytes) + values);
+        one(broadcastLinkCost(cluster,
+                              static_cast<double>(chunks) *
+                                  static_cast<double>(gradient.normBytes))) +
+            one(broadcastLinkCost(cluster, selected * kCountBytes)) + values);
   }
   }
   llvm_unreachable("unknown sparse exchange scheme");

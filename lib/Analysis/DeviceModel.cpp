@@ -66,12 +66,22 @@ double HostCpu::lockstepStretch() const {
   return busyShare() * std::max(1.0, ranks / cores);
 }
 
+double HostCpu::getTransportUs(double sentBytes, double gatheredBytes,
+                               double gatheredCollectives) const {
+  return ((sentBytes - gatheredBytes) * nsPerSentByte +
+          gatheredBytes * getNsPerGatheredByte()) *
+             1e-3 +
+         gatheredCollectives * usPerGatheredCollective.value_or(0.0);
+}
+
 bool HostCpu::operator==(const HostCpu &other) const {
   return cores == other.cores && ranks == other.ranks &&
          stepUs == other.stepUs && nsPerSentByte == other.nsPerSentByte &&
          timedRanks == other.timedRanks &&
          nsPerGatheredByte == other.nsPerGatheredByte &&
-         cpuScale == other.cpuScale;
+         cpuScale == other.cpuScale &&
+         usPerGatheredCollective == other.usPerGatheredCollective &&
+         localCpuScale == other.localCpuScale;
 }
 
 /// Reports the first negative or non-finite rate of `rates` below `path`
@@ -116,7 +126,12 @@ static bool verifyHostCpu(const HostCpu &host, Path path) {
          detail::checkNonNegative(host.getNsPerGatheredByte(), path,
                                   "ns_per_gathered_byte") &&
          detail::checkNonNegative(host.timedRanks, path, "timed_ranks") &&
-         detail::checkPositive(host.cpuScale.value_or(1.0), path, "cpu_scale");
+         detail::checkPositive(host.cpuScale.value_or(1.0), path,
+                               "cpu_scale") &&
+         detail::checkNonNegative(host.usPerGatheredCollective.value_or(0.0),
+                                  path, "us_per_gathered_collective") &&
+         detail::checkPositive(host.localCpuScale.value_or(1.0), path,
+                               "local_cpu_scale");
 }
 
 /// Reports the first broken invariant of `device` below `path`.
@@ -181,7 +196,10 @@ static bool fromJSON(const llvm::json::Value &value, HostCpu &host, Path path) {
          mapper.mapOptional("ns_per_sent_byte", host.nsPerSentByte) &&
          mapper.mapOptional("ns_per_gathered_byte", host.nsPerGatheredByte) &&
          mapper.mapOptional("timed_ranks", host.timedRanks) &&
-         mapper.mapOptional("cpu_scale", host.cpuScale);
+         mapper.mapOptional("cpu_scale", host.cpuScale) &&
+         mapper.mapOptional("us_per_gathered_collective",
+                            host.usPerGatheredCollective) &&
+         mapper.mapOptional("local_cpu_scale", host.localCpuScale);
 }
 } // namespace mlir::comm
 
@@ -234,6 +252,10 @@ llvm::json::Value DeviceModel::toJSON() const {
     host["ns_per_gathered_byte"] = *hostCpu.nsPerGatheredByte;
   if (hostCpu.cpuScale)
     host["cpu_scale"] = *hostCpu.cpuScale;
+  if (hostCpu.usPerGatheredCollective)
+    host["us_per_gathered_collective"] = *hostCpu.usPerGatheredCollective;
+  if (hostCpu.localCpuScale)
+    host["local_cpu_scale"] = *hostCpu.localCpuScale;
   return llvm::json::Object{
       {"format", kFormat},
       {"version", kVersion},

@@ -162,6 +162,9 @@ static void writeFunction(TraceWriter &writer, int64_t pid,
           json.attribute("sent_bytes", task.cost.sentBytes);
           if (task.cost.gatheredBytes > 0)
             json.attribute("gathered_bytes", task.cost.gatheredBytes);
+          if (task.cost.gatheredCollectives > 0)
+            json.attribute("gathered_collectives",
+                           task.cost.gatheredCollectives);
           if (simulated.host.isDescribed())
             json.attribute("alone_host_bound_us",
                            getAloneHostBoundUs(model, timeline, simulated.host,

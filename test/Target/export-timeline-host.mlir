@@ -8,6 +8,10 @@
 // RUN:   | FileCheck %s --check-prefix=SCALED
 // RUN: commopt-translate --export-timeline %s \
 // RUN:   --timeline-cluster=%S/../Transforms/Inputs/two-ranks-shared-channels.json \
+// RUN:   --timeline-device=%S/../Transforms/Inputs/shared-host-timed-alone-local-device.json \
+// RUN:   | FileCheck %s --check-prefix=LOCAL
+// RUN: commopt-translate --export-timeline %s \
+// RUN:   --timeline-cluster=%S/../Transforms/Inputs/two-ranks-shared-channels.json \
 // RUN:   | FileCheck %s --check-prefix=NO-HOST
 
 // Where the device describes its host, every collective's event carries
@@ -27,7 +31,7 @@
 // bytes: CPU 0.5 x 171.845 + 6.175 = 92.098 us a rank, 184.195 us of the
 // cores, plus its network time, 207.875 - 171.845 = 36.030 us, less the
 // cores' time for the transport, 12.351: 207.875 us, its own time.
-// SHARED: "name":"embedding.weight",{{.*}}"dur":207.87502{{[0-9]*}},{{.*}}"local_us":171.84448{{[0-9]*}},"sent_bytes":6175.2734375,"gathered_bytes":6175.2734375,"alone_host_bound_us":207.87502{{[0-9]*}},
+// SHARED: "name":"embedding.weight",{{.*}}"dur":207.87502{{[0-9]*}},{{.*}}"local_us":171.84448{{[0-9]*}},"sent_bytes":6175.2734375,"gathered_bytes":6175.2734375,"gathered_collectives":5,"alone_host_bound_us":207.87502{{[0-9]*}},
 //
 // shared-host-timed-alone-scaled: the work timed by one rank alone (a
 // whole core), scaled by 1.5 as the ranks share the cores, and 0.25 ns of
@@ -37,6 +41,15 @@
 // 518.621 us of the cores, plus 36.030 - 3.088 = 32.943 us: 551.564 us.
 // SCALED: "name":"w",{{.*}}"alone_host_bound_us":1034,
 // SCALED: "name":"embedding.weight",{{.*}}"alone_host_bound_us":551.56398{{[0-9]*}},
+//
+// shared-host-timed-alone-local: the same, with the local work scaled by
+// local_cpu_scale 1.1 instead, and 20 us of CPU for each of the 5
+// collectives MPI runs for the hash exchange. The allreduce runs none:
+// still 1034 us. The rows exchange: 1.1 x 171.845 + 1.544 + 100 = 290.573
+// us a rank, 581.145 us of the cores, and the transport's 203.088 us of
+// the cores cover its network time: 581.145 us.
+// LOCAL: "name":"w",{{.*}}"alone_host_bound_us":1034,
+// LOCAL: "name":"embedding.weight",{{.*}}"gathered_collectives":5,"alone_host_bound_us":581.145{{[0-9]*}},
 //
 // Without a host, no bound.
 // NO-HOST-NOT: alone_host_bound_us

@@ -2,6 +2,8 @@
 // RUN:   | FileCheck %s --check-prefix=RING-RATE
 // RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/flat-4.json device=%S/Inputs/shared-host-gathered-device.json report=none" \
 // RUN:   | FileCheck %s --check-prefix=GATHERED
+// RUN: commopt-opt %s --comm-estimate="cluster=%S/Inputs/flat-4.json device=%S/Inputs/shared-host-collective-device.json report=none" \
+// RUN:   | FileCheck %s --check-prefix=COLLECTIVE
 // RUN: commopt-translate --export-timeline %s --timeline-cluster=%S/Inputs/flat-4.json \
 // RUN:   --timeline-device=%S/Inputs/shared-host-gathered-device.json | FileCheck %s --check-prefix=TIMELINE
 // RUN: not commopt-opt %s -o /dev/null --comm-estimate="device=%S/Inputs/bad-host-cpu-gathered.json" 2>&1 \
@@ -23,10 +25,18 @@
 // RING-RATE: @step({{.*}}comm.estimate = {{{.*}}cpu_us = 6576.56833{{[0-9]*}} : f64
 // GATHERED: @step({{.*}}comm.estimate = {{{.*}}cpu_us = 6580.93633{{[0-9]*}} : f64
 
-// The timeline says which bytes MPI's own collectives send, and says
-// nothing of it for the others.
+// host_cpu.us_per_gathered_collective adds its CPU for each of the
+// collectives MPI runs for the exchange (the allgather of rows runs two:
+// the counts and the records), and host_cpu.local_cpu_scale scales the
+// local work where cpu_scale scales the compute and step_us: 0.5 x (1.5 x
+// 8000 + 1.2 x 3.0406665625) + 1.5 x 1000 + 1572.864 + 6.552 + 2 x 10 =
+// 9101.2403999375 us.
+// COLLECTIVE: @step({{.*}}comm.estimate = {{{.*}}cpu_us = 9101.24039{{[0-9]*}} : f64
+
+// The timeline says which bytes MPI's own collectives send and how many
+// collectives MPI runs, and says nothing of it for the others.
 // TIMELINE: {"name":"dense","cat":"communication",{{.*}}"sent_bytes":1572864,"alone_host_bound_us":{{[0-9.]+}},"members"
-// TIMELINE: {"name":"rows","cat":"communication",{{.*}}"sent_bytes":2184,"gathered_bytes":2184,"alone_host_bound_us":{{[0-9.]+}},"members"
+// TIMELINE: {"name":"rows","cat":"communication",{{.*}}"sent_bytes":2184,"gathered_bytes":2184,"gathered_collectives":2,"alone_host_bound_us":{{[0-9.]+}},"members"
 
 // BAD: error: comm-estimate: option 'device': {{.*}}bad-host-cpu-gathered.json: invalid device description: expected a non-negative number at device.host_cpu.ns_per_gathered_byte
 

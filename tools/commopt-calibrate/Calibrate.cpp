@@ -93,12 +93,16 @@ const char *const usageText =
     "                         per byte it sends in the largest allreduce\n"
     "                         (the runtime's ring) and in an allgather of as\n"
     "                         many bytes (MPI's own collective, as the\n"
-    "                         sparse exchanges use), the means over the\n"
-    "                         ranks (a device's host_cpu.ns_per_sent_byte\n"
-    "                         and ns_per_gathered_byte at this rank count),\n"
-    "                         and write them to FILE; meaningful where the\n"
-    "                         ranks talk over the network (their waits "
-    "sleep)\n";
+    "                         sparse exchanges use) beyond what an allgather\n"
+    "                         of one element costs, that cost, and how much\n"
+    "                         more CPU a pass over rows takes while all\n"
+    "                         ranks run it than alone, the means over the\n"
+    "                         ranks (a device's host_cpu.ns_per_sent_byte,\n"
+    "                         ns_per_gathered_byte,\n"
+    "                         us_per_gathered_collective and\n"
+    "                         local_cpu_scale at this rank count), and\n"
+    "                         write them to FILE; meaningful where the ranks\n"
+    "                         talk over the network (their waits sleep)\n";
 
 /// Whether this process is rank 0 (or runs alone), known before MPI starts,
 /// so that only one rank reports bad options.
@@ -216,14 +220,29 @@ double processCpuUs() {
          static_cast<double>(now.tv_nsec) * 1e-3;
 }
 
-/// The CPU a rank spends per byte it sends in the collective `run`, in ns:
-/// each rank's median process CPU over `repetitions` runs, each after
-/// `prepare` (not counted) and after `untimed` runs that are not timed, the
-/// mean over the ranks, divided by the `sentBytes` a rank sends in one run.
+/// The CPU time the calling thread has used, in microseconds.
+double threadCpuUs() {
+  timespec now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e6 +
+         static_cast<double>(now.tv_nsec) * 1e-3;
+}
+
+/// The mean over the ranks of `localUs`, each rank's. Collective.
+double meanOverRanks(double localUs) {
+  double sum = 0;
+  MPI_Allreduce(&localUs, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  int ranks;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  return sum / ranks;
+}
+
+/// The CPU a rank spends in the collective `run`, in us: each rank's median
+/// process CPU over `repetitions` runs, each after `prepare` (not counted)
+/// and after `untimed` runs that are not timed, the mean over the ranks.
 /// Collective.
 template <typename Prepare, typename Run>
-double cpuNsPerSentByte(Prepare prepare, Run run, int untimed, int repetitions,
-                        double sentBytes) {
+double collectiveCpuUs(Prepare prepare, Run run, int untimed, int repetitions) {
   std::vector<double> cpuUs;
   for (int r = 0; r < untimed + repetitions; ++r) {
     prepare();
@@ -233,11 +252,7 @@ double cpuNsPerSentByte(Prepare prepare, Run run, int untimed, int repetitions,
     if (r >= untimed)
       cpuUs.push_back(processCpuUs() - before);
   }
-  double local = median(cpuUs), sum = 0;
-  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  int ranks;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  return sum / ranks * 1e3 / sentBytes;
+  return meanOverRanks(median(cpuUs));
 }
 
 /// The CPU a rank spends per byte it sends in an allreduce of `bytes` (f32)
@@ -246,32 +261,109 @@ double cpuNsPerSentByte(Prepare prepare, Run run, int untimed, int repetitions,
 double transportNsPerSentByte(std::vector<float> &buffer, int64_t bytes,
                               int repetitions, int ranks) {
   const int64_t count = bytes / 4;
-  return cpuNsPerSentByte(
+  const double cpuUs = collectiveCpuUs(
       [&] { std::fill(buffer.begin(), buffer.begin() + count, 1.0f); },
       [&] {
         check(commrt_allreduce(buffer.data(), count, COMMRT_F32, COMMRT_SUM));
       },
-      /*untimed=*/0, repetitions,
-      2.0 * (ranks - 1) / ranks * static_cast<double>(bytes));
+      /*untimed=*/0, repetitions);
+  return cpuUs * 1e3 / (2.0 * (ranks - 1) / ranks * static_cast<double>(bytes));
 }
 
-/// The CPU a rank spends per byte it sends in commrt_allgather (MPI's own
-/// nonblocking allgather, whose waits test at short sleeps, as the sparse
-/// exchanges' collectives do) of `bytes` f32 gathered from all `ranks`,
-/// in equal blocks (see cpuNsPerSentByte; after one untimed allgather): a
-/// rank sends its block (at least one element) to each of the p - 1
-/// others. Collective.
-double gatherNsPerSentByte(int64_t bytes, int repetitions, int ranks) {
+/// What commrt_allgather (MPI's own nonblocking allgather, whose waits test
+/// at short sleeps, as the sparse exchanges' collectives do) costs a rank's
+/// CPU: `perCollectiveUs`, that of an allgather of one element a rank,
+/// whatever its bytes; and `nsPerSentByte`, what one of `bytes` f32
+/// gathered from all `ranks` in equal blocks costs beyond that, per byte a
+/// rank sends (its block, at least one element, to each of the p - 1
+/// others). See collectiveCpuUs, after one untimed allgather; the small one
+/// repeated at least kSmallRepetitions times. Collective.
+struct GatherCpu {
+  double perCollectiveUs = 0;
+  double nsPerSentByte = 0;
+};
+constexpr int kSmallRepetitions = 15;
+GatherCpu measureGatherCpu(int64_t bytes, int repetitions, int ranks) {
+  auto allgatherCpuUs = [&](int64_t block, int times) {
+    const std::vector<int64_t> counts(ranks, block);
+    std::vector<float> send(block, 1.0f), buffer(block * ranks);
+    return collectiveCpuUs([] {},
+                           [&] {
+                             check(commrt_allgather(send.data(), buffer.data(),
+                                                    counts.data(), COMMRT_F32));
+                           },
+                           /*untimed=*/1, times);
+  };
+  GatherCpu cpu;
+  cpu.perCollectiveUs =
+      allgatherCpuUs(1, std::max(repetitions, kSmallRepetitions));
   const int64_t block = std::max<int64_t>(1, bytes / 4 / ranks);
-  const std::vector<int64_t> counts(ranks, block);
-  std::vector<float> send(block, 1.0f), buffer(block * ranks);
-  return cpuNsPerSentByte([] {},
-                          [&] {
-                            check(commrt_allgather(send.data(), buffer.data(),
-                                                   counts.data(), COMMRT_F32));
-                          },
-                          /*untimed=*/1, repetitions,
-                          static_cast<double>(ranks - 1) * block * 4);
+  cpu.nsPerSentByte =
+      std::max(0.0, allgatherCpuUs(block, repetitions) - cpu.perCollectiveUs) *
+      1e3 / (static_cast<double>(ranks - 1) * block * 4);
+  return cpu;
+}
+
+/// Waits for every rank without holding a core: a barrier tested between
+/// sleeps of a millisecond, so that the ranks that wait leave the cores to
+/// those that work. Collective.
+void sleepingBarrier() {
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  int done = 0;
+  for (MPI_Test(&request, &done, MPI_STATUS_IGNORE); !done;
+       MPI_Test(&request, &done, MPI_STATUS_IGNORE)) {
+    timespec millisecond = {0, 1000000};
+    nanosleep(&millisecond, nullptr);
+  }
+}
+
+/// How many times the CPU it takes alone a pass like the rows exchanges'
+/// (addRowsByIndex) takes while all ranks run it at once, sharing the
+/// cores, their caches and the memory's bandwidth: each rank's median thread
+/// CPU over at least kSmallRepetitions passes while all run them, the mean
+/// over the ranks, over rank 0's median while the others sleep (the median
+/// of kLocalScaleRounds rounds of each, alternated). The pass:
+/// 24,576 rows of 64 f32 (6 MiB) whose indices repeat, drawn from 12,288
+/// (the size of what the embedding benchmark's allgather of rows brings a
+/// rank at 16 ranks). Collective.
+constexpr int kLocalScaleRounds = 3;
+double measureLocalCpuScale(int repetitions, int rank) {
+  constexpr int64_t kRows = 24576, kIndices = 12288, kWidth = 64;
+  std::vector<int64_t> indices(kRows), slots(kIndices, -1), order;
+  std::vector<float> values(kRows * kWidth, 1.0f), sums;
+  // A fixed spread of repeats, different on each rank.
+  uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank + 1);
+  for (int64_t &index : indices) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    index = static_cast<int64_t>((state >> 33) % kIndices);
+  }
+  const int passes = std::max(repetitions, kSmallRepetitions);
+  auto medianPassUs = [&] {
+    // One untimed pass: the buffers' pages and the caches.
+    addRowsByIndex(indices, values, kWidth, slots, sums, order);
+    std::vector<double> cpuUs;
+    for (int r = 0; r < passes; ++r) {
+      const double before = threadCpuUs();
+      addRowsByIndex(indices, values, kWidth, slots, sums, order);
+      cpuUs.push_back(threadCpuUs() - before);
+    }
+    return median(cpuUs);
+  };
+  // Rounds that alternate the two, so that whatever else the machine runs
+  // meanwhile weighs on both alike.
+  std::vector<double> aloneUs, sharedUs;
+  for (int round = 0; round < kLocalScaleRounds; ++round) {
+    sleepingBarrier();
+    if (rank == 0)
+      aloneUs.push_back(medianPassUs());
+    sleepingBarrier();
+    sharedUs.push_back(meanOverRanks(medianPassUs()));
+  }
+  sleepingBarrier();
+  double alone = rank == 0 ? median(aloneUs) : 0.0;
+  MPI_Bcast(&alone, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return alone > 0 ? median(sharedUs) / alone : 1.0;
 }
 
 /// The median time of the allreduce among `group` in `wire` (see timeOnce)
@@ -406,12 +498,13 @@ int main(int argc, char **argv) {
                         options.wire);
   }
 
-  std::optional<double> nsPerSentByte, nsPerGatheredByte;
+  std::optional<double> nsPerSentByte, localCpuScale;
+  GatherCpu gatherCpu;
   if (!options.hostCpuOutput.empty()) {
     nsPerSentByte = transportNsPerSentByte(buffer, sizes.back(),
                                            options.repetitions, ranks);
-    nsPerGatheredByte =
-        gatherNsPerSentByte(sizes.back(), options.repetitions, ranks);
+    gatherCpu = measureGatherCpu(sizes.back(), options.repetitions, ranks);
+    localCpuScale = measureLocalCpuScale(options.repetitions, rank);
   }
 
   if (rank != 0) {
@@ -422,14 +515,23 @@ int main(int argc, char **argv) {
     llvm::json::Object hostCpu{
         {"ranks", ranks},
         {"ns_per_sent_byte", *nsPerSentByte},
-        {"ns_per_gathered_byte", *nsPerGatheredByte},
+        {"ns_per_gathered_byte", gatherCpu.nsPerSentByte},
+        {"us_per_gathered_collective", gatherCpu.perCollectiveUs},
+        {"local_cpu_scale", *localCpuScale},
         {"source",
-         llvm::formatv("commopt-calibrate on {0}: process CPU per byte sent "
-                       "of commrt_allreduce and of commrt_allgather of {1} "
-                       "f32 on {2} ranks, each rank's median of {3}, the "
-                       "mean over the ranks",
-                       today(), formatBytes(sizes.back()), ranks,
-                       options.repetitions)
+         llvm::formatv(
+             "commopt-calibrate on {0}: process CPU per byte sent of "
+             "commrt_allreduce of {1} f32 on {2} ranks, and of "
+             "commrt_allgather of {1} beyond one of an element a rank (that "
+             "one's CPU: us_per_gathered_collective), each rank's median of "
+             "{3} ({4} for the small one), the mean over the ranks; "
+             "local_cpu_scale: a pass adding up rows by index, each rank's "
+             "median thread CPU of {4} while all ranks run them, the mean "
+             "over the ranks, over rank 0's alone (the medians of {5} "
+             "alternated rounds)",
+             today(), formatBytes(sizes.back()), ranks, options.repetitions,
+             std::max(options.repetitions, kSmallRepetitions),
+             kLocalScaleRounds)
              .str()}};
     std::error_code error;
     llvm::raw_fd_ostream out(options.hostCpuOutput, error);
@@ -440,8 +542,10 @@ int main(int argc, char **argv) {
         << "\n";
     llvm::outs() << llvm::formatv(
         "transport CPU: {0:f3} ns per byte sent (allreduce of {2}), {1:f3} "
-        "(allgather of {2})\n",
-        *nsPerSentByte, *nsPerGatheredByte, formatBytes(sizes.back()));
+        "(allgather of {2}) beyond {3:f1} us per allgather; local work's CPU "
+        "x {4:f3} when all ranks run it\n",
+        *nsPerSentByte, gatherCpu.nsPerSentByte, formatBytes(sizes.back()),
+        gatherCpu.perCollectiveUs, *localCpuScale);
   }
 
   // One line (--pieces=1, by --fit) or lines over ranges of sizes.

@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -295,4 +296,33 @@ double commopt::calibrate::fitThroughOrigin(llvm::ArrayRef<Sample> samples) {
   if (bytesSquared == 0)
     return 0;
   return std::max(0.0, timesBytes / bytesSquared);
+}
+
+void commopt::calibrate::addRowsByIndex(llvm::ArrayRef<int64_t> indices,
+                                        llvm::ArrayRef<float> values,
+                                        int64_t width,
+                                        std::vector<int64_t> &slots,
+                                        std::vector<float> &sums,
+                                        std::vector<int64_t> &order) {
+  assert(static_cast<int64_t>(values.size()) ==
+             static_cast<int64_t>(indices.size()) * width &&
+         "a row for each index");
+  sums.clear();
+  order.clear();
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const int64_t index = indices[i];
+    const float *row = values.data() + i * width;
+    int64_t &slot = slots[index];
+    if (slot < 0) {
+      slot = static_cast<int64_t>(order.size());
+      order.push_back(index);
+      sums.insert(sums.end(), row, row + width);
+      continue;
+    }
+    float *sum = sums.data() + slot * width;
+    for (int64_t j = 0; j < width; ++j)
+      sum[j] += row[j];
+  }
+  for (int64_t index : order)
+    slots[index] = -1;
 }

@@ -143,6 +143,20 @@ std::vector<int64_t> sweepSizes(int64_t minBytes, int64_t maxBytes);
 /// `values` must not be empty.
 double median(std::vector<double> values);
 
+/// A pass of the kind the runtime's rows exchanges make over what they
+/// receive (lib/Runtime/Sparse.cpp): the rows of `width` values at
+/// `values`, one for each of `indices`, added up by index into `sums`, the
+/// first row of an index appended, later ones added to it, through `slots`
+/// (an index table of at least the largest index + 1 entries, all -1
+/// before and after); `order` receives the distinct indices in the order
+/// they first came. Memory-bound, as those passes are: commopt-calibrate
+/// times it to measure how the cores' sharing slows the collectives' local
+/// work (`local_cpu_scale`).
+void addRowsByIndex(llvm::ArrayRef<int64_t> indices,
+                    llvm::ArrayRef<float> values, int64_t width,
+                    std::vector<int64_t> &slots, std::vector<float> &sums,
+                    std::vector<int64_t> &order);
+
 } // namespace commopt::calibrate
 
 #endif // COMMOPT_BENCH_CALIBRATE_CALIBRATION_H

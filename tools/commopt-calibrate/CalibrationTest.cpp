@@ -316,6 +316,22 @@ TEST(Calibration, SweepSizesAndMedian) {
 }
 
 // Run by CTest after commopt-calibrate-np2 wrote the file; skipped otherwise.
+TEST(Calibration, AddRowsByIndex) {
+  // Rows of 2 values: index 5 three times, 2 once, 0 twice.
+  const std::vector<int64_t> indices = {5, 2, 5, 0, 5, 0};
+  const std::vector<float> values = {1, 2, 3, 4, 10, 20, 5, 6, 100, 200, 7, 8};
+  std::vector<int64_t> slots(8, -1), order;
+  std::vector<float> sums = {99};
+  addRowsByIndex(indices, values, 2, slots, sums, order);
+  EXPECT_EQ(order, (std::vector<int64_t>{5, 2, 0}));
+  EXPECT_EQ(sums, (std::vector<float>{111, 222, 3, 4, 12, 14}));
+  // The index table is clear again for the next pass.
+  EXPECT_EQ(slots, std::vector<int64_t>(8, -1));
+  addRowsByIndex({}, {}, 2, slots, sums, order);
+  EXPECT_TRUE(sums.empty());
+  EXPECT_TRUE(order.empty());
+}
+
 TEST(CalibratedFile, Loads) {
   const char *path = std::getenv("COMMOPT_CALIBRATED_JSON");
   if (!path)

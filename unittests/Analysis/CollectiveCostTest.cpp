@@ -465,6 +465,32 @@ TEST(CollectiveCost, RowsAllgather) {
       300, 660.12);
 }
 
+// Each sparse exchange counts the collectives the runtime runs for it
+// (lib/Runtime/Sparse.cpp), on MPI and NCCL alike: rows travel as records
+// (one message where pairs take two), and the dense allreduce counts none.
+TEST(CollectiveCost, SparseExchangesCountTheirCollectives) {
+  for (CollectiveBackend backend :
+       {CollectiveBackend::Mpi, CollectiveBackend::Nccl}) {
+    ClusterModel cluster = testCluster(AllreduceAlgorithm::Ring);
+    cluster.backend = backend;
+    auto count = [&](SparseExchangeScheme scheme, SparseGradient gradient) {
+      return sparseAllreduceCost(cluster, scheme, gradient).gatheredCollectives;
+    };
+    // The counts, then the indices and the values (or the records).
+    EXPECT_EQ(count(SparseExchangeScheme::Allgather, testGradient()), 3);
+    EXPECT_EQ(count(SparseExchangeScheme::Allgather, testRows()), 2);
+    // The total, the owners' counts, the pairs to their owners (two
+    // all-to-alls, or one of records), and the owners' sums gathered.
+    EXPECT_EQ(count(SparseExchangeScheme::Hash, testGradient()), 1 + 1 + 2 + 3);
+    EXPECT_EQ(count(SparseExchangeScheme::Hash, testRows()), 1 + 1 + 1 + 2);
+    // The norms, the chosen chunks' indices and their values.
+    SparseGradient chunked = testGradient();
+    chunked.chunkElements = 1000;
+    EXPECT_EQ(count(SparseExchangeScheme::Chunk, chunked), 3);
+    EXPECT_EQ(allreduceCost(cluster, 1 << 20).gatheredCollectives, 0);
+  }
+}
+
 TEST(CollectiveCost, RowsLocalBytes) {
   // No residual to accumulate; one pass to find the touched rows (4e6 B);
   // the zeroed result (4e6 B); the 1e3 touched rows copied (a read and a

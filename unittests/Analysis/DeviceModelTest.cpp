@@ -230,6 +230,45 @@ TEST(DeviceModel, HostCpuScale) {
   EXPECT_EQ(undescribed.getCpuScale(), 1.0);
 }
 
+TEST(DeviceModel, HostCpuLocalScaleAndCollectives) {
+  llvm::Expected<DeviceModel> device = DeviceModel::fromJSON(R"({
+      "peak_tflops": 1, "memory_gbps": 1,
+      "host_cpu": {"cores": 2, "ranks": 16, "cpu_scale": 1.8,
+                   "local_cpu_scale": 1.2, "ns_per_sent_byte": 1,
+                   "ns_per_gathered_byte": 2,
+                   "us_per_gathered_collective": 300}})");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  const HostCpu &host = device->hostCpu;
+  EXPECT_EQ(host.getCpuScale(), 1.8);
+  EXPECT_EQ(host.getLocalCpuScale(), 1.2);
+  // 1000 bytes in the ring at 1 ns, 3000 in 5 of MPI's collectives at 2 ns
+  // and 300 us each.
+  EXPECT_DOUBLE_EQ(host.getTransportUs(4000, 3000, 5), 1.0 + 6.0 + 1500.0);
+  std::string text;
+  llvm::raw_string_ostream(text) << device->toJSON();
+  EXPECT_NE(text.find("\"local_cpu_scale\":1.2"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"us_per_gathered_collective\":300"), std::string::npos)
+      << text;
+  llvm::Expected<DeviceModel> reloaded = DeviceModel::fromJSON(text);
+  ASSERT_TRUE(bool(reloaded)) << llvm::toString(reloaded.takeError());
+  EXPECT_EQ(*reloaded, *device);
+  // Without them: the local work scales as the compute does, and a
+  // collective costs its bytes only; neither is written.
+  DeviceModel without = *device;
+  without.hostCpu.localCpuScale.reset();
+  without.hostCpu.usPerGatheredCollective.reset();
+  EXPECT_FALSE(without == *device);
+  EXPECT_EQ(without.hostCpu.getLocalCpuScale(), 1.8);
+  EXPECT_DOUBLE_EQ(without.hostCpu.getTransportUs(4000, 3000, 5), 7.0);
+  text.clear();
+  llvm::raw_string_ostream(text) << without.toJSON();
+  EXPECT_EQ(text.find("local_cpu_scale"), std::string::npos) << text;
+  EXPECT_EQ(text.find("us_per_gathered_collective"), std::string::npos) << text;
+  HostCpu undescribed;
+  undescribed.localCpuScale = 2.0;
+  EXPECT_EQ(undescribed.getLocalCpuScale(), 1.0);
+}
+
 TEST(DeviceModel, BadFieldsAreNamed) {
   struct Case {
     const char *json;
@@ -282,6 +321,14 @@ TEST(DeviceModel, BadFieldsAreNamed) {
       {R"({"peak_tflops": 1, "memory_gbps": 1,
            "host_cpu": {"cores": 2, "ranks": 4, "cpu_scale": 0}})",
        "expected a positive number at device.host_cpu.cpu_scale"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "host_cpu": {"cores": 2, "ranks": 4, "local_cpu_scale": -1}})",
+       "expected a positive number at device.host_cpu.local_cpu_scale"},
+      {R"({"peak_tflops": 1, "memory_gbps": 1,
+           "host_cpu": {"cores": 2, "ranks": 4,
+                        "us_per_gathered_collective": -5}})",
+       "expected a non-negative number at "
+       "device.host_cpu.us_per_gathered_collective"},
       {R"({"peak_tflops": 1, "memory_gbps": 1, "host_cpu": 2})",
        "expected object at device.host_cpu"},
   };

@@ -36,6 +36,12 @@ struct CollectiveCost {
   /// waits test at short sleeps where the runtime's ring sleeps through its
   /// transfers: HostCpu prices them at a rate of their own.
   double gatheredBytes = 0;
+  /// How many collectives the runtime runs for it where it is a sparse
+  /// exchange (the counts, the pairs, the owners' sums: each one MPI's own
+  /// nonblocking collective, or NCCL's); 0 for the others. Each costs the
+  /// host a part of its CPU that does not grow with its bytes
+  /// (HostCpu::usPerGatheredCollective).
+  double gatheredCollectives = 0;
 
   /// The collective's time when it runs alone.
   double totalUs() const { return latencyUs + bandwidthUs; }
@@ -45,6 +51,7 @@ struct CollectiveCost {
     bandwidthUs += other.bandwidthUs;
     sentBytes += other.sentBytes;
     gatheredBytes += other.gatheredBytes;
+    gatheredCollectives += other.gatheredCollectives;
     return *this;
   }
   friend CollectiveCost operator+(CollectiveCost lhs,

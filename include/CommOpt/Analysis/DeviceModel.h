@@ -101,6 +101,17 @@ struct HostCpu {
   /// stretch already runs each rank's compute on its share of the cores
   /// throughout. None: 1.
   std::optional<double> cpuScale;
+  /// The transport's CPU for each of MPI's own nonblocking collectives a
+  /// rank runs (CollectiveCost::gatheredCollectives), whatever its bytes:
+  /// its messages to and from every peer, the tests of its waits; in
+  /// microseconds. None: 0 (nsPerGatheredByte then holds it, spread over
+  /// the bytes it was measured with).
+  std::optional<double> usPerGatheredCollective;
+  /// cpuScale for the collectives' local work (the runtime's passes over
+  /// rows and pairs, memory-bound C++ loops), which the sharing slows less
+  /// than the profile's compute (commopt-calibrate measures it on such a
+  /// pass). None: cpuScale.
+  std::optional<double> localCpuScale;
 
   bool isDescribed() const { return cores > 0 && ranks > 0; }
   double getNsPerGatheredByte() const {
@@ -110,6 +121,16 @@ struct HostCpu {
   double getCpuScale() const {
     return isDescribed() ? cpuScale.value_or(1.0) : 1.0;
   }
+  /// localCpuScale where the host is described and gives it, else
+  /// getCpuScale().
+  double getLocalCpuScale() const {
+    return isDescribed() ? localCpuScale.value_or(getCpuScale()) : 1.0;
+  }
+  /// The transport's CPU for a collective that sends `sentBytes`, of which
+  /// `gatheredBytes` in the `gatheredCollectives` of MPI's own collectives,
+  /// in microseconds.
+  double getTransportUs(double sentBytes, double gatheredBytes,
+                        double gatheredCollectives) const;
   /// The CPU time per microsecond of a modelled duration: the part of a core
   /// a busy thread had while the durations were timed, min(1, cores /
   /// timed ranks), with `ranks` where timedRanks is 0.

@@ -382,8 +382,9 @@ bool mlir::comm::isMomentumCorrected(Operation *op) {
 /// and its collectives' local work at the part of a core each rank gets
 /// while all are busy (HostCpu::busyShare), plus `spreadUs`, the host's
 /// cost per step and its transport's for the bytes the collectives send
-/// (those of MPI's own collectives at their own rate); all but the
-/// transport's as the sharing scales CPU work (HostCpu::cpuScale: the CPU
+/// (those of MPI's own collectives at their own rate, and a part for each
+/// of them); all but the transport's as the sharing scales CPU work
+/// (HostCpu::cpuScale, HostCpu::localCpuScale for the local work: the CPU
 /// the ranks need, not the timeline, whose lockstep stretch already runs
 /// each rank's compute on its share of the cores throughout);
 /// 0 where the device describes no host; records each collective's transport
@@ -395,24 +396,26 @@ static double getStepCpuUs(StepModel &model, const DeviceModel &device,
   spreadUs = 0;
   if (!host.isDescribed())
     return 0;
-  double busyUs = 0;
+  double computeUs = 0, localUs = 0;
   for (const ComputeTask &task : model.step.computeTasks)
-    busyUs += task.durationUs;
-  for (double localUs : model.collectiveLocalUs)
-    busyUs += localUs;
-  double transportNs = 0;
+    computeUs += task.durationUs;
+  for (double collectiveLocalUs : model.collectiveLocalUs)
+    localUs += collectiveLocalUs;
+  double transportUs = 0;
   model.collectiveTransportUs.clear();
   for (const CollectiveTask &task : model.step.collectives) {
-    double ns =
-        (task.cost.sentBytes - task.cost.gatheredBytes) * host.nsPerSentByte +
-        task.cost.gatheredBytes * host.getNsPerGatheredByte();
-    model.collectiveTransportUs.push_back(ns * 1e-3);
-    transportNs += ns;
+    double us =
+        host.getTransportUs(task.cost.sentBytes, task.cost.gatheredBytes,
+                            task.cost.gatheredCollectives);
+    model.collectiveTransportUs.push_back(us);
+    transportUs += us;
   }
   const double scale = host.getCpuScale();
-  double spread = host.stepUs * scale + transportNs * 1e-3;
+  double spread = host.stepUs * scale + transportUs;
   spreadUs = spread;
-  return scale * host.busyShare() * busyUs + spread;
+  return host.busyShare() *
+             (scale * computeUs + host.getLocalCpuScale() * localUs) +
+         spread;
 }
 
 /// Runs the model's compute as the host's ranks share its cores: every
@@ -808,7 +811,7 @@ double mlir::comm::getAloneHostBoundUs(const StepModel &model,
   const double localUs = model.collectiveLocalUs[index];
   const double transportUs = model.collectiveTransportUs[index];
   const double cpuUs =
-      host.getCpuScale() * host.busyShare() * localUs + transportUs;
+      host.getLocalCpuScale() * host.busyShare() * localUs + transportUs;
   const double networkUs =
       event.endUs - event.startUs - getCpuWorkUs(model, index);
   return host.boundUs(cpuUs) +
