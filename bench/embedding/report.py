@@ -255,9 +255,10 @@ def main(argv):
             ", each rank count's over the one rank's, which scales the "
             "CPU the profile's compute" +
             (" and step_us need (timed or fitted as one rank alone has "
-             "them; the exchanges' local work scales by the "
-             "host_cpu.local_cpu_scale commopt-calibrate measured at each "
-             "rank count on a pass over rows, below)"
+             "them; the exchanges' local work scales by "
+             "host_cpu.local_cpu_scale, the CPU a pass over rows took "
+             "while all ranks ran it over what it took alone, as "
+             "commopt-calibrate measured it at each rank count, below)"
              if "local_cpu_scale" in host else
              ", the exchanges' local work and step_us need (timed or "
              "fitted as one rank alone has them)") +
@@ -344,10 +345,14 @@ def main(argv):
                              f"{rates['us_per_gathered_collective']:.0f} us "
                              "for each of its collectives")
             if "local_cpu_scale" in rates:
-                per_byte += (", local work's CPU x "
-                             f"{rates['local_cpu_scale']:.2f} (cpu_scale "
-                             "of the compute "
-                             f"{scale.get(str(ranks), 1.0):.2f})")
+                per_byte += (", a pass over rows "
+                             f"{rates.get('local_ns_per_byte', 0):.3f} ns a "
+                             "byte (alone "
+                             f"{rates.get('local_ns_per_byte_alone', 0):.3f})"
+                             ": local_cpu_scale "
+                             f"{rates['local_cpu_scale']:.2f} against the "
+                             "compute's cpu_scale "
+                             f"{scale.get(str(ranks), 1.0):.2f}")
             per_byte += ", "
         lines += [f"**{ranks} ranks** ({per_byte}compute-only step "
                   f"{base:.2f} ms of wall time over {compute['steps']} steps "

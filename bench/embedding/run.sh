@@ -26,10 +26,10 @@
 #     made for; and the CPU a rank spends per byte it sends in the 32 MiB
 #     allreduce (the runtime's ring) and in an allgather of as many bytes
 #     (MPI's own collective, as the rows exchanges use) beyond what one of
-#     an element costs, that cost for each such collective, and how much
-#     more CPU a pass over rows takes while all ranks run it than alone
-#     (--host-cpu-output: host_cpu.local_cpu_scale), which change with the
-#     ranks that share the cores. Nothing of the rows exchanges is measured
+#     an element costs, that cost for each such collective, and the CPU a
+#     byte of a pass over rows takes while all ranks run it over what it
+#     takes alone (--host-cpu-output: host_cpu.local_cpu_scale), which
+#     change with the ranks that share the cores. Nothing of the rows exchanges is measured
 #     for it, so every prediction below is held out;
 #  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
 #     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
@@ -244,6 +244,7 @@ collectives = sum(e.get("gathered_collectives", 0) for e in events)
 # applies to the compute and step_us, local_cpu_scale to the local work).
 local_work = sum(e.get("local_us", 0) for e in events)
 compute_scale = scale.get(first, 1.0)
+# Calibrations that did not measure the local work's: the compute's.
 local_scale = transport.get("local_cpu_scale", compute_scale)
 transport_us = (per_byte * (sent - gathered) + per_gathered_byte * gathered) \
     * 1e-3 + per_collective * collectives
@@ -256,9 +257,10 @@ json.dump({"cpu_us": cpu, "compute_only_cpu_us": local,
            "ns_per_gathered_byte": per_gathered_byte,
            "gathered_collectives": collectives,
            # Only where the calibration measured them (report.py says so).
-           **{field: transport[field] for field in
-              ("us_per_gathered_collective", "local_cpu_scale")
-              if field in transport},
+           **({"us_per_gathered_collective": per_collective}
+              if "us_per_gathered_collective" in transport else {}),
+           **({"local_cpu_scale": local_scale}
+              if "local_cpu_scale" in transport else {}),
            "step_us": step_us, "runs": runs,
            "compute_only_by_ranks_us": {str(r): us for r, us in
                                         compute_only.items()},

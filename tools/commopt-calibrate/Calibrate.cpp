@@ -94,13 +94,14 @@ const char *const usageText =
     "                         (the runtime's ring) and in an allgather of as\n"
     "                         many bytes (MPI's own collective, as the\n"
     "                         sparse exchanges use) beyond what an allgather\n"
-    "                         of one element costs, that cost, and how much\n"
-    "                         more CPU a pass over rows takes while all\n"
-    "                         ranks run it than alone, the means over the\n"
-    "                         ranks (a device's host_cpu.ns_per_sent_byte,\n"
+    "                         of one element costs, that cost, and the CPU\n"
+    "                         per byte of a pass over rows while all ranks\n"
+    "                         run it and alone, the means over the ranks (a\n"
+    "                         device's host_cpu.ns_per_sent_byte,\n"
     "                         ns_per_gathered_byte,\n"
-    "                         us_per_gathered_collective and\n"
-    "                         local_cpu_scale at this rank count), and\n"
+    "                         us_per_gathered_collective and, the first\n"
+    "                         over the second, local_cpu_scale at this rank\n"
+    "                         count), and\n"
     "                         write them to FILE; meaningful where the ranks\n"
     "                         talk over the network (their waits sleep)\n";
 
@@ -318,52 +319,79 @@ void sleepingBarrier() {
   }
 }
 
-/// How many times the CPU it takes alone a pass like the rows exchanges'
-/// (addRowsByIndex) takes while all ranks run it at once, sharing the
-/// cores, their caches and the memory's bandwidth: each rank's median thread
-/// CPU over at least kSmallRepetitions passes while all run them, the mean
-/// over the ranks, over rank 0's median while the others sleep (the median
-/// of kLocalScaleRounds rounds of each, alternated). The pass:
-/// 24,576 rows of 64 f32 (6 MiB) whose indices repeat, drawn from 12,288
-/// (the size of what the embedding benchmark's allgather of rows brings a
-/// rank at 16 ranks). Collective.
+/// The CPU a byte of a pass like the rows exchanges' (addRowsByIndex, its
+/// bytes as the cost model counts them) takes: `sharedNsPerByte` while all
+/// ranks run it at once, sharing the cores, their caches and the memory's
+/// bandwidth (each rank's median thread CPU over at least
+/// kSmallRepetitions passes, the mean over the ranks), and
+/// `aloneNsPerByte` while rank 0 runs it and the others sleep (its
+/// median); each the median of kLocalScaleRounds rounds, the two
+/// alternated. The pass: 24,576 rows of 64 f32 (6 MiB) whose indices
+/// repeat, drawn from 12,288 (the size of what the embedding benchmark's
+/// allgather of rows brings a rank at 16 ranks), from memory the caches do
+/// not hold. Collective.
+struct LocalWorkCpu {
+  double aloneNsPerByte = 0;
+  double sharedNsPerByte = 0;
+  /// How many times its CPU alone the pass takes while all ranks run it:
+  /// a device's host_cpu.local_cpu_scale.
+  double getScale() const {
+    return aloneNsPerByte > 0 ? sharedNsPerByte / aloneNsPerByte : 1.0;
+  }
+};
 constexpr int kLocalScaleRounds = 3;
-double measureLocalCpuScale(int repetitions, int rank) {
+LocalWorkCpu measureLocalWorkCpu(int repetitions, int rank) {
   constexpr int64_t kRows = 24576, kIndices = 12288, kWidth = 64;
-  std::vector<int64_t> indices(kRows), slots(kIndices, -1), order;
-  std::vector<float> values(kRows * kWidth, 1.0f), sums;
+  // Passes take the sets in turn: what a pass reads has left the caches
+  // since, as a message's rows have (kSets x 6 MiB: more than a 32 MiB
+  // last-level cache).
+  constexpr int kSets = 8;
+  std::vector<std::vector<int64_t>> indices(kSets,
+                                            std::vector<int64_t>(kRows));
+  std::vector<std::vector<float>> values(
+      kSets, std::vector<float>(kRows * kWidth, 1.0f));
+  std::vector<int64_t> slots(kIndices, -1), order;
+  std::vector<float> sums;
   // A fixed spread of repeats, different on each rank.
   uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank + 1);
-  for (int64_t &index : indices) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    index = static_cast<int64_t>((state >> 33) % kIndices);
-  }
-  const int passes = std::max(repetitions, kSmallRepetitions);
-  auto medianPassUs = [&] {
-    // One untimed pass: the buffers' pages and the caches.
-    addRowsByIndex(indices, values, kWidth, slots, sums, order);
-    std::vector<double> cpuUs;
-    for (int r = 0; r < passes; ++r) {
-      const double before = threadCpuUs();
-      addRowsByIndex(indices, values, kWidth, slots, sums, order);
-      cpuUs.push_back(threadCpuUs() - before);
+  for (std::vector<int64_t> &set : indices)
+    for (int64_t &index : set) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      index = static_cast<int64_t>((state >> 33) % kIndices);
     }
-    return median(cpuUs);
+  const int passes = std::max(repetitions, kSmallRepetitions);
+  auto medianNsPerByte = [&] {
+    std::vector<double> nsPerByte;
+    for (int r = 0; r <= passes; ++r) {
+      const int set = r % kSets;
+      const double before = threadCpuUs();
+      addRowsByIndex(indices[set], values[set], kWidth, slots, sums, order);
+      const double us = threadCpuUs() - before;
+      // The first pass is not timed: the pages of the sums.
+      if (r > 0)
+        nsPerByte.push_back(us * 1e3 /
+                            addRowsByIndexBytes(
+                                kRows, static_cast<int64_t>(order.size()),
+                                kWidth));
+    }
+    return median(nsPerByte);
   };
   // Rounds that alternate the two, so that whatever else the machine runs
   // meanwhile weighs on both alike.
-  std::vector<double> aloneUs, sharedUs;
+  std::vector<double> alone, shared;
   for (int round = 0; round < kLocalScaleRounds; ++round) {
     sleepingBarrier();
     if (rank == 0)
-      aloneUs.push_back(medianPassUs());
+      alone.push_back(medianNsPerByte());
     sleepingBarrier();
-    sharedUs.push_back(meanOverRanks(medianPassUs()));
+    shared.push_back(meanOverRanks(medianNsPerByte()));
   }
   sleepingBarrier();
-  double alone = rank == 0 ? median(aloneUs) : 0.0;
-  MPI_Bcast(&alone, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  return alone > 0 ? median(sharedUs) / alone : 1.0;
+  LocalWorkCpu cpu;
+  cpu.aloneNsPerByte = rank == 0 ? median(alone) : 0.0;
+  MPI_Bcast(&cpu.aloneNsPerByte, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  cpu.sharedNsPerByte = median(shared);
+  return cpu;
 }
 
 /// The median time of the allreduce among `group` in `wire` (see timeOnce)
@@ -498,13 +526,14 @@ int main(int argc, char **argv) {
                         options.wire);
   }
 
-  std::optional<double> nsPerSentByte, localCpuScale;
+  std::optional<double> nsPerSentByte;
   GatherCpu gatherCpu;
+  LocalWorkCpu localWork;
   if (!options.hostCpuOutput.empty()) {
     nsPerSentByte = transportNsPerSentByte(buffer, sizes.back(),
                                            options.repetitions, ranks);
     gatherCpu = measureGatherCpu(sizes.back(), options.repetitions, ranks);
-    localCpuScale = measureLocalCpuScale(options.repetitions, rank);
+    localWork = measureLocalWorkCpu(options.repetitions, rank);
   }
 
   if (rank != 0) {
@@ -517,7 +546,9 @@ int main(int argc, char **argv) {
         {"ns_per_sent_byte", *nsPerSentByte},
         {"ns_per_gathered_byte", gatherCpu.nsPerSentByte},
         {"us_per_gathered_collective", gatherCpu.perCollectiveUs},
-        {"local_cpu_scale", *localCpuScale},
+        {"local_cpu_scale", localWork.getScale()},
+        {"local_ns_per_byte", localWork.sharedNsPerByte},
+        {"local_ns_per_byte_alone", localWork.aloneNsPerByte},
         {"source",
          llvm::formatv(
              "commopt-calibrate on {0}: process CPU per byte sent of "
@@ -525,10 +556,12 @@ int main(int argc, char **argv) {
              "commrt_allgather of {1} beyond one of an element a rank (that "
              "one's CPU: us_per_gathered_collective), each rank's median of "
              "{3} ({4} for the small one), the mean over the ranks; "
-             "local_cpu_scale: a pass adding up rows by index, each rank's "
-             "median thread CPU of {4} while all ranks run them, the mean "
-             "over the ranks, over rank 0's alone (the medians of {5} "
-             "alternated rounds)",
+             "local_ns_per_byte: a pass adding up rows by index from memory "
+             "the caches do not hold, each rank's median thread CPU of {4} "
+             "while all ranks run them, the mean over the ranks, per byte "
+             "as the cost model counts the pass; _alone: rank 0's while the "
+             "others sleep (the medians of {5} alternated rounds); "
+             "local_cpu_scale: the first over the second",
              today(), formatBytes(sizes.back()), ranks, options.repetitions,
              std::max(options.repetitions, kSmallRepetitions),
              kLocalScaleRounds)
@@ -542,10 +575,11 @@ int main(int argc, char **argv) {
         << "\n";
     llvm::outs() << llvm::formatv(
         "transport CPU: {0:f3} ns per byte sent (allreduce of {2}), {1:f3} "
-        "(allgather of {2}) beyond {3:f1} us per allgather; local work's CPU "
-        "x {4:f3} when all ranks run it\n",
+        "(allgather of {2}) beyond {3:f1} us per allgather; local work: "
+        "{4:f3} ns per byte while all ranks run it, {5:f3} alone (x {6:f3})\n",
         *nsPerSentByte, gatherCpu.nsPerSentByte, formatBytes(sizes.back()),
-        gatherCpu.perCollectiveUs, *localCpuScale);
+        gatherCpu.perCollectiveUs, localWork.sharedNsPerByte,
+        localWork.aloneNsPerByte, localWork.getScale());
   }
 
   // One line (--pieces=1, by --fit) or lines over ranges of sizes.

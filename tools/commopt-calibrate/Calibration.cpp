@@ -326,3 +326,13 @@ void commopt::calibrate::addRowsByIndex(llvm::ArrayRef<int64_t> indices,
   for (int64_t index : order)
     slots[index] = -1;
 }
+
+double commopt::calibrate::addRowsByIndexBytes(int64_t rows, int64_t distinct,
+                                               int64_t width) {
+  const double rowBytes = 4.0 * static_cast<double>(width);
+  const double repeats = static_cast<double>(rows - distinct);
+  return (static_cast<double>(rows) + static_cast<double>(distinct) +
+          2 * repeats) *
+             rowBytes +
+         16.0 * static_cast<double>(rows);
+}

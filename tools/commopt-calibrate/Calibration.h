@@ -150,12 +150,19 @@ double median(std::vector<double> values);
 /// (an index table of at least the largest index + 1 entries, all -1
 /// before and after); `order` receives the distinct indices in the order
 /// they first came. Memory-bound, as those passes are: commopt-calibrate
-/// times it to measure how the cores' sharing slows the collectives' local
-/// work (`local_cpu_scale`).
+/// times it to measure the CPU a byte of the collectives' local work takes
+/// where ranks share the cores (`local_ns_per_byte`).
 void addRowsByIndex(llvm::ArrayRef<int64_t> indices,
                     llvm::ArrayRef<float> values, int64_t width,
                     std::vector<int64_t> &slots, std::vector<float> &sums,
                     std::vector<int64_t> &order);
+
+/// The bytes addRowsByIndex moves for `rows` rows of `width` f32 of which
+/// `distinct` have distinct indices, as the cost model counts the runtime's
+/// passes of that kind (docs/CostModel.md, section 2.5): a read of each
+/// row, a write of the first of each index, a read and a write of each
+/// repeat, and 16 bytes of the index table for each row.
+double addRowsByIndexBytes(int64_t rows, int64_t distinct, int64_t width);
 
 } // namespace commopt::calibrate
 

@@ -330,6 +330,9 @@ TEST(Calibration, AddRowsByIndex) {
   addRowsByIndex({}, {}, 2, slots, sums, order);
   EXPECT_TRUE(sums.empty());
   EXPECT_TRUE(order.empty());
+  // Those 6 rows of 8 bytes, 3 of them repeats: 6 read, 3 written first,
+  // 3 read and written again; 16 bytes of index table each.
+  EXPECT_DOUBLE_EQ(addRowsByIndexBytes(6, 3, 2), (6 + 3 + 6) * 8 + 6 * 16);
 }
 
 TEST(CalibratedFile, Loads) {
