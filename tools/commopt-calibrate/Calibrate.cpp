@@ -101,9 +101,9 @@ const char *const usageText =
     "                         ns_per_gathered_byte,\n"
     "                         us_per_gathered_collective and, the first\n"
     "                         over the second, local_cpu_scale at this rank\n"
-    "                         count), and\n"
-    "                         write them to FILE; meaningful where the ranks\n"
-    "                         talk over the network (their waits sleep)\n";
+    "                         count), and write them to FILE; meaningful\n"
+    "                         where the ranks talk over the network (their\n"
+    "                         waits sleep)\n";
 
 /// Whether this process is rank 0 (or runs alone), known before MPI starts,
 /// so that only one rank reports bad options.
@@ -346,8 +346,7 @@ LocalWorkCpu measureLocalWorkCpu(int repetitions, int rank) {
   // since, as a message's rows have (kSets x 6 MiB: more than a 32 MiB
   // last-level cache).
   constexpr int kSets = 8;
-  std::vector<std::vector<int64_t>> indices(kSets,
-                                            std::vector<int64_t>(kRows));
+  std::vector<std::vector<int64_t>> indices(kSets, std::vector<int64_t>(kRows));
   std::vector<std::vector<float>> values(
       kSets, std::vector<float>(kRows * kWidth, 1.0f));
   std::vector<int64_t> slots(kIndices, -1), order;
@@ -369,9 +368,9 @@ LocalWorkCpu measureLocalWorkCpu(int repetitions, int rank) {
       const double us = threadCpuUs() - before;
       // The first pass is not timed: the pages of the sums.
       if (r > 0)
-        nsPerByte.push_back(us * 1e3 /
-                            addRowsByIndexBytes(
-                                kRows, static_cast<int64_t>(order.size()),
+        nsPerByte.push_back(
+            us * 1e3 /
+            addRowsByIndexBytes(kRows, static_cast<int64_t>(order.size()),
                                 kWidth));
     }
     return median(nsPerByte);
