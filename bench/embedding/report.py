@@ -70,6 +70,23 @@ def profile_compute_ms(host, profile):
     return compute_only_us(profile, {}) / 1e3
 
 
+def fit_rest(host, profile, compute_scale):
+    """The rest of the step_us fit as the report says it: the exchange's
+    modelled local work taken off at its own scale before the compute's
+    (where the calibration measured local_cpu_scale), or with the profile's
+    compute after it."""
+    local = f"the exchange's modelled local work " \
+        f"({host['local_work_us'] / 1e3:.2f} ms)"
+    compute = (f"the profile's compute "
+               f"({profile_compute_ms(host, profile):.2f} ms, timed with the "
+               "optimizer the model trains with: SGD without momentum)")
+    if "local_cpu_scale" in host:
+        return (f", less {local} at local_cpu_scale "
+                f"{host['local_cpu_scale']:.2f}, over cpu_scale "
+                f"{compute_scale:.2f}, less {compute}: ")
+    return f", over cpu_scale {compute_scale:.2f}, less {compute} and {local}: "
+
+
 def figures_steps(runs):
     """The timed steps of the runs that communicate, as the report says
     them: one count, or the rows plans' and the dense plan's apart."""
@@ -283,20 +300,7 @@ def main(argv):
                "collectives MPI runs for it"
                if host.get("us_per_gathered_collective") else "") +
               "; commopt-calibrate measured them at that rank count)" +
-              (", less the exchange's modelled local work "
-               f"({host['local_work_us'] / 1e3:.2f} ms) at local_cpu_scale "
-               f"{host['local_cpu_scale']:.2f}, over cpu_scale "
-               f"{scale.get(str(first), 1.0):.2f}, less the profile's "
-               f"compute ({profile_compute_ms(host, profile):.2f} ms, "
-               "timed with the optimizer the model trains with: SGD "
-               "without momentum): "
-               if "local_cpu_scale" in host else
-               f", over cpu_scale {scale.get(str(first), 1.0):.2f}, less "
-               "the profile's compute "
-               f"({profile_compute_ms(host, profile):.2f} ms, timed with "
-               "the optimizer the model trains with: SGD without momentum) "
-               "and the exchange's modelled local work "
-               f"({host['local_work_us'] / 1e3:.2f} ms): ") +
+              fit_rest(host, profile, scale.get(str(first), 1.0)) +
               "host_cpu.step_us = "
               f"{host['step_us'] / 1e3:.2f} ms, in every rank count's device "
               "with its own rank count, the transport's CPU per byte that "

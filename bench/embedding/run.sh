@@ -29,8 +29,8 @@
 #     an element costs, that cost for each such collective, and the CPU a
 #     byte of a pass over rows takes while all ranks run it over what it
 #     takes alone (--host-cpu-output: host_cpu.local_cpu_scale), which
-#     change with the ranks that share the cores. Nothing of the rows exchanges is measured
-#     for it, so every prediction below is held out;
+#     change with the ranks that share the cores. Nothing of the rows
+#     exchanges is measured for it, so every prediction below is held out;
 #  3. the host's CPU: the ranks share this machine's 2 cores, and a rank's
 #     CPU per step (Python, the bridge, the runtime, the TCP stack) bounds
 #     the step once there are more ranks than cores.
