@@ -34,6 +34,18 @@ commrt_status CudaStagingQueue::reduce(const void *from, void *into,
       cuda::reduceInto(from, into, count, type, reduceKind, stream));
 }
 
+commrt_status
+CudaStagingQueue::convert(const std::vector<Conversion> &conversions,
+                          commrt_dtype from, commrt_dtype to, double scale) {
+  std::vector<cuda::ConvertSegment> segments;
+  segments.reserve(conversions.size());
+  for (const Conversion &conversion : conversions)
+    segments.push_back({conversion.input, conversion.output, conversion.count});
+  return checkCuda("convertSegments (MPI backend's device plan)",
+                   cuda::convertSegments(segments.data(), segments.size(), from,
+                                         to, scale, stream));
+}
+
 commrt_status CudaStagingQueue::mark(int64_t &marker) {
   cudaEvent_t event;
   if (!spare.empty()) {

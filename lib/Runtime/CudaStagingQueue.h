@@ -2,9 +2,10 @@
 //
 // StagingQueue (StagedRing.h) on a CUDA stream: copies with cudaMemcpyAsync,
 // the reduction with cuda::reduceInto (the host's reduceElements, bit for
-// bit), marks with events that block the waiting thread instead of
-// spinning. Host staging for it is pinned (cudaMallocHost), so that the
-// copies run asynchronously to the thread that drives MPI.
+// bit), conversions with cuda::convertSegments (the host's convert()), marks
+// with events that block the waiting thread instead of spinning. Host staging
+// for it is pinned (cudaMallocHost), so that the copies run asynchronously to
+// the thread that drives MPI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,9 @@ public:
   commrt_status copyToHost(void *to, const void *from, size_t bytes) override;
   commrt_status copyToDevice(void *to, const void *from, size_t bytes) override;
   commrt_status reduce(const void *from, void *into, int64_t count) override;
+  commrt_status convert(const std::vector<Conversion> &conversions,
+                        commrt_dtype from, commrt_dtype to,
+                        double scale) override;
   commrt_status mark(int64_t &marker) override;
   commrt_status reached(int64_t marker, bool &done) override;
   commrt_status waitFor(int64_t marker) override;

@@ -41,6 +41,7 @@
 
 #include "Backend.h"
 #include "ChannelThread.h"
+#include "DeviceStaging.h"
 #include "Hierarchy.h"
 #include "MpiWait.h"
 #include "RingAllreduce.h"
@@ -52,6 +53,7 @@
 #include <climits>
 #include <map>
 #include <optional>
+#include <string>
 
 using namespace commrt;
 
@@ -167,6 +169,63 @@ struct Ranks {
   std::shared_ptr<const Hierarchy> hierarchy = nullptr;
 };
 
+/// What a collective's route through device memory needs (DeviceStaging.h),
+/// found on the caller's thread when it is called or started.
+struct DeviceCall {
+  /// Whether each of its buffers is device memory; empty where this rank
+  /// has no device access, and then every buffer is host memory.
+  std::vector<bool> onDevice;
+  /// The lane that stages them, where some buffer is device memory.
+  DeviceLane *lane = nullptr;
+  /// Orders the lane's work after the caller's, run before that work.
+  std::function<commrt_status()> orderLane;
+  /// Whether MPI reads device memory itself.
+  bool mpiReadsDevice = false;
+  /// Whether every rank of the backend has device access (all ranks agree).
+  bool everyRankHasDevice = false;
+
+  bool anyOnDevice() const {
+    return std::find(onDevice.begin(), onDevice.end(), true) != onDevice.end();
+  }
+  bool allOnDevice() const {
+    return !onDevice.empty() &&
+           std::find(onDevice.begin(), onDevice.end(), false) == onDevice.end();
+  }
+};
+
+/// Sets `all` to whether `mine` holds on every rank of `comm`. Collective.
+commrt_status agreeOnEveryRank(bool mine, MPI_Comm comm, bool &all) {
+  int local = mine ? 1 : 0, every = 0;
+  MPI_Request request;
+  if (int error =
+          MPI_Iallreduce(&local, &every, 1, MPI_INT, MPI_MIN, comm, &request))
+    return failMpi("MPI_Iallreduce (device placement)", error);
+  COMMRT_TRY(waitFor(comm, request, "MPI_Iallreduce (device placement)"));
+  all = every == 1;
+  return COMMRT_SUCCESS;
+}
+
+/// The sparse allreduce `args` over `comm`, its grad and residual staged
+/// through host memory where `call` finds them in device memory.
+commrt_status sparseWithDevice(const SparseArguments &args,
+                               const DeviceCall &call, MPI_Comm comm) {
+  if (!call.anyOnDevice())
+    return sparseAllreduce(args, comm);
+  COMMRT_TRY(call.orderLane());
+  const size_t bytes = static_cast<size_t>(args.count) * sizeof(float);
+  std::vector<StagedBuffer> buffers = {
+      {args.grad, bytes, call.onDevice[0], /*in=*/true, /*out=*/true}};
+  if (args.residual)
+    buffers.push_back({args.residual, bytes, call.onDevice[1], true, true});
+  return runStaged(buffers, *call.lane, [&](const std::vector<void *> &host) {
+    SparseArguments hosted = args;
+    hosted.grad = static_cast<float *>(host[0]);
+    if (args.residual)
+      hosted.residual = static_cast<float *>(host[1]);
+    return sparseAllreduce(hosted, comm);
+  });
+}
+
 /// Reduces plans over MPI. Its methods only read its members, so that the
 /// caller and every channel's thread may use it at once.
 class Reducer {
@@ -259,6 +318,40 @@ public:
       next += plan.counts[i] * elementSize(travel);
     }
     return COMMRT_SUCCESS;
+  }
+
+  /// Runs `plan` over `ranks` as run() does, with device buffers where
+  /// `call` finds them (DeviceStaging.h). An allreduce plan of device
+  /// buffers only, reduced by anything but AVG where it travels, runs on the
+  /// device (reduceOnDevice). Anything else runs over host copies of its
+  /// device buffers.
+  commrt_status runWithDevice(const Plan &plan, const DeviceCall &call,
+                              const Ranks &ranks,
+                              std::vector<unsigned char> &fusion,
+                              std::vector<unsigned char> &scratch) const {
+    if (call.onDevice.empty())
+      return run(plan, ranks, fusion, scratch);
+    const commrt_dtype travel = travelType(plan.dtype, plan.wire);
+    const commrt_reduce travelled = travelReduce(plan.wire, plan.reduce);
+    const Method method = methodFor(plan.algorithm, plan.total, travel, ranks);
+    // Host code divides for AVG.
+    const bool devicePlan = plan.kind == PlanKind::Allreduce &&
+                            !plan.isMixed() && travelled != COMMRT_AVG;
+    // The staged ring and the host ring do not exchange pieces with each
+    // other: the ranks agree on which runs. Every rank decides the same way
+    // whether to ask, from the plan and the backend's configuration.
+    bool stagedRing = false;
+    if (call.everyRankHasDevice && devicePlan && method == Method::Ring)
+      COMMRT_TRY(agreeOnEveryRank(call.allOnDevice(), ranks.comm, stagedRing));
+    if (!call.anyOnDevice())
+      return run(plan, ranks, fusion, scratch);
+    COMMRT_TRY(call.orderLane());
+    if (devicePlan && call.allOnDevice())
+      return reduceOnDevice(plan, method, stagedRing, call, ranks, scratch);
+    return runStaged(stagedBuffersOf(plan, ranks.size, call.onDevice),
+                     *call.lane, [&](const std::vector<void *> &host) {
+                       return run(onHost(plan, host), ranks, fusion, scratch);
+                     });
   }
 
   /// The 2-byte type carrying f16 and bf16 elements.
@@ -435,6 +528,84 @@ private:
 
   /// How a reduction runs (methodFor).
   enum class Method { Ring, Mpi, Hierarchical };
+
+  /// Runs the allreduce `plan`, whose buffers are all device memory, on the
+  /// device work of `call`'s lane: its buffers packed into the lane's wire
+  /// buffer on the device (unless it reduces its one buffer in place); that
+  /// buffer reduced by the staged ring where the ranks agreed on it
+  /// (`stagedRing`), by MPI itself where MPI reads device memory and
+  /// `method` is MPI_Allreduce's, else staged through host memory and
+  /// reduced as `method` says; then unpacked on the device.
+  commrt_status reduceOnDevice(const Plan &plan, Method method, bool stagedRing,
+                               const DeviceCall &call, const Ranks &ranks,
+                               std::vector<unsigned char> &scratch) const {
+    TracePhase callPhase(plan.trace, COMMRT_PHASE_CALL, ranks.size);
+    const commrt_dtype travel = travelType(plan.dtype, plan.wire);
+    const commrt_reduce travelled = travelReduce(plan.wire, plan.reduce);
+    const size_t travelWidth = elementSize(travel);
+    DeviceLane &lane = *call.lane;
+    std::unique_ptr<StagingQueue> queue;
+    COMMRT_TRY(lane.queue(travel, travelled, queue));
+
+    void *wire = plan.buffers[0];
+    std::vector<StagingQueue::Conversion> packed;
+    if (!plan.inPlace()) {
+      COMMRT_TRY(lane.scratch(DeviceLane::Slot::Wire,
+                              static_cast<size_t>(plan.total) * travelWidth,
+                              wire));
+      auto *next = static_cast<unsigned char *>(wire);
+      for (size_t i = 0; i < plan.buffers.size(); ++i) {
+        packed.push_back({plan.buffers[i], next, plan.counts[i]});
+        next += static_cast<size_t>(plan.counts[i]) * travelWidth;
+      }
+      TracePhase pack(plan.trace, COMMRT_PHASE_PACK, ranks.size);
+      COMMRT_TRY(queue->convert(packed, plan.dtype, travel, plan.prescale));
+    }
+    {
+      TracePhase exchange(plan.trace, COMMRT_PHASE_EXCHANGE, ranks.size);
+      if (stagedRing) {
+        void *segment;
+        COMMRT_TRY(lane.scratch(
+            DeviceLane::Slot::RingSegment,
+            static_cast<size_t>(shardElements(plan.total, ranks.size)) *
+                travelWidth,
+            segment));
+        COMMRT_TRY(stagedRingAllreduce(
+            wire, plan.total, mpiType(travel), travelWidth, *queue, segment,
+            lane.staging(), ranks.comm, kRingPieceBytes));
+      } else if (call.mpiReadsDevice && method == Method::Mpi &&
+                 travelWidth > 2) {
+        // MPI reads the buffer once the device has written it; the 16-bit
+        // types' reductions are host code.
+        int64_t written;
+        COMMRT_TRY(queue->mark(written));
+        COMMRT_TRY(queue->waitFor(written));
+        COMMRT_TRY(
+            allreduceChunked(wire, plan.total, travel, travelled, ranks.comm));
+      } else {
+        COMMRT_TRY(
+            runStaged({{wire, static_cast<size_t>(plan.total) * travelWidth,
+                        /*onDevice=*/true, /*in=*/true, /*out=*/true}},
+                      lane, [&](const std::vector<void *> &host) {
+                        return allreduce(host[0], plan.total, travel, travelled,
+                                         plan.algorithm, ranks, scratch);
+                      }));
+      }
+    }
+    if (!plan.inPlace()) {
+      TracePhase unpack(plan.trace, COMMRT_PHASE_UNPACK, ranks.size);
+      std::vector<StagingQueue::Conversion> unpacked;
+      for (size_t i = 0; i < plan.buffers.size(); ++i)
+        unpacked.push_back({packed[i].output, plan.buffers[i], plan.counts[i]});
+      COMMRT_TRY(queue->convert(unpacked, travel, plan.dtype,
+                                unpackScale(plan.dtype, plan.wire, plan.reduce,
+                                            plan.prescale, ranks.size)));
+    }
+    // The caller reads the results when the call returns.
+    int64_t done;
+    COMMRT_TRY(queue->mark(done));
+    return queue->waitFor(done);
+  }
 
   /// How `count` elements of `dtype` are reduced over `ranks`: as
   /// `algorithm` says, or for COMMRT_ALGORITHM_DEFAULT as the configuration
@@ -654,13 +825,17 @@ private:
 
 /// What a channel's thread and the caller share about one collective.
 struct Shared {
-  explicit Shared(const Plan &plan) : plan(plan) {}
-  explicit Shared(const SparseArguments &sparse) : sparse(sparse) {}
+  Shared(const Plan &plan, DeviceCall device)
+      : plan(plan), device(std::move(device)) {}
+  Shared(const SparseArguments &sparse, DeviceCall device)
+      : sparse(sparse), device(std::move(device)) {}
 
   /// The dense plan, unless `sparse` is set.
   const Plan plan;
   /// The sparse allreduce, instead of a plan.
   const std::optional<SparseArguments> sparse;
+  /// Where its buffers are.
+  const DeviceCall device;
   /// Set once the results are in the buffers.
   TaskOutcome outcome;
 };
@@ -714,10 +889,16 @@ public:
         recordTraceEvent(trace, COMMRT_PHASE_QUEUED, trace.startedUs,
                          commrt_time_us(), ranks.size, /*cpuUs=*/-1);
       shared->outcome.finish(
-          shared->sparse ? sparseAllreduce(*shared->sparse, ranks.comm)
-                         : reducer.run(shared->plan, ranks, fusion, scratch));
+          shared->sparse
+              ? sparseWithDevice(*shared->sparse, shared->device, ranks.comm)
+              : reducer.runWithDevice(shared->plan, shared->device, ranks,
+                                      fusion, scratch));
     });
   }
+
+  /// The channel's device lane, made on the caller's thread by the first
+  /// collective with device buffers; its work runs on the channel's thread.
+  std::unique_ptr<DeviceLane> lane;
 
 private:
   const Reducer &reducer;
@@ -733,6 +914,9 @@ struct Group {
   Ranks ranks;
   /// The fusion and ring buffers of blocking collectives.
   std::vector<unsigned char> fusion, scratch;
+  /// The device lane of blocking collectives, made by the first with device
+  /// buffers.
+  std::unique_ptr<DeviceLane> lane;
   /// The group's channels.
   std::vector<std::unique_ptr<Channel>> channels;
 };
@@ -772,23 +956,38 @@ public:
   commrt_status run(const Plan &plan, int group) override {
     Group *found;
     COMMRT_TRY(find(group, found));
-    return reducer.run(plan, found->ranks, found->fusion, found->scratch);
+    DeviceCall call;
+    COMMRT_TRY(locate(plan, found->lane, call));
+    return reducer.runWithDevice(plan, call, found->ranks, found->fusion,
+                                 found->scratch);
   }
 
   commrt_status start(const Plan &plan, int group, int channel,
                       std::unique_ptr<Operation> &operation) override {
-    return submit(std::make_shared<Shared>(plan), group, channel, operation);
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    DeviceCall call;
+    COMMRT_TRY(locate(plan, found->channels[channel]->lane, call));
+    return submit(std::make_shared<Shared>(plan, std::move(call)), group,
+                  channel, operation);
   }
 
   commrt_status startSparse(const SparseArguments &args, int group, int channel,
                             std::unique_ptr<Operation> &operation) override {
-    return submit(std::make_shared<Shared>(args), group, channel, operation);
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    DeviceCall call;
+    COMMRT_TRY(locate(args, found->channels[channel]->lane, call));
+    return submit(std::make_shared<Shared>(args, std::move(call)), group,
+                  channel, operation);
   }
 
   commrt_status sparse(const SparseArguments &args, int group) override {
     Group *found;
     COMMRT_TRY(find(group, found));
-    return sparseAllreduce(args, found->ranks.comm);
+    DeviceCall call;
+    COMMRT_TRY(locate(args, found->lane, call));
+    return sparseWithDevice(args, call, found->ranks.comm);
   }
 
   commrt_status rows(const RowsArguments &args, int group,
@@ -800,14 +999,45 @@ public:
 
   commrt_status broadcast(void *buffer, int64_t count, commrt_dtype dtype,
                           int root) override {
-    return broadcastOverMpi(buffer, count, dtype, root, groups[0]->ranks.comm,
-                            reducer.halfType());
+    Group &all = *groups[0];
+    DeviceCall call;
+    COMMRT_TRY(locate({{"buffer", buffer}}, all.lane, call));
+    const size_t bytes = static_cast<size_t>(count) * elementSize(dtype);
+    return viaHost(call, {{buffer, bytes, call.anyOnDevice(), true, true}},
+                   [&](const std::vector<void *> &host) {
+                     return broadcastOverMpi(host[0], count, dtype, root,
+                                             all.ranks.comm,
+                                             reducer.halfType());
+                   });
   }
 
   commrt_status allgather(const void *send, void *recv, const int64_t *counts,
                           commrt_dtype dtype) override {
-    return allgatherOverMpi(send, recv, counts, dtype, groups[0]->ranks.comm,
-                            reducer.halfType());
+    Group &all = *groups[0];
+    int rank;
+    MPI_Comm_rank(all.ranks.comm, &rank);
+    int64_t total = 0;
+    for (int r = 0; r < all.ranks.size; ++r)
+      total += counts[r];
+    DeviceCall call;
+    // An empty send may be null.
+    if (counts[rank] > 0)
+      COMMRT_TRY(locate({{"recv", recv}, {"send", send}}, all.lane, call));
+    else
+      COMMRT_TRY(locate({{"recv", recv}}, all.lane, call));
+    const size_t width = elementSize(dtype);
+    std::vector<StagedBuffer> buffers = {
+        {recv, static_cast<size_t>(total) * width,
+         !call.onDevice.empty() && call.onDevice[0], false, true}};
+    if (counts[rank] > 0)
+      buffers.push_back(
+          {const_cast<void *>(send), static_cast<size_t>(counts[rank]) * width,
+           !call.onDevice.empty() && call.onDevice[1], true, false});
+    return viaHost(call, buffers, [&](const std::vector<void *> &host) {
+      return allgatherOverMpi(counts[rank] > 0 ? host[1] : send, host[0],
+                              counts, dtype, all.ranks.comm,
+                              reducer.halfType());
+    });
   }
 
   /// Adds `group`, the ranks of `comm`, whose channels run on
@@ -850,7 +1080,80 @@ public:
     return COMMRT_SUCCESS;
   }
 
+  /// Makes this rank's device access (none where it has none) and agrees
+  /// with every rank whether all have one. Collective over `comm`.
+  commrt_status findDevices(MPI_Comm comm) {
+    device = makeDeviceAccess();
+    return agreeOnEveryRank(device != nullptr, comm, everyRankHasDevice);
+  }
+
 private:
+  /// Sets `call` to where the `pointers` (each with its argument's name)
+  /// are, making `lane` where it is needed and not made yet. Nothing where
+  /// this rank has no device access.
+  commrt_status
+  locate(const std::vector<std::pair<std::string, const void *>> &pointers,
+         std::unique_ptr<DeviceLane> &lane, DeviceCall &call) {
+    if (!device)
+      return COMMRT_SUCCESS;
+    call.mpiReadsDevice = device->mpiReadsDevice();
+    call.everyRankHasDevice = everyRankHasDevice;
+    std::vector<const void *> addresses;
+    std::vector<std::string> names;
+    for (const auto &[name, pointer] : pointers) {
+      names.push_back(name);
+      addresses.push_back(pointer);
+    }
+    COMMRT_TRY(device->locate(addresses, names, call.onDevice));
+    if (!call.anyOnDevice())
+      return COMMRT_SUCCESS;
+    if (!lane)
+      COMMRT_TRY(device->makeLane(lane));
+    call.lane = lane.get();
+    return lane->markCaller(call.orderLane);
+  }
+
+  /// Where the buffers (then the shard) of `plan` are.
+  commrt_status locate(const Plan &plan, std::unique_ptr<DeviceLane> &lane,
+                       DeviceCall &call) {
+    std::vector<std::pair<std::string, const void *>> pointers;
+    for (size_t i = 0; i < plan.buffers.size(); ++i)
+      pointers.emplace_back("buffers[" + std::to_string(i) + "]",
+                            plan.buffers[i]);
+    if (plan.kind != PlanKind::Allreduce)
+      pointers.emplace_back("shard", plan.shard);
+    return locate(pointers, lane, call);
+  }
+
+  /// Where the grad and residual (where there is one) of `args` are.
+  commrt_status locate(const SparseArguments &args,
+                       std::unique_ptr<DeviceLane> &lane, DeviceCall &call) {
+    std::vector<std::pair<std::string, const void *>> pointers = {
+        {"grad", args.grad}};
+    if (args.residual)
+      pointers.emplace_back("residual", args.residual);
+    return locate(pointers, lane, call);
+  }
+
+  /// Runs `collective` over `buffers` (flagged `onDevice` as `call` found
+  /// them), as MPI takes them: as they are where MPI reads device memory,
+  /// through host copies otherwise (runStaged).
+  static commrt_status
+  viaHost(const DeviceCall &call, const std::vector<StagedBuffer> &buffers,
+          const std::function<commrt_status(const std::vector<void *> &)>
+              &collective) {
+    if (call.anyOnDevice()) {
+      COMMRT_TRY(call.orderLane());
+      if (!call.mpiReadsDevice)
+        return runStaged(buffers, *call.lane, collective);
+      COMMRT_TRY(waitForCallerWork(*call.lane));
+    }
+    std::vector<void *> asTheyAre;
+    for (const StagedBuffer &buffer : buffers)
+      asTheyAre.push_back(buffer.pointer);
+    return collective(asTheyAre);
+  }
+
   /// Queues `shared` on `channel` of `group` and sets `operation` to it.
   commrt_status submit(std::shared_ptr<Shared> shared, int group, int channel,
                        std::unique_ptr<Operation> &operation) {
@@ -881,6 +1184,10 @@ private:
   int channelCount;
   /// The thread support level MPI was initialised with.
   int threadLevel;
+  /// This rank's device memory, where it has any (findDevices).
+  std::unique_ptr<DeviceAccess> device;
+  /// Whether every rank has device access.
+  bool everyRankHasDevice = false;
   Reducer reducer;
   /// The groups by handle, 0 for all ranks. Declared after the reducer,
   /// which their channels' threads use, so that they are destroyed (and
@@ -945,6 +1252,7 @@ commrt_status commrt::createMpiBackend(MPI_Comm comm, int channels,
   std::vector<MPI_Comm> channelComms;
   COMMRT_TRY(duplicate(comm, channels, channelComms));
   auto backend = std::make_unique<MpiBackend>(channels, threadLevel, config);
+  COMMRT_TRY(backend->findDevices(comm));
   COMMRT_TRY(backend->insertGroup(0, comm, std::move(channelComms)));
   out = std::move(backend);
   return COMMRT_SUCCESS;

@@ -244,6 +244,10 @@ StagingBuffers::~StagingBuffers() {
 commrt_status StagingBuffers::reserve(size_t count, size_t wanted) {
   if (buffers.size() >= count && bytes >= wanted)
     return COMMRT_SUCCESS;
+  // Callers that alternate between few large and many small buffers keep
+  // the largest of both, instead of reallocating at every change.
+  count = std::max(count, buffers.size());
+  wanted = std::max(wanted, bytes);
   for (unsigned char *buffer : buffers)
     release(buffer);
   buffers.clear();

@@ -51,6 +51,22 @@ public:
   /// combines them (ReduceElements.h).
   virtual commrt_status reduce(const void *from, void *into, int64_t count) = 0;
 
+  /// One buffer of a batched conversion: `count` elements at `input`
+  /// converted into `output`.
+  struct Conversion {
+    const void *input;
+    void *output;
+    int64_t count;
+  };
+
+  /// Enqueues, for each of `conversions` (device memory), `output[i] =
+  /// round(widen(input[i]) * scale)` from elements of `from` to elements of
+  /// `to`, as convert() in WireFormat.h computes it, bit for bit: how a
+  /// plan's buffers are packed into the type they travel in, and unpacked.
+  virtual commrt_status convert(const std::vector<Conversion> &conversions,
+                                commrt_dtype from, commrt_dtype to,
+                                double scale) = 0;
+
   /// Sets `marker` to a mark of the work enqueued so far: marks grow with
   /// every call.
   virtual commrt_status mark(int64_t &marker) = 0;

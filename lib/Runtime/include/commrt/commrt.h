@@ -89,6 +89,38 @@
 |*    (N consecutive ranks; also within a group), to emulate several nodes on *|
 |*    one machine.                                                            *|
 |*                                                                            *|
+|* How the MPI backend takes device buffers, where commrt was built with CUDA *|
+|* and a device is visible (the device current when the backend is made): any *|
+|* buffer of any MPI entry point (except commrt_rows_allreduce, host memory   *|
+|* only) may be CUDA device memory of that device (managed memory counts as   *|
+|* host memory; another device's memory fails with                            *|
+|* COMMRT_ERROR_INVALID_ARGUMENT naming the buffer). Its work runs on a non-  *|
+|* blocking stream of the call's lane (one per group's blocking calls, one    *|
+|* per channel), after the work issued before the call on the legacy default  *|
+|* stream, and the call returns once it is done (a start, once its channel    *|
+|* has run it):                                                               *|
+|*  - An allreduce plan whose buffers are all device memory (reduced by SUM,  *|
+|*    MAX or MIN, or AVG over a wire type) is packed into the wire type on    *|
+|*    the device (the NCCL backend's kernels), reduced, and unpacked on the   *|
+|*    device. Where the ring reduces it and every rank's buffers are device   *|
+|*    memory (the ranks agree with one small MPI_Allreduce), the ring moves   *|
+|*    it through pinned host memory in pieces of 1 MiB, the copy of one piece *|
+|*    overlapping the transfer of the one before, and a kernel reduces each   *|
+|*    received piece; otherwise the packed buffer is copied to pinned host    *|
+|*    memory, reduced there as a host buffer is, and copied back.             *|
+|*  - Where MPI reads device memory itself (Open MPI built with CUDA, as      *|
+|*    MPIX_Query_cuda_support says at run time), MPI_Allreduce of f32 or f64, *|
+|*    broadcasts and allgathers take the device pointers as they are.         *|
+|*  - Anything else (AVG without a wire type, mixed-wire and sharded plans,   *|
+|*    plans of device and host buffers, sparse allreduces, and broadcasts and *|
+|*    allgathers where MPI does not read device memory) runs on host copies   *|
+|*    of its device buffers in pinned memory, with the results of host        *|
+|*    buffers.                                                                *|
+|* Where a buffer lies is looked up once per call and allocation: the runtime *|
+|* caches the device allocations it has seen and checks an allocation's       *|
+|* unique id once per call, so memory freed and allocated again is looked up  *|
+|* anew. Debian's OpenMPI is not CUDA-aware.                                  *|
+|*                                                                            *|
 |* How the MPI backend waits: its MPI operations are nonblocking, and a       *|
 |* thread that waits for them (the caller's in a blocking call, a channel's)  *|
 |* does not hold its core while the data crosses a network: on a communicator *|
