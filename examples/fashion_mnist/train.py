@@ -84,6 +84,10 @@ def parse_arguments(argv):
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where each rank trains: 'cuda' is the GPU of "
                         "its local rank modulo the GPUs it sees")
+    parser.add_argument("--ddp-backend", choices=("nccl", "gloo"),
+                        help="the process group of the DDP modes (default "
+                        "nccl with --device cuda, gloo otherwise); gloo runs "
+                        "several ranks on one GPU, which NCCL refuses")
     parser.add_argument("--deterministic", action="store_true",
                         help="PyTorch's deterministic algorithms, so that "
                         "runs that reduce the same gradients train the same "
@@ -162,14 +166,17 @@ class Peer:
         os.environ["MASTER_ADDR"] = arguments.master_addr
         os.environ["MASTER_PORT"] = arguments.master_port
         self.device = device
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+        backend = arguments.ddp_backend or \
+            ("nccl" if device.type == "cuda" else "gloo")
+        dist.init_process_group(backend,
                                 rank=self.rank, world_size=self.size,
                                 timeout=datetime.timedelta(seconds=300))
         for tensor in model.state_dict().values():
             dist.broadcast(tensor, 0)
         self.optimizer = optimizer
         self.model = model
-        self.description = arguments.comm
+        self.description = arguments.comm + \
+            (f" over {backend}" if device.type == "cuda" else "")
         if arguments.comm == "local":
             return
         if arguments.comm == "ddp-powersgd":
@@ -209,6 +216,21 @@ class Peer:
         tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
         self.dist.all_reduce(tensor)
         return tensor.tolist()
+
+
+def parameters_identical(model, sync):
+    """Whether every rank holds the same parameters, bit for bit: each
+    rank's sha256 of them, in three 20-bit pieces p, goes through an
+    all-sum of p and p * p (exact in float64), and the pieces are equal on
+    every rank exactly when size * sum(p * p) == sum(p) ** 2."""
+    digest = hashlib.sha256()
+    for param in model.parameters():
+        digest.update(param.detach().cpu().contiguous().numpy().tobytes())
+    bits = int.from_bytes(digest.digest()[:8], "little")
+    pieces = [(bits >> (20 * i)) & 0xFFFFF for i in range(3)]
+    sums = sync.all_sum([float(v) for p in pieces for v in (p, p * p)])
+    return all(sync.size * sums[2 * i + 1] == sums[2 * i] ** 2
+               for i in range(3))
 
 
 def process_cpu_s():
@@ -349,6 +371,11 @@ def main(argv):
     sent_after = sent_bytes(sync.rank)
     sent_per_step = (sent_after - sent_before) / max(1, total_steps) \
         if sent_before is not None and sent_after is not None else -1.0
+    identical = parameters_identical(model, sync) \
+        if arguments.comm != "local" else None
+    if identical is not None and sync.rank == 0:
+        print(f"parameters identical on all {sync.size} ranks: "
+              f"{'yes' if identical else 'NO'}", flush=True)
     # Each rank's state in its own slot: the largest is what a rank needs.
     slots = [0.0] * sync.size
     slots[sync.rank] = float(optimizer_state_elements(optimizer))
@@ -369,6 +396,7 @@ def main(argv):
                        "optimizer_state_elements": states,
                        "sent_bytes_per_step": sent_sum / sync.size
                        if sent_per_step >= 0 else None,
+                       "parameters_identical": identical,
                        "epochs": history}, handle, indent=1)
             handle.write("\n")
 

@@ -1,14 +1,21 @@
 //===- MpiDeviceBuffersTest.cpp - The MPI backend given device buffers ----===//
 //
-// The MPI backend's route for device buffers (DeviceStaging.h), run on CPUs
-// through commrt's C API with a device access whose "device memory" is
-// host memory mapped without access: the host may touch it only inside the
-// fake device queue's copies and reductions, so that any host code reading
-// or writing a device buffer directly faults. Every entry point must give
-// the results it gives host buffers, an in-place ring allreduce of device
-// memory on every rank must run the staged ring (reductions on the device
-// queue), and a rank whose buffer is host memory must lead every rank to
-// the host ring. Run under mpirun by the commrt-mpi-device-np* entries.
+// The MPI backend's route for device buffers (DeviceStaging.h), through
+// commrt's C API. Built twice:
+//  - commrt-mpi-device-tests runs on CPUs with a device access whose
+//    "device memory" is host memory mapped without access: the host may
+//    touch it only inside the fake device queue's copies, conversions and
+//    reductions, so that any host code reading or writing a device buffer
+//    directly faults. It also counts what the device did: an in-place ring
+//    allreduce of device memory on every rank must run the staged ring
+//    (reductions on the device queue), a plan of device buffers must be
+//    packed and unpacked on the device, and a rank whose buffer is host
+//    memory must lead every rank to the host ring.
+//  - commrt-gpu-mpi-device-tests (COMMRT_REAL_DEVICE) runs the same tests
+//    on a CUDA device, through the backend's CUDA access, on any number of
+//    ranks that may share the GPU; the counts are the fake's alone and are
+//    not checked there. It skips without a device.
+// Every entry point must give the results it gives host buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +30,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if COMMRT_REAL_DEVICE
+#include "GpuTestUtils.h"
+
+#include <cuda_runtime.h>
+#endif
+
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -36,6 +50,46 @@
 using namespace commrt::testing;
 
 namespace {
+
+#if COMMRT_REAL_DEVICE
+constexpr bool kFakeDevice = false;
+#else
+constexpr bool kFakeDevice = true;
+#endif
+
+// Checks of what the fake device counted; a real device counts nothing.
+#define EXPECT_COUNT_EQ(count, expected)                                       \
+  if constexpr (kFakeDevice)                                                   \
+  EXPECT_EQ(count, expected)
+#define EXPECT_COUNT_GT(count, bound)                                          \
+  if constexpr (kFakeDevice)                                                   \
+  EXPECT_GT(count, bound)
+#define EXPECT_COUNT_TRUE(condition)                                           \
+  if constexpr (kFakeDevice)                                                   \
+  EXPECT_TRUE(condition)
+
+/// What the fake device did in this process, reset by each test.
+struct DeviceCounts {
+  std::atomic<int> copiesToHost{0}, copiesToDevice{0}, reductions{0},
+      conversions{0};
+  std::atomic<int> callerMarks{0}, lanesOrdered{0};
+  /// Whether a lane was last ordered after the caller on another thread
+  /// than the test's (a channel's).
+  std::atomic<bool> orderedOffTheCaller{false};
+  std::thread::id caller;
+
+  void reset() {
+    copiesToHost = copiesToDevice = reductions = conversions = 0;
+    callerMarks = lanesOrdered = 0;
+    orderedOffTheCaller = false;
+    caller = std::this_thread::get_id();
+  }
+};
+DeviceCounts counts;
+
+#if !COMMRT_REAL_DEVICE
+/// Whether the fake says that MPI reads device memory itself.
+std::atomic<bool> mpiReadsDevice{false};
 
 /// Fake device memory: anonymous mappings that the host may not access
 /// (PROT_NONE) except inside withAccess, which the fake queue's work runs
@@ -114,26 +168,6 @@ private:
   std::map<char *, size_t> regions;
   bool guarded = true;
 };
-
-/// What the fake device did in this process, reset by each test.
-struct DeviceCounts {
-  std::atomic<int> copiesToHost{0}, copiesToDevice{0}, reductions{0},
-      conversions{0};
-  std::atomic<int> callerMarks{0}, lanesOrdered{0};
-  /// Whether a lane was last ordered after the caller on another thread
-  /// than the test's (a channel's).
-  std::atomic<bool> orderedOffTheCaller{false};
-  std::thread::id caller;
-
-  void reset() {
-    copiesToHost = copiesToDevice = reductions = conversions = 0;
-    callerMarks = lanesOrdered = 0;
-    orderedOffTheCaller = false;
-    caller = std::this_thread::get_id();
-  }
-};
-DeviceCounts counts;
-std::atomic<bool> mpiReadsDevice{false};
 
 /// A StagingQueue that runs its work when it is enqueued (an in-order queue
 /// whose work is always done), inside the fake device's access.
@@ -284,6 +318,42 @@ private:
   void *memory;
 };
 
+#else
+/// A buffer of device memory holding `count` elements of `dtype`.
+class DeviceBuffer {
+public:
+  DeviceBuffer(commrt_dtype dtype, int64_t count)
+      : dtype(dtype), count(count),
+        bytes(static_cast<size_t>(count) * commrt::elementSize(dtype)) {
+    EXPECT_EQ(cudaMalloc(&memory, std::max<size_t>(bytes, 1)), cudaSuccess);
+  }
+  ~DeviceBuffer() { cudaFree(memory); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  void *get() const { return memory; }
+
+  void upload(TypedBuffer from) {
+    EXPECT_EQ(cudaMemcpy(memory, from.data(), bytes, cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  TypedBuffer download() const {
+    TypedBuffer to(dtype, count);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(to.data(), memory, bytes, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return to;
+  }
+
+private:
+  commrt_dtype dtype;
+  int64_t count;
+  size_t bytes;
+  void *memory = nullptr;
+};
+
+#endif
+
 /// Rank `r`'s contributions (RuntimeTestUtils.h) in `dtype`.
 TypedBuffer contributions(commrt_dtype dtype, int64_t count, int r) {
   TypedBuffer values(dtype, count);
@@ -300,6 +370,7 @@ void expectReduced(const TypedBuffer &values, int64_t count,
         << "index " << i;
 }
 
+#if !COMMRT_REAL_DEVICE
 /// Says where the host touched fake device memory, instead of a bare crash.
 void reportFault(int) {
   const char message[] =
@@ -309,14 +380,20 @@ void reportFault(int) {
   (void)ignored;
   std::_Exit(1);
 }
+#endif
 
 class DeviceBuffersTest : public ::testing::Test {
 protected:
   void SetUp() override {
+#if COMMRT_REAL_DEVICE
+    if (!gpuVisible())
+      GTEST_SKIP() << "no CUDA device visible";
+#else
     std::signal(SIGSEGV, reportFault);
-    counts.reset();
     mpiReadsDevice = false;
     FakeDeviceMemory::get().setGuarded(true);
+#endif
+    counts.reset();
   }
 };
 
@@ -346,18 +423,18 @@ TEST_F(DeviceBuffersTest, InPlaceAllreduceMatchesTheExactReduction) {
                   COMMRT_SUCCESS)
             << commrt_last_error();
         expectReduced(buffer.download(), count, reduce, size());
-        EXPECT_EQ(counts.callerMarks, 1);
-        EXPECT_EQ(counts.lanesOrdered, 1);
+        EXPECT_COUNT_EQ(counts.callerMarks, 1);
+        EXPECT_COUNT_EQ(counts.lanesOrdered, 1);
         if (reducedByTheRing(
                 count * static_cast<int64_t>(commrt::elementSize(dtype))) &&
             reduce != COMMRT_AVG) {
           // The staged ring: the received pieces reduced on the device.
-          EXPECT_GT(counts.reductions, 0);
+          EXPECT_COUNT_GT(counts.reductions, 0);
         } else {
           // Staged whole: one copy each way, the host reducing.
-          EXPECT_EQ(counts.reductions, 0);
-          EXPECT_EQ(counts.copiesToHost, 1);
-          EXPECT_EQ(counts.copiesToDevice, 1);
+          EXPECT_COUNT_EQ(counts.reductions, 0);
+          EXPECT_COUNT_EQ(counts.copiesToHost, 1);
+          EXPECT_COUNT_EQ(counts.copiesToDevice, 1);
         }
       }
 }
@@ -378,8 +455,8 @@ TEST_F(DeviceBuffersTest, FusedPlanOfDeviceAndHostBuffers) {
   expectReduced(middle, sizes[1], COMMRT_SUM, size());
   expectReduced(last.download(), sizes[2], COMMRT_SUM, size());
   // The host buffer is used where it is.
-  EXPECT_EQ(counts.copiesToHost, 2);
-  EXPECT_EQ(counts.copiesToDevice, 2);
+  EXPECT_COUNT_EQ(counts.copiesToHost, 2);
+  EXPECT_COUNT_EQ(counts.copiesToDevice, 2);
 }
 
 TEST_F(DeviceBuffersTest, FusedPlanOfDeviceBuffersRunsOnTheDevice) {
@@ -403,21 +480,21 @@ TEST_F(DeviceBuffersTest, FusedPlanOfDeviceBuffersRunsOnTheDevice) {
         expectReduced(last.download(), sizes[1], reduce, size());
         if (wire == COMMRT_WIRE_NONE && reduce == COMMRT_AVG) {
           // Divided on the host: every buffer staged.
-          EXPECT_EQ(counts.conversions, 0);
-          EXPECT_EQ(counts.copiesToHost, 2);
+          EXPECT_COUNT_EQ(counts.conversions, 0);
+          EXPECT_COUNT_EQ(counts.copiesToHost, 2);
           continue;
         }
         // Packed and unpacked on the device.
-        EXPECT_EQ(counts.conversions, 2);
+        EXPECT_COUNT_EQ(counts.conversions, 2);
         const int64_t wireBytes =
             (sizes[0] + sizes[1]) * (wire == COMMRT_F16 ? 2 : 4);
         if (reducedByTheRing(wireBytes)) {
-          EXPECT_GT(counts.reductions, 0);
+          EXPECT_COUNT_GT(counts.reductions, 0);
         } else {
           // The wire buffer staged whole.
-          EXPECT_EQ(counts.reductions, 0);
-          EXPECT_EQ(counts.copiesToHost, 1);
-          EXPECT_EQ(counts.copiesToDevice, 1);
+          EXPECT_COUNT_EQ(counts.reductions, 0);
+          EXPECT_COUNT_EQ(counts.copiesToHost, 1);
+          EXPECT_COUNT_EQ(counts.copiesToDevice, 1);
         }
       }
 }
@@ -436,9 +513,9 @@ TEST_F(DeviceBuffersTest, StartedOnAChannelOrdersItsLaneThere) {
   ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
   expectReduced(buffer.download(), kRingCount, COMMRT_SUM, size());
   // Marked on the caller's thread, ordered on the channel's.
-  EXPECT_EQ(counts.callerMarks, 1);
-  EXPECT_EQ(counts.lanesOrdered, 1);
-  EXPECT_TRUE(counts.orderedOffTheCaller);
+  EXPECT_COUNT_EQ(counts.callerMarks, 1);
+  EXPECT_COUNT_EQ(counts.lanesOrdered, 1);
+  EXPECT_COUNT_TRUE(counts.orderedOffTheCaller);
 }
 
 TEST_F(DeviceBuffersTest, PlacementThatDiffersAcrossRanksTakesTheHostRing) {
@@ -455,8 +532,8 @@ TEST_F(DeviceBuffersTest, PlacementThatDiffersAcrossRanksTakesTheHostRing) {
       << commrt_last_error();
   expectReduced(rank() == 0 ? onHost : onDevice.download(), kRingCount,
                 COMMRT_SUM, size());
-  EXPECT_EQ(counts.reductions, 0);
-  EXPECT_EQ(counts.copiesToHost, rank() == 0 ? 0 : 1);
+  EXPECT_COUNT_EQ(counts.reductions, 0);
+  EXPECT_COUNT_EQ(counts.copiesToHost, rank() == 0 ? 0 : 1);
 }
 
 class DeviceSparseTest : public DeviceBuffersTest,
@@ -495,8 +572,8 @@ TEST_P(DeviceSparseTest, MatchesTheHostPathBitForBit) {
   TypedBuffer gotResidual = deviceResidual.download();
   EXPECT_EQ(std::memcmp(gotGrad.data(), hostGrad.data(), count * 4), 0);
   EXPECT_EQ(std::memcmp(gotResidual.data(), hostResidual.data(), count * 4), 0);
-  EXPECT_EQ(counts.copiesToHost, 2);
-  EXPECT_EQ(counts.copiesToDevice, 2);
+  EXPECT_COUNT_EQ(counts.copiesToHost, 2);
+  EXPECT_COUNT_EQ(counts.copiesToDevice, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryScheme, DeviceSparseTest,
@@ -579,6 +656,26 @@ TEST_F(DeviceBuffersTest, ReduceScatterAndAllGatherOfAGroup) {
         << "index " << i;
 }
 
+#if COMMRT_REAL_DEVICE
+TEST_F(DeviceBuffersTest, OrderedAfterTheCallersDefaultStream) {
+  for (int64_t count : {kSmallCount, kRingCount}) {
+    DeviceBuffer buffer(COMMRT_F32, count);
+    // Written on the legacy default stream just before the call, without a
+    // synchronisation: the backend's copies must wait for it.
+    ASSERT_EQ(cudaMemsetAsync(buffer.get(), 0xff, count * sizeof(float),
+                              cudaStreamLegacy),
+              cudaSuccess);
+    TypedBuffer mine = contributions(COMMRT_F32, count, rank());
+    ASSERT_EQ(cudaMemcpyAsync(buffer.get(), mine.data(), count * sizeof(float),
+                              cudaMemcpyHostToDevice, cudaStreamLegacy),
+              cudaSuccess);
+    ASSERT_EQ(commrt_allreduce(buffer.get(), count, COMMRT_F32, COMMRT_SUM),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+    expectReduced(buffer.download(), count, COMMRT_SUM, size());
+  }
+}
+#else
 TEST_F(DeviceBuffersTest, CudaAwareMpiTakesDevicePointersAsTheyAre) {
   // MPI reads the fake device memory itself: it stays accessible.
   mpiReadsDevice = true;
@@ -592,15 +689,15 @@ TEST_F(DeviceBuffersTest, CudaAwareMpiTakesDevicePointersAsTheyAre) {
   // MPI_Allreduce's, unless COMMRT_ALLREDUCE chose an algorithm whose
   // reductions run on the host, which is staged.
   const int staged = std::getenv("COMMRT_ALLREDUCE") == nullptr ? 0 : 1;
-  EXPECT_EQ(counts.copiesToHost, staged);
-  EXPECT_EQ(counts.copiesToDevice, staged);
+  EXPECT_COUNT_EQ(counts.copiesToHost, staged);
+  EXPECT_COUNT_EQ(counts.copiesToDevice, staged);
   counts.reset();
   ASSERT_EQ(commrt_broadcast(buffer.get(), kSmallCount, COMMRT_F32, 0),
             COMMRT_SUCCESS)
       << commrt_last_error();
-  EXPECT_EQ(counts.copiesToHost, 0);
-  EXPECT_EQ(counts.copiesToDevice, 0);
-  EXPECT_EQ(counts.lanesOrdered, 1);
+  EXPECT_COUNT_EQ(counts.copiesToHost, 0);
+  EXPECT_COUNT_EQ(counts.copiesToDevice, 0);
+  EXPECT_COUNT_EQ(counts.lanesOrdered, 1);
 
   counts.reset();
 
@@ -608,8 +705,8 @@ TEST_F(DeviceBuffersTest, CudaAwareMpiTakesDevicePointersAsTheyAre) {
   ASSERT_EQ(commrt_allreduce(buffer.get(), kSmallCount, COMMRT_F32, COMMRT_AVG),
             COMMRT_SUCCESS)
       << commrt_last_error();
-  EXPECT_EQ(counts.copiesToHost, 1);
-  EXPECT_EQ(counts.copiesToDevice, 1);
+  EXPECT_COUNT_EQ(counts.copiesToHost, 1);
+  EXPECT_COUNT_EQ(counts.copiesToDevice, 1);
 
   // A fused plan: packed on the device, and the wire buffer handed to MPI.
   counts.reset();
@@ -622,8 +719,9 @@ TEST_F(DeviceBuffersTest, CudaAwareMpiTakesDevicePointersAsTheyAre) {
             COMMRT_SUCCESS)
       << commrt_last_error();
   expectReduced(other.download(), 37, COMMRT_SUM, size());
-  EXPECT_EQ(counts.conversions, 2);
-  EXPECT_EQ(counts.copiesToHost, staged);
+  EXPECT_COUNT_EQ(counts.conversions, 2);
+  EXPECT_COUNT_EQ(counts.copiesToHost, staged);
 }
+#endif
 
 } // namespace

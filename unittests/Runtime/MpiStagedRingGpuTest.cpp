@@ -5,11 +5,7 @@
 // through pinned host memory over MPI and reduced by the device kernel, on
 // any number of ranks that may share one GPU (mpirun -np 4 on a machine
 // with one). The results must be exact in every type and reduction and
-// identical on every rank. Then the MPI backend itself given device
-// buffers (DeviceStaging.h, CudaDeviceAccess.cpp) through commrt's C API:
-// in-place allreduces by MPI_Allreduce and by the staged ring, a fused plan
-// of device and host buffers, a started one, and a sparse allreduce whose
-// results must be the host path's bit for bit. Skips without a CUDA device.
+// identical on every rank. Skips without a CUDA device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,93 +87,5 @@ INSTANTIATE_TEST_SUITE_P(
              reduceName(std::get<1>(info.param)) + "_" +
              std::to_string(std::get<2>(info.param));
     });
-
-/// Above COMMRT_RING_MIN_BYTES in f32: the staged ring's with more than two
-/// ranks; and below it.
-constexpr int64_t kRingCount = (int64_t(1) << 20) + 3, kSmallCount = 1001;
-
-std::vector<float> contributionsOf(int64_t count) {
-  std::vector<float> values(count);
-  for (int64_t i = 0; i < count; ++i)
-    values[i] = static_cast<float>(contribution(rank(), i));
-  return values;
-}
-
-void expectSummed(const std::vector<float> &values) {
-  for (size_t i = 0; i < values.size(); ++i)
-    ASSERT_EQ(values[i], expectedReduction(COMMRT_SUM, i, size()))
-        << "index " << i;
-}
-
-TEST(GpuMpiBackendTest, AllreducesDeviceBuffers) {
-  if (!gpuVisible())
-    GTEST_SKIP() << "no CUDA device visible";
-  for (int64_t count : {kSmallCount, kRingCount}) {
-    DeviceArray<float> buffer(count);
-    // Written on the default stream just before the call: the backend must
-    // order its copies after it.
-    ASSERT_EQ(cudaMemsetAsync(buffer.get(), 0xff, count * sizeof(float),
-                              cudaStreamLegacy),
-              cudaSuccess);
-    std::vector<float> mine = contributionsOf(count);
-    ASSERT_EQ(cudaMemcpyAsync(buffer.get(), mine.data(), count * sizeof(float),
-                              cudaMemcpyHostToDevice, cudaStreamLegacy),
-              cudaSuccess);
-    ASSERT_EQ(commrt_allreduce(buffer.get(), count, COMMRT_F32, COMMRT_SUM),
-              COMMRT_SUCCESS)
-        << commrt_last_error();
-    expectSummed(buffer.download());
-  }
-}
-
-TEST(GpuMpiBackendTest, FusedAndStartedPlansOfDeviceAndHostBuffers) {
-  if (!gpuVisible())
-    GTEST_SKIP() << "no CUDA device visible";
-  const std::vector<int64_t> sizes = {kSmallCount, 37, kRingCount};
-  DeviceArray<float> first(contributionsOf(sizes[0]));
-  std::vector<float> middle = contributionsOf(sizes[1]);
-  DeviceArray<float> last(contributionsOf(sizes[2]));
-  void *buffers[] = {first.get(), middle.data(), last.get()};
-  ASSERT_EQ(commrt_fused_allreduce(buffers, sizes.data(), 3, COMMRT_F32,
-                                   COMMRT_SUM, COMMRT_F16, 1.0f),
-            COMMRT_SUCCESS)
-      << commrt_last_error();
-  expectSummed(first.download());
-  expectSummed(middle);
-  expectSummed(last.download());
-
-  DeviceArray<float> started(contributionsOf(kRingCount));
-  void *one[] = {started.get()};
-  int64_t handle = 0;
-  ASSERT_EQ(commrt_fused_allreduce_start(one, &kRingCount, 1, COMMRT_F32,
-                                         COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
-                                         /*channel=*/0, &handle),
-            COMMRT_SUCCESS)
-      << commrt_last_error();
-  ASSERT_EQ(commrt_wait(handle), COMMRT_SUCCESS) << commrt_last_error();
-  expectSummed(started.download());
-}
-
-TEST(GpuMpiBackendTest, SparseAllreduceOfDeviceBuffersIsTheHostPaths) {
-  if (!gpuVisible())
-    GTEST_SKIP() << "no CUDA device visible";
-  constexpr int64_t count = 4099;
-  std::vector<float> grad(count), residual(count, 0.25f);
-  for (int64_t i = 0; i < count; ++i)
-    grad[i] = static_cast<float>(contribution(rank(), i * 7 + 3)) * 0.37f;
-  DeviceArray<float> deviceGrad(grad), deviceResidual(residual);
-  ASSERT_EQ(commrt_sparse_allreduce(grad.data(), residual.data(), count, 0.05,
-                                    COMMRT_SELECT_TOPK, COMMRT_EXCHANGE_HASH,
-                                    COMMRT_SUM, 64),
-            COMMRT_SUCCESS)
-      << commrt_last_error();
-  ASSERT_EQ(commrt_sparse_allreduce(deviceGrad.get(), deviceResidual.get(),
-                                    count, 0.05, COMMRT_SELECT_TOPK,
-                                    COMMRT_EXCHANGE_HASH, COMMRT_SUM, 64),
-            COMMRT_SUCCESS)
-      << commrt_last_error();
-  EXPECT_EQ(deviceGrad.download(), grad);
-  EXPECT_EQ(deviceResidual.download(), residual);
-}
 
 } // namespace
