@@ -15,8 +15,10 @@
 //
 // It prints a RESULT line per case (bench/runtime's key=value form) and, on
 // rank 0, a markdown table with the device path's bus bandwidth as a ratio
-// to the host path's. Without a visible GPU it times the host path alone
-// and says so. No LLVM dependency: the prepared GPU script carries this
+// to the host path's; on one rank also the copy's rate and fixed cost that
+// a cluster's `staging` section takes (docs/Cluster.md), fitted from the
+// difference. Without a visible GPU it times the host path alone and says
+// so. No LLVM dependency: the prepared GPU script carries this
 // program to a machine without one.
 //
 //===----------------------------------------------------------------------===//
@@ -254,6 +256,27 @@ int main(int argc, char **argv) {
                   static_cast<long long>(row.bytes), row.host.median * 1e6,
                   hostGBps, row.device.median * 1e6, deviceGBps,
                   deviceGBps / hostGBps);
+    }
+    if (device && ranks == 1 && rows.size() >= 2) {
+      // On one rank the device path is the host path and a copy each way:
+      // half the difference, fitted over the sizes, is what
+      // docs/CostModel.md's `staging` prices a copy at, launch + n / rate.
+      double sumX = 0, sumY = 0, sumXX = 0, sumXY = 0;
+      for (const Row &row : rows) {
+        const double x = static_cast<double>(row.bytes);
+        const double y = (row.device.median - row.host.median) / 2 * 1e6;
+        sumX += x;
+        sumY += y;
+        sumXX += x * x;
+        sumXY += x * y;
+      }
+      const double n = static_cast<double>(rows.size());
+      const double slope =
+          (n * sumXY - sumX * sumY) / (n * sumXX - sumX * sumX);
+      const double intercept = (sumY - slope * sumX) / n;
+      std::printf("\nA copy between device and pinned host memory, fitted: "
+                  "\"staging\": {\"copy_gbps\": %.3f, \"launch_us\": %.3f}\n",
+                  slope > 0 ? 1e-3 / slope : 0.0, std::max(0.0, intercept));
     }
     if (!allChecked)
       std::printf("\n**A result was wrong (check=FAILED above).**\n");

@@ -144,6 +144,23 @@ static bool verifyChannels(int64_t channels, Path path) {
                             kTooManyChannels);
 }
 
+/// Reports a `staging` section whose figures are out of range, or that
+/// comes with another backend than MPI (the NCCL backend reads device
+/// memory itself).
+static bool verifyStaging(const ClusterModel &cluster, Path path) {
+  const DeviceStaging &staging = cluster.staging;
+  if (staging == DeviceStaging())
+    return true;
+  Path field = path.field("staging");
+  return detail::checkField(cluster.backend == CollectiveBackend::Mpi, path,
+                            "staging",
+                            "device buffers are staged by the MPI backend "
+                            "only: set \"backend\": \"mpi\"") &&
+         detail::checkPositive(staging.copyGBps, field, "copy_gbps") &&
+         detail::checkNonNegative(staging.launchUs, field, "launch_us") &&
+         detail::checkPositive(staging.pieceBytes, field, "piece_bytes");
+}
+
 /// Reports the first broken invariant among the rank and channel counts of
 /// `cluster` below `path`. Field names are those of the JSON form.
 static bool verifyCounts(const ClusterModel &cluster, Path path) {
@@ -161,7 +178,8 @@ static bool verifyCounts(const ClusterModel &cluster, Path path) {
          detail::checkNonNegative(cluster.wireUsPerByte, path,
                                   "wire_s_per_byte") &&
          detail::checkNonNegative(cluster.collectiveOverheadUs, path,
-                                  "collective_overhead_us");
+                                  "collective_overhead_us") &&
+         verifyStaging(cluster, path);
 }
 
 llvm::Error ClusterModel::verify() const {
@@ -197,6 +215,17 @@ static bool fromJSON(const llvm::json::Value &value, CollectiveBackend &backend,
                      Path path) {
   return detail::readEnum(value, backend, path, kBackendSpellings,
                           "expected \"nccl\" or \"mpi\"");
+}
+
+/// Reads a `staging` section, found by json::ObjectMapper.
+static bool fromJSON(const llvm::json::Value &value, DeviceStaging &staging,
+                     Path path) {
+  llvm::json::ObjectMapper mapper(value, path);
+  // A section given describes staging: its rate must be too.
+  return mapper && mapper.map("copy_gbps", staging.copyGBps) &&
+         mapper.mapOptional("launch_us", staging.launchUs) &&
+         mapper.mapOptional("piece_bytes", staging.pieceBytes) &&
+         detail::checkPositive(staging.copyGBps, path, "copy_gbps");
 }
 } // namespace mlir::comm
 
@@ -264,7 +293,8 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
       !mapper.mapOptional("backend", result.backend) ||
       !mapper.mapOptional("wire_s_per_byte", wireSecondsPerByte) ||
       !mapper.mapOptional("collective_overhead_us",
-                          result.collectiveOverheadUs))
+                          result.collectiveOverheadUs) ||
+      !mapper.mapOptional("staging", result.staging))
     return false;
   if (!verifyChannels(channels, path))
     return false;
@@ -403,6 +433,11 @@ llvm::json::Value ClusterModel::toJSON() const {
     object["collective_overhead_us"] = collectiveOverheadUs;
   if (backend != CollectiveBackend::Nccl)
     object["backend"] = stringifyCollectiveBackend(backend);
+  if (staging.isDescribed())
+    object["staging"] = llvm::json::Object{
+        {"copy_gbps", staging.copyGBps},
+        {"launch_us", staging.launchUs},
+        {"piece_bytes", staging.pieceBytes}};
   return object;
 }
 
@@ -413,7 +448,7 @@ bool ClusterModel::operator==(const ClusterModel &other) const {
          channels == other.channels && sharing == other.sharing &&
          wireUsPerByte == other.wireUsPerByte &&
          collectiveOverheadUs == other.collectiveOverheadUs &&
-         backend == other.backend;
+         backend == other.backend && staging == other.staging;
 }
 
 //===----------------------------------------------------------------------===//

@@ -56,6 +56,43 @@ static CollectiveCost withOverhead(const ClusterModel &cluster,
   return cost;
 }
 
+/// `cost` and what staging the collective's device buffers through host
+/// memory adds (ClusterModel::staging), on more than one rank: copying
+/// `bytesIn` bytes to the host before it and `bytesOut` bytes back after
+/// it.
+static CollectiveCost withStagedCopies(const ClusterModel &cluster,
+                                       CollectiveCost cost, double bytesIn,
+                                       double bytesOut) {
+  const DeviceStaging &staging = cluster.staging;
+  if (staging.isDescribed() && cluster.ranks > 1)
+    cost.latencyUs += staging.copyUs(bytesIn) + staging.copyUs(bytesOut);
+  return cost;
+}
+
+/// What the runtime's staged ring (lib/Runtime/StagedRing.h) adds to the
+/// link's `linkUs` for an allreduce of `bytes` bytes over `p` > 2 ranks.
+/// One device queue runs, in order, the copies to the host of every
+/// segment a rank sends from the device (the reduce-scatter's p - 1 and the
+/// first all-gather step's: n bytes in all), the copies to the device of
+/// every segment received (2 (p-1)/p n bytes) and a reduction per received
+/// reduce-scatter piece: a copy or kernel per piece of each. The queue works
+/// while the pieces travel, so only what it needs beyond the link counts,
+/// and the first piece's copy out and the last one's copy in, which nothing
+/// overlaps.
+static double stagedRingExtraUs(const DeviceStaging &staging, int64_t p,
+                                double bytes, double linkUs) {
+  const double pd = static_cast<double>(p);
+  const double segment = bytes / pd;
+  const double pieces = std::max(1.0, std::ceil(segment / staging.pieceBytes));
+  const double launches = pieces * (pd + 2.0 * (pd - 1.0) + (pd - 1.0));
+  const double queueUs = (bytes + 2.0 * (pd - 1.0) / pd * bytes) /
+                             (staging.copyGBps * 1e3) +
+                         launches * staging.launchUs;
+  const double firstAndLast =
+      2.0 * staging.copyUs(std::min(segment, staging.pieceBytes));
+  return std::max(0.0, queueUs - linkUs) + firstAndLast;
+}
+
 static CollectiveCost halfAllreduceCost(const ClusterModel &cluster,
                                         double totalBytes) {
   if (cluster.hasRegimes())
@@ -124,7 +161,17 @@ static CollectiveCost allreduceLinkCost(const ClusterModel &cluster,
 CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes,
                                    AllreduceAlgorithm algorithm) {
   assert(bytes >= 0 && "negative message size");
-  return withOverhead(cluster, allreduceLinkCost(cluster, bytes, algorithm));
+  CollectiveCost cost =
+      withOverhead(cluster, allreduceLinkCost(cluster, bytes, algorithm));
+  // The runtime stages a ring allreduce over more than two ranks in pieces
+  // that overlap the link, anything else whole.
+  if (cluster.staging.isDescribed() && algorithm == AllreduceAlgorithm::Ring &&
+      cluster.ranks > 2) {
+    cost.latencyUs += stagedRingExtraUs(cluster.staging, cluster.ranks, bytes,
+                                        cost.totalUs());
+    return cost;
+  }
+  return withStagedCopies(cluster, cost, bytes, bytes);
 }
 
 CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes) {
@@ -134,13 +181,19 @@ CollectiveCost comm::allreduceCost(const ClusterModel &cluster, double bytes) {
 CollectiveCost comm::reduceScatterCost(const ClusterModel &cluster,
                                        double totalBytes) {
   assert(totalBytes >= 0 && "negative message size");
-  return withOverhead(cluster, halfAllreduceCost(cluster, totalBytes));
+  // Staged: the buffers in, the shard out.
+  return withStagedCopies(
+      cluster, withOverhead(cluster, halfAllreduceCost(cluster, totalBytes)),
+      totalBytes, totalBytes / static_cast<double>(cluster.ranks));
 }
 
 CollectiveCost comm::allgatherCost(const ClusterModel &cluster,
                                    double totalBytes) {
   assert(totalBytes >= 0 && "negative message size");
-  return withOverhead(cluster, halfAllreduceCost(cluster, totalBytes));
+  // Staged: the shard in, the buffers out.
+  return withStagedCopies(
+      cluster, withOverhead(cluster, halfAllreduceCost(cluster, totalBytes)),
+      totalBytes / static_cast<double>(cluster.ranks), totalBytes);
 }
 
 /// The bandwidth term of an exchange across `cluster`'s several nodes in
@@ -271,7 +324,9 @@ CollectiveCost comm::allToAllCost(const ClusterModel &cluster,
 
 CollectiveCost comm::broadcastCost(const ClusterModel &cluster, double bytes) {
   assert(bytes >= 0 && "negative message size");
-  return withOverhead(cluster, broadcastLinkCost(cluster, bytes));
+  return withStagedCopies(
+      cluster, withOverhead(cluster, broadcastLinkCost(cluster, bytes)), bytes,
+      bytes);
 }
 
 SparseLocalWork comm::sparseLocalWork(SparseSelectScheme select,
@@ -413,7 +468,8 @@ double comm::unionDensity(double density, int64_t ranks) {
   return -std::expm1(static_cast<double>(ranks) * std::log1p(-density));
 }
 
-CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
+/// The exchange of sparseAllreduceCost, without staging.
+static CollectiveCost sparseExchangeCost(const ClusterModel &cluster,
                                          SparseExchangeScheme scheme,
                                          const SparseGradient &gradient) {
   assert(gradient.denseElements >= 0 && "negative element count");
@@ -524,4 +580,17 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
   }
   }
   llvm_unreachable("unknown sparse exchange scheme");
+}
+
+CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
+                                         SparseExchangeScheme scheme,
+                                         const SparseGradient &gradient) {
+  // Staged: the gradient, and the residual of a lossy selection (a rows
+  // gradient has none), in and out whole; a COO gradient's rows are host
+  // memory (commrt_rows_allreduce).
+  const double buffers = gradient.coo ? 0 : gradient.rowElements > 1 ? 1 : 2;
+  const double bytes = buffers * static_cast<double>(gradient.denseElements) *
+                       static_cast<double>(gradient.valueBytes);
+  return withStagedCopies(cluster, sparseExchangeCost(cluster, scheme, gradient),
+                          bytes, bytes);
 }

@@ -964,22 +964,12 @@ public:
 
   commrt_status start(const Plan &plan, int group, int channel,
                       std::unique_ptr<Operation> &operation) override {
-    Group *found;
-    COMMRT_TRY(find(group, found));
-    DeviceCall call;
-    COMMRT_TRY(locate(plan, found->channels[channel]->lane, call));
-    return submit(std::make_shared<Shared>(plan, std::move(call)), group,
-                  channel, operation);
+    return startOnChannel(plan, group, channel, operation);
   }
 
   commrt_status startSparse(const SparseArguments &args, int group, int channel,
                             std::unique_ptr<Operation> &operation) override {
-    Group *found;
-    COMMRT_TRY(find(group, found));
-    DeviceCall call;
-    COMMRT_TRY(locate(args, found->channels[channel]->lane, call));
-    return submit(std::make_shared<Shared>(args, std::move(call)), group,
-                  channel, operation);
+    return startOnChannel(args, group, channel, operation);
   }
 
   commrt_status sparse(const SparseArguments &args, int group) override {
@@ -1152,6 +1142,19 @@ private:
     for (const StagedBuffer &buffer : buffers)
       asTheyAre.push_back(buffer.pointer);
     return collective(asTheyAre);
+  }
+
+  /// Queues `work` (a Plan or SparseArguments) on `channel` of `group`,
+  /// with where its buffers are, and sets `operation` to it.
+  template <typename Work>
+  commrt_status startOnChannel(const Work &work, int group, int channel,
+                               std::unique_ptr<Operation> &operation) {
+    Group *found;
+    COMMRT_TRY(find(group, found));
+    DeviceCall call;
+    COMMRT_TRY(locate(work, found->channels[channel]->lane, call));
+    return submit(std::make_shared<Shared>(work, std::move(call)), group,
+                  channel, operation);
   }
 
   /// Queues `shared` on `channel` of `group` and sets `operation` to it.

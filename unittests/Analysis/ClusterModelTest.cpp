@@ -348,6 +348,30 @@ TEST(ClusterModel, BadFieldsAreNamed) {
        "at cluster.channel_sharing"},
       {[](llvm::json::Object &o) { o["backend"] = "gloo"; },
        "expected \"nccl\" or \"mpi\" at cluster.backend"},
+      {[](llvm::json::Object &o) {
+         o["staging"] = llvm::json::Object{{"copy_gbps", 0.0}};
+       },
+       "expected a positive number at cluster.staging.copy_gbps"},
+      {[](llvm::json::Object &o) {
+         o["staging"] = llvm::json::Object{{"launch_us", 5.0}};
+       },
+       "missing value at cluster.staging.copy_gbps"},
+      {[](llvm::json::Object &o) {
+         o["staging"] =
+             llvm::json::Object{{"copy_gbps", 20.0}, {"launch_us", -1.0}};
+       },
+       "expected a non-negative number at cluster.staging.launch_us"},
+      {[](llvm::json::Object &o) {
+         o["staging"] =
+             llvm::json::Object{{"copy_gbps", 20.0}, {"piece_bytes", 0.0}};
+       },
+       "expected a positive number at cluster.staging.piece_bytes"},
+      {[](llvm::json::Object &o) {
+         o["backend"] = "nccl";
+         o["staging"] = llvm::json::Object{{"copy_gbps", 20.0}};
+       },
+       "device buffers are staged by the MPI backend only: set "
+       "\"backend\": \"mpi\" at cluster.staging"},
       {[](llvm::json::Object &o) { o["format"] = "other"; },
        "at cluster.format"},
       {[](llvm::json::Object &o) { o["version"] = 2; }, "at cluster.version"},
@@ -397,6 +421,29 @@ llvm::json::Array twoRegimes() {
                            llvm::json::Object{{"up_to_bytes", 1048576.0},
                                               {"alpha_us", 25.0},
                                               {"bandwidth_gbps", 2.0}}};
+}
+
+TEST(ClusterModel, StagingRoundTripsAndDefaultsToNone) {
+  llvm::Expected<ClusterModel> plain =
+      ClusterModel::fromJSON(print(baseCluster()));
+  ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE(plain->staging.isDescribed());
+  EXPECT_EQ(print(plain->toJSON()).find("staging"), std::string::npos);
+
+  llvm::json::Object object = baseCluster();
+  object["staging"] = llvm::json::Object{{"copy_gbps", 24.5},
+                                         {"launch_us", 6.0}};
+  llvm::Expected<ClusterModel> staged =
+      ClusterModel::fromJSON(print(std::move(object)));
+  ASSERT_TRUE(static_cast<bool>(staged)) << llvm::toString(staged.takeError());
+  EXPECT_EQ(staged->staging.copyGBps, 24.5);
+  EXPECT_EQ(staged->staging.launchUs, 6.0);
+  EXPECT_EQ(staged->staging.pieceBytes, double(1 << 20));
+  llvm::Expected<ClusterModel> again =
+      ClusterModel::fromJSON(print(staged->toJSON()));
+  ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(*again, *staged);
+  EXPECT_FALSE(*again == *plain);
 }
 
 TEST(ClusterModel, RegimesPriceEachSize) {

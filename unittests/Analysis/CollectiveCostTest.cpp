@@ -596,6 +596,97 @@ ClusterModel mpiCluster(int64_t ranksPerNode = 4) {
   return cluster;
 }
 
+/// The test cluster on the MPI backend given device buffers, staged
+/// through host memory at 10 GB/s (1e-4 us/B), 5 us per copy or kernel,
+/// pieces of 1 MiB.
+ClusterModel stagedCluster(AllreduceAlgorithm algorithm, int64_t ranks = 16) {
+  ClusterModel cluster = testCluster(algorithm, ranks);
+  cluster.backend = CollectiveBackend::Mpi;
+  cluster.staging = DeviceStaging{10, 5, 1 << 20};
+  return cluster;
+}
+
+TEST(CollectiveCost, StagedWholeAddsACopyEachWay) {
+  // A copy of n = 1e6 bytes: 5 + 1e6 * 1e-4 = 105; one each way: 210.
+  for (AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::Tree, AllreduceAlgorithm::Hierarchical}) {
+    CollectiveCost plain = allreduceCost(testCluster(algorithm), kBytes);
+    expectCost(allreduceCost(stagedCluster(algorithm), kBytes),
+               plain.latencyUs + 210, plain.bandwidthUs);
+    plain = broadcastCost(testCluster(algorithm), kBytes);
+    expectCost(broadcastCost(stagedCluster(algorithm), kBytes),
+               plain.latencyUs + 210, plain.bandwidthUs);
+  }
+  // A reduce-scatter copies the buffers in and its shard (1e6 / 16) out:
+  // 105 + 5 + 6.25; an all-gather the other way round.
+  CollectiveCost half = reduceScatterCost(testCluster(AllreduceAlgorithm::Ring),
+                                          kBytes);
+  expectCost(reduceScatterCost(stagedCluster(AllreduceAlgorithm::Ring), kBytes),
+             half.latencyUs + 116.25, half.bandwidthUs);
+  expectCost(allgatherCost(stagedCluster(AllreduceAlgorithm::Ring), kBytes),
+             half.latencyUs + 116.25, half.bandwidthUs);
+  // Two ranks have no staged ring: whole.
+  CollectiveCost two = allreduceCost(testCluster(AllreduceAlgorithm::Ring, 2),
+                                     kBytes);
+  expectCost(allreduceCost(stagedCluster(AllreduceAlgorithm::Ring, 2), kBytes),
+             two.latencyUs + 210, two.bandwidthUs);
+  // One rank costs nothing, staged or not.
+  expectCost(allreduceCost(stagedCluster(AllreduceAlgorithm::Tree, 1), kBytes),
+             0, 0);
+}
+
+TEST(CollectiveCost, StagedRingHidesItsQueueBehindTheLink) {
+  // Ring over p = 16 ranks, n = 1e6 bytes: the link takes 300 + 1875 us.
+  // Segments of 62500 bytes, one piece each. The queue: copies out of n,
+  // copies in of 2 * 15/16 n, (1e6 + 1.875e6) * 1e-4 = 287.5 us, and
+  // 16 + 30 + 15 = 61 copies and reductions at 5 us: 592.5 us, hidden. The
+  // first piece's copy out and the last's copy in are not: 2 * (5 + 6.25).
+  expectCost(allreduceCost(stagedCluster(AllreduceAlgorithm::Ring), kBytes),
+             300 + 22.5, 1875);
+}
+
+TEST(CollectiveCost, StagedRingBoundByItsQueue) {
+  // Copies at 0.1 GB/s (1e-2 us/B): the queue takes 2.875e6 * 1e-2 =
+  // 28750 us plus 61 * 5, 29055 us, 26880 beyond the link's 2175; the
+  // first and last pieces, 2 * (5 + 625).
+  ClusterModel cluster = stagedCluster(AllreduceAlgorithm::Ring);
+  cluster.staging.copyGBps = 0.1;
+  expectCost(allreduceCost(cluster, kBytes), 300 + 26880 + 1260, 1875);
+  // Pieces of 1 MiB: a 64 MiB allreduce's segments of 4 MiB go in 4.
+  cluster.staging.copyGBps = 10;
+  const double bytes = 64.0 * (1 << 20);
+  CollectiveCost link =
+      allreduceCost(testCluster(AllreduceAlgorithm::Ring), bytes);
+  // Queue: 2.875 * bytes * 1e-4 + 4 * 61 * 5; less than the link's.
+  ASSERT_LT(2.875 * bytes * 1e-4 + 4 * 61 * 5, link.totalUs());
+  expectCost(allreduceCost(cluster, bytes),
+             link.latencyUs + 2 * (5 + (1 << 20) * 1e-4), link.bandwidthUs);
+}
+
+TEST(CollectiveCost, StagedSparseCopiesGradientAndResidual) {
+  SparseGradient gradient = testGradient();
+  const double dense = static_cast<double>(gradient.denseElements) * 4;
+  ClusterModel staged = stagedCluster(AllreduceAlgorithm::Ring);
+  ClusterModel plain = staged;
+  plain.staging = DeviceStaging();
+  CollectiveCost exchange =
+      sparseAllreduceCost(plain, SparseExchangeScheme::Hash, gradient);
+  // The gradient and the residual, each way: 2 * (5 + 2 dense * 1e-4).
+  expectCost(sparseAllreduceCost(staged, SparseExchangeScheme::Hash, gradient),
+             exchange.latencyUs + 2 * (5 + 2 * dense * 1e-4),
+             exchange.bandwidthUs);
+  // A dense mostly-zero rows gradient has no residual; a COO one is host
+  // memory.
+  gradient.rowElements = 64;
+  exchange = sparseAllreduceCost(plain, SparseExchangeScheme::Hash, gradient);
+  expectCost(sparseAllreduceCost(staged, SparseExchangeScheme::Hash, gradient),
+             exchange.latencyUs + 2 * (5 + dense * 1e-4), exchange.bandwidthUs);
+  gradient.coo = true;
+  exchange = sparseAllreduceCost(plain, SparseExchangeScheme::Hash, gradient);
+  expectCost(sparseAllreduceCost(staged, SparseExchangeScheme::Hash, gradient),
+             exchange.latencyUs, exchange.bandwidthUs);
+}
+
 TEST(CollectiveCost, SparseAllgatherOnMpi) {
   // The three allgathers of SparseAllgather, MPI posting each one's
   // messages at once: one inter-node latency each, 3 * 10 = 30, and a

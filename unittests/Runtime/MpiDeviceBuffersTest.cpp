@@ -410,6 +410,20 @@ bool reducedByTheRing(int64_t bytes) {
          bytes >= (int64_t(1) << 20);
 }
 
+/// Expects what the fake device did to reduce one buffer in device memory
+/// (a plan's one buffer, or the wire buffer it was packed into): the staged
+/// ring's reductions of the received pieces where `byTheStagedRing`, else
+/// one copy of it each way, the host reducing.
+void expectReducedOnce(bool byTheStagedRing) {
+  if (byTheStagedRing) {
+    EXPECT_COUNT_GT(counts.reductions, 0);
+    return;
+  }
+  EXPECT_COUNT_EQ(counts.reductions, 0);
+  EXPECT_COUNT_EQ(counts.copiesToHost, 1);
+  EXPECT_COUNT_EQ(counts.copiesToDevice, 1);
+}
+
 TEST_F(DeviceBuffersTest, InPlaceAllreduceMatchesTheExactReduction) {
   for (commrt_dtype dtype : {COMMRT_F32, COMMRT_F16, COMMRT_F64})
     for (commrt_reduce reduce : {COMMRT_SUM, COMMRT_AVG, COMMRT_MAX})
@@ -425,17 +439,10 @@ TEST_F(DeviceBuffersTest, InPlaceAllreduceMatchesTheExactReduction) {
         expectReduced(buffer.download(), count, reduce, size());
         EXPECT_COUNT_EQ(counts.callerMarks, 1);
         EXPECT_COUNT_EQ(counts.lanesOrdered, 1);
-        if (reducedByTheRing(
+        expectReducedOnce(
+            reducedByTheRing(
                 count * static_cast<int64_t>(commrt::elementSize(dtype))) &&
-            reduce != COMMRT_AVG) {
-          // The staged ring: the received pieces reduced on the device.
-          EXPECT_COUNT_GT(counts.reductions, 0);
-        } else {
-          // Staged whole: one copy each way, the host reducing.
-          EXPECT_COUNT_EQ(counts.reductions, 0);
-          EXPECT_COUNT_EQ(counts.copiesToHost, 1);
-          EXPECT_COUNT_EQ(counts.copiesToDevice, 1);
-        }
+            reduce != COMMRT_AVG);
       }
 }
 
@@ -488,14 +495,7 @@ TEST_F(DeviceBuffersTest, FusedPlanOfDeviceBuffersRunsOnTheDevice) {
         EXPECT_COUNT_EQ(counts.conversions, 2);
         const int64_t wireBytes =
             (sizes[0] + sizes[1]) * (wire == COMMRT_F16 ? 2 : 4);
-        if (reducedByTheRing(wireBytes)) {
-          EXPECT_COUNT_GT(counts.reductions, 0);
-        } else {
-          // The wire buffer staged whole.
-          EXPECT_COUNT_EQ(counts.reductions, 0);
-          EXPECT_COUNT_EQ(counts.copiesToHost, 1);
-          EXPECT_COUNT_EQ(counts.copiesToDevice, 1);
-        }
+        expectReducedOnce(reducedByTheRing(wireBytes));
       }
 }
 

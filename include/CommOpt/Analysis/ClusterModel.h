@@ -136,6 +136,35 @@ struct LinkLevel {
   }
 };
 
+/// Where the collectives' buffers are device memory that the runtime stages
+/// through pinned host memory: commrt's MPI backend given device buffers
+/// where MPI does not read device memory (commrt.h). A buffer is copied to
+/// the host and back whole, except the staged ring's, which moves in pieces
+/// whose copies overlap the link (docs/CostModel.md, section 2.8). JSON
+/// `staging`; absent (copyGBps 0): nothing is staged.
+struct DeviceStaging {
+  /// A copy's rate between device and pinned host memory, each way, in GB/s
+  /// (10^9 bytes per second; `copy_gbps`).
+  double copyGBps = 0;
+  /// What every copy and kernel the staging enqueues costs beyond its bytes,
+  /// in microseconds (`launch_us`).
+  double launchUs = 0;
+  /// The staged ring's piece, in bytes (`piece_bytes`; the runtime's is
+  /// 1 MiB).
+  double pieceBytes = 1 << 20;
+
+  bool isDescribed() const { return copyGBps > 0; }
+  /// Microseconds to copy `bytes` bytes one way, launch included; 0 for
+  /// none.
+  double copyUs(double bytes) const {
+    return bytes > 0 ? launchUs + bytes / (copyGBps * 1e3) : 0;
+  }
+  bool operator==(const DeviceStaging &other) const {
+    return copyGBps == other.copyGBps && launchUs == other.launchUs &&
+           pieceBytes == other.pieceBytes;
+  }
+};
+
 /// A data-parallel training cluster as the cost model sees it.
 ///
 /// Ranks are grouped into nodes of `ranksPerNode` consecutive ranks. `intra`
@@ -180,6 +209,9 @@ struct ClusterModel {
   /// functions add it once per collective they price.
   /// commopt-calibrate measures it; the presets leave it 0.
   double collectiveOverheadUs = 0;
+  /// Device buffers staged through host memory (`staging`); only with the
+  /// MPI backend.
+  DeviceStaging staging;
 
   /// Number of nodes (ranks / ranksPerNode).
   int64_t nodes() const { return ranks / ranksPerNode; }
