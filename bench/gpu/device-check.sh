@@ -76,7 +76,7 @@ needed=$(strings "$BUNDLE/fallback/libstdc++.so.6" |
   grep -E '^GLIBCXX_3\.4\.[0-9]+$' | sort -V | tail -1)
 system_cxx=$(ldconfig -p | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
 FALLBACK=$BUNDLE/fallback
-if [[ -n $system_cxx ]] && strings "$system_cxx" | grep -qx "$needed"; then
+if [[ -n $system_cxx ]] && strings "$system_cxx" | grep -x "$needed" >/dev/null; then
   FALLBACK=
 fi
 export PATH=$BUNDLE/bin:$PATH

@@ -434,10 +434,9 @@ llvm::json::Value ClusterModel::toJSON() const {
   if (backend != CollectiveBackend::Nccl)
     object["backend"] = stringifyCollectiveBackend(backend);
   if (staging.isDescribed())
-    object["staging"] = llvm::json::Object{
-        {"copy_gbps", staging.copyGBps},
-        {"launch_us", staging.launchUs},
-        {"piece_bytes", staging.pieceBytes}};
+    object["staging"] = llvm::json::Object{{"copy_gbps", staging.copyGBps},
+                                           {"launch_us", staging.launchUs},
+                                           {"piece_bytes", staging.pieceBytes}};
   return object;
 }
 

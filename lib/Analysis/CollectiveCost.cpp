@@ -85,9 +85,9 @@ static double stagedRingExtraUs(const DeviceStaging &staging, int64_t p,
   const double segment = bytes / pd;
   const double pieces = std::max(1.0, std::ceil(segment / staging.pieceBytes));
   const double launches = pieces * (pd + 2.0 * (pd - 1.0) + (pd - 1.0));
-  const double queueUs = (bytes + 2.0 * (pd - 1.0) / pd * bytes) /
-                             (staging.copyGBps * 1e3) +
-                         launches * staging.launchUs;
+  const double queueUs =
+      (bytes + 2.0 * (pd - 1.0) / pd * bytes) / (staging.copyGBps * 1e3) +
+      launches * staging.launchUs;
   const double firstAndLast =
       2.0 * staging.copyUs(std::min(segment, staging.pieceBytes));
   return std::max(0.0, queueUs - linkUs) + firstAndLast;
@@ -591,6 +591,6 @@ CollectiveCost comm::sparseAllreduceCost(const ClusterModel &cluster,
   const double buffers = gradient.coo ? 0 : gradient.rowElements > 1 ? 1 : 2;
   const double bytes = buffers * static_cast<double>(gradient.denseElements) *
                        static_cast<double>(gradient.valueBytes);
-  return withStagedCopies(cluster, sparseExchangeCost(cluster, scheme, gradient),
-                          bytes, bytes);
+  return withStagedCopies(
+      cluster, sparseExchangeCost(cluster, scheme, gradient), bytes, bytes);
 }

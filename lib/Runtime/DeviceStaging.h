@@ -1,15 +1,18 @@
 //===- DeviceStaging.h - The MPI backend's device buffers -------*- C++ -*-===//
 //
-// How the MPI backend takes device buffers (the CUDA-aware MPI design):
-// where MPI cannot read device memory (an MPI that is not CUDA-aware, such as
-// Debian's OpenMPI), a collective's device buffers are staged through host
-// memory on a queue of device work (StagingQueue, StagedRing.h), and the
-// host path runs over the copies. An in-place allreduce that the ring
-// reduces goes in pipelined pieces instead (stagedRingAllreduce), so that
-// the copy of one piece overlaps the transfer of the one before. Where MPI
-// is CUDA-aware (MPIX_Query_cuda_support), the collectives that MPI runs
-// whole (an in-place MPI_Allreduce of a type MPI knows, broadcasts and
-// allgathers) take the device pointers as they are.
+// How the MPI backend takes device buffers (the CUDA-aware MPI design). An
+// allreduce plan of device buffers is packed into its wire type on a queue
+// of device work (StagingQueue, StagedRing.h), reduced, and unpacked there;
+// where MPI cannot read device memory (an MPI that is not CUDA-aware, such
+// as Debian's OpenMPI), the packed buffer goes through host memory in
+// pipelined pieces of the staged ring (stagedRingAllreduce) where the ring
+// reduces it, so that the copy of one piece overlaps the transfer of the
+// one before, and whole otherwise. Any other collective's device buffers
+// are staged through host memory whole (runStaged), and the host path runs
+// over the copies. Where MPI is CUDA-aware (MPIX_Query_cuda_support), what
+// MPI runs whole (MPI_Allreduce of f32 or f64, broadcasts, allgathers)
+// takes the device pointers as they are. MpiBackend.cpp makes these
+// choices.
 //
 // The logic here knows no CUDA: DeviceAccess says where a buffer is and
 // gives each lane (a group's blocking calls, or one of its channels) a

@@ -431,8 +431,8 @@ TEST(ClusterModel, StagingRoundTripsAndDefaultsToNone) {
   EXPECT_EQ(print(plain->toJSON()).find("staging"), std::string::npos);
 
   llvm::json::Object object = baseCluster();
-  object["staging"] = llvm::json::Object{{"copy_gbps", 24.5},
-                                         {"launch_us", 6.0}};
+  object["staging"] =
+      llvm::json::Object{{"copy_gbps", 24.5}, {"launch_us", 6.0}};
   llvm::Expected<ClusterModel> staged =
       ClusterModel::fromJSON(print(std::move(object)));
   ASSERT_TRUE(static_cast<bool>(staged)) << llvm::toString(staged.takeError());

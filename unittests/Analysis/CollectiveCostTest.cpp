@@ -619,15 +619,15 @@ TEST(CollectiveCost, StagedWholeAddsACopyEachWay) {
   }
   // A reduce-scatter copies the buffers in and its shard (1e6 / 16) out:
   // 105 + 5 + 6.25; an all-gather the other way round.
-  CollectiveCost half = reduceScatterCost(testCluster(AllreduceAlgorithm::Ring),
-                                          kBytes);
+  CollectiveCost half =
+      reduceScatterCost(testCluster(AllreduceAlgorithm::Ring), kBytes);
   expectCost(reduceScatterCost(stagedCluster(AllreduceAlgorithm::Ring), kBytes),
              half.latencyUs + 116.25, half.bandwidthUs);
   expectCost(allgatherCost(stagedCluster(AllreduceAlgorithm::Ring), kBytes),
              half.latencyUs + 116.25, half.bandwidthUs);
   // Two ranks have no staged ring: whole.
-  CollectiveCost two = allreduceCost(testCluster(AllreduceAlgorithm::Ring, 2),
-                                     kBytes);
+  CollectiveCost two =
+      allreduceCost(testCluster(AllreduceAlgorithm::Ring, 2), kBytes);
   expectCost(allreduceCost(stagedCluster(AllreduceAlgorithm::Ring, 2), kBytes),
              two.latencyUs + 210, two.bandwidthUs);
   // One rank costs nothing, staged or not.
