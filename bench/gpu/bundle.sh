@@ -42,7 +42,6 @@ PROGRAMS=(
   unittests/Runtime/commrt-gpu-mpi-tests
   unittests/Runtime/commrt-gpu-mpi-device-tests
   unittests/Runtime/commrt-mpi-device-tests
-  unittests/Runtime/commrt-mpi-tests
   bin/commrt-mpi-device-bench
 )
 for program in "${PROGRAMS[@]}" lib/libcommrt.so bin/commopt-opt \

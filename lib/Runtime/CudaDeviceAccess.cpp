@@ -106,6 +106,9 @@ public:
   commrt_status locate(const std::vector<const void *> &pointers,
                        const std::vector<std::string> &names,
                        std::vector<bool> &onDevice) override {
+    // The driver's queries need the device's context current on this
+    // thread, which the runtime makes current with the device.
+    COMMRT_TRY(checkCuda("cudaSetDevice", cudaSetDevice(device)));
     std::vector<PointerInfo> infos;
     COMMRT_TRY(cache.locate(pointers, infos));
     onDevice.clear();
@@ -187,7 +190,9 @@ std::unique_ptr<DeviceAccess> commrt::makeCudaDeviceAccess() {
       cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &entry,
                                        /*cudaVersion=*/12000, cudaEnableDefault,
                                        &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || !entry) {
+      found != cudaDriverEntryPointSuccess || !entry ||
+      // Creates the device's context, which the driver's queries need.
+      cudaFree(nullptr) != cudaSuccess) {
     // Leave no sticky "no device" error for the caller's next CUDA call.
     cudaGetLastError();
     return nullptr;
