@@ -218,15 +218,20 @@ class Peer:
         return tensor.tolist()
 
 
-def parameters_identical(model, sync):
-    """Whether every rank holds the same parameters, bit for bit: each
-    rank's sha256 of them, in three 20-bit pieces p, goes through an
-    all-sum of p and p * p (exact in float64), and the pieces are equal on
-    every rank exactly when size * sum(p * p) == sum(p) ** 2."""
+def parameters_digest(model):
+    """The sha256 of `model`'s parameters, bit for bit."""
     digest = hashlib.sha256()
     for param in model.parameters():
         digest.update(param.detach().cpu().contiguous().numpy().tobytes())
-    bits = int.from_bytes(digest.digest()[:8], "little")
+    return digest.digest()
+
+
+def parameters_identical(model, sync):
+    """Whether every rank holds the same parameters, bit for bit: each
+    rank's parameters_digest, in three 20-bit pieces p, goes through an
+    all-sum of p and p * p (exact in float64), and the pieces are equal on
+    every rank exactly when size * sum(p * p) == sum(p) ** 2."""
+    bits = int.from_bytes(parameters_digest(model)[:8], "little")
     pieces = [(bits >> (20 * i)) & 0xFFFFF for i in range(3)]
     sums = sync.all_sum([float(v) for p in pieces for v in (p, p * p)])
     return all(sync.size * sums[2 * i + 1] == sums[2 * i] ** 2
@@ -358,10 +363,8 @@ def main(argv):
                   flush=True)
     if arguments.deterministic and sync.rank == 0:
         # Runs whose parameters agree bit for bit print the same digest.
-        digest = hashlib.sha256()
-        for param in model.parameters():
-            digest.update(param.detach().cpu().contiguous().numpy().tobytes())
-        print(f"parameters sha256 {digest.hexdigest()[:16]}", flush=True)
+        print(f"parameters sha256 {parameters_digest(model).hex()[:16]}",
+              flush=True)
     if arguments.save_parameters and sync.rank == 0:
         torch.save({name: param.detach().cpu().clone()
                     for name, param in model.named_parameters()},
