@@ -104,7 +104,7 @@ public:
             }) {}
 
   commrt_status locate(const std::vector<const void *> &pointers,
-                       const std::vector<std::string> &names,
+                       const NameOf &nameOf,
                        std::vector<bool> &onDevice) override {
     // The driver's queries need the device's context current on this
     // thread, which the runtime makes current with the device.
@@ -114,7 +114,7 @@ public:
     onDevice.clear();
     for (size_t i = 0; i < infos.size(); ++i) {
       if (infos[i].onDevice && infos[i].device != device)
-        return fail(COMMRT_ERROR_INVALID_ARGUMENT, names[i],
+        return fail(COMMRT_ERROR_INVALID_ARGUMENT, nameOf(i),
                     " is memory of CUDA device ", infos[i].device,
                     ", but this rank's MPI backend stages device memory of "
                     "device ",

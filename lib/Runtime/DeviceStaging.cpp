@@ -98,9 +98,7 @@ commrt_status PointerCache::locate(const std::vector<const void *> &pointers,
 commrt_status commrt::waitForCallerWork(DeviceLane &lane) {
   std::unique_ptr<StagingQueue> queue;
   COMMRT_TRY(lane.queue(COMMRT_F32, COMMRT_SUM, queue));
-  int64_t reached;
-  COMMRT_TRY(queue->mark(reached));
-  return queue->waitFor(reached);
+  return queue->finish();
 }
 
 commrt_status commrt::runStaged(
@@ -139,11 +137,8 @@ commrt_status commrt::runStaged(
       copiesIn = true;
     }
   }
-  if (copiesIn) {
-    int64_t copied;
-    COMMRT_TRY(queue->mark(copied));
-    COMMRT_TRY(queue->waitFor(copied));
-  }
+  if (copiesIn)
+    COMMRT_TRY(queue->finish());
   COMMRT_TRY(onHost(hostPointers));
   bool copiesOut = false;
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -157,9 +152,7 @@ commrt_status commrt::runStaged(
   if (!copiesOut)
     return COMMRT_SUCCESS;
   // The staging is the next call's, and the caller reads the results.
-  int64_t copied;
-  COMMRT_TRY(queue->mark(copied));
-  return queue->waitFor(copied);
+  return queue->finish();
 }
 
 std::vector<StagedBuffer>

@@ -122,11 +122,15 @@ class DeviceAccess {
 public:
   virtual ~DeviceAccess() = default;
 
-  /// Sets `onDevice` to whether each of `pointers`, one call's buffers
-  /// named as `names` says (for messages), is device memory: a clear error
-  /// where one is another device's.
+  /// The name of the argument that holds a call's pointer `i`, made only
+  /// for an error's message.
+  using NameOf = std::function<std::string(size_t i)>;
+
+  /// Sets `onDevice` to whether each of `pointers`, one call's buffers, is
+  /// device memory: a clear error, naming the argument by `nameOf`, where
+  /// one is another device's.
   virtual commrt_status locate(const std::vector<const void *> &pointers,
-                               const std::vector<std::string> &names,
+                               const NameOf &nameOf,
                                std::vector<bool> &onDevice) = 0;
 
   /// Sets `lane` to a new lane.

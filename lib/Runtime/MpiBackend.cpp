@@ -577,9 +577,7 @@ private:
                  travelWidth > 2) {
         // MPI reads the buffer once the device has written it; the 16-bit
         // types' reductions are host code.
-        int64_t written;
-        COMMRT_TRY(queue->mark(written));
-        COMMRT_TRY(queue->waitFor(written));
+        COMMRT_TRY(queue->finish());
         COMMRT_TRY(
             allreduceChunked(wire, plan.total, travel, travelled, ranks.comm));
       } else {
@@ -602,9 +600,7 @@ private:
                                             plan.prescale, ranks.size)));
     }
     // The caller reads the results when the call returns.
-    int64_t done;
-    COMMRT_TRY(queue->mark(done));
-    return queue->waitFor(done);
+    return queue->finish();
   }
 
   /// How `count` elements of `dtype` are reduced over `ranks`: as
@@ -991,7 +987,9 @@ public:
                           int root) override {
     Group &all = *groups[0];
     DeviceCall call;
-    COMMRT_TRY(locate({{"buffer", buffer}}, all.lane, call));
+    COMMRT_TRY(locate(
+        {buffer}, [](size_t) -> std::string { return "buffer"; }, all.lane,
+        call));
     const size_t bytes = static_cast<size_t>(count) * elementSize(dtype);
     return viaHost(call, {{buffer, bytes, call.anyOnDevice(), true, true}},
                    [&](const std::vector<void *> &host) {
@@ -1011,10 +1009,12 @@ public:
       total += counts[r];
     DeviceCall call;
     // An empty send may be null.
+    std::vector<const void *> pointers = {recv};
     if (counts[rank] > 0)
-      COMMRT_TRY(locate({{"recv", recv}, {"send", send}}, all.lane, call));
-    else
-      COMMRT_TRY(locate({{"recv", recv}}, all.lane, call));
+      pointers.push_back(send);
+    COMMRT_TRY(locate(
+        pointers, [](size_t i) -> std::string { return i ? "send" : "recv"; },
+        all.lane, call));
     const size_t width = elementSize(dtype);
     std::vector<StagedBuffer> buffers = {
         {recv, static_cast<size_t>(total) * width,
@@ -1078,23 +1078,17 @@ public:
   }
 
 private:
-  /// Sets `call` to where the `pointers` (each with its argument's name)
-  /// are, making `lane` where it is needed and not made yet. Nothing where
-  /// this rank has no device access.
-  commrt_status
-  locate(const std::vector<std::pair<std::string, const void *>> &pointers,
-         std::unique_ptr<DeviceLane> &lane, DeviceCall &call) {
+  /// Sets `call` to where the `pointers` are (the argument `names[i]`
+  /// holds `pointers[i]`, for messages), making `lane` where it is needed
+  /// and not made yet. Nothing where this rank has no device access.
+  commrt_status locate(const std::vector<const void *> &pointers,
+                       const DeviceAccess::NameOf &nameOf,
+                       std::unique_ptr<DeviceLane> &lane, DeviceCall &call) {
     if (!device)
       return COMMRT_SUCCESS;
     call.mpiReadsDevice = device->mpiReadsDevice();
     call.everyRankHasDevice = everyRankHasDevice;
-    std::vector<const void *> addresses;
-    std::vector<std::string> names;
-    for (const auto &[name, pointer] : pointers) {
-      names.push_back(name);
-      addresses.push_back(pointer);
-    }
-    COMMRT_TRY(device->locate(addresses, names, call.onDevice));
+    COMMRT_TRY(device->locate(pointers, nameOf, call.onDevice));
     if (!call.anyOnDevice())
       return COMMRT_SUCCESS;
     if (!lane)
@@ -1106,23 +1100,29 @@ private:
   /// Where the buffers (then the shard) of `plan` are.
   commrt_status locate(const Plan &plan, std::unique_ptr<DeviceLane> &lane,
                        DeviceCall &call) {
-    std::vector<std::pair<std::string, const void *>> pointers;
-    for (size_t i = 0; i < plan.buffers.size(); ++i)
-      pointers.emplace_back("buffers[" + std::to_string(i) + "]",
-                            plan.buffers[i]);
+    std::vector<const void *> pointers(plan.buffers.begin(),
+                                       plan.buffers.end());
     if (plan.kind != PlanKind::Allreduce)
-      pointers.emplace_back("shard", plan.shard);
-    return locate(pointers, lane, call);
+      pointers.push_back(plan.shard);
+    return locate(
+        pointers,
+        [&plan](size_t i) -> std::string {
+          return i < plan.buffers.size() ? "buffers[" + std::to_string(i) + "]"
+                                         : "shard";
+        },
+        lane, call);
   }
 
   /// Where the grad and residual (where there is one) of `args` are.
   commrt_status locate(const SparseArguments &args,
                        std::unique_ptr<DeviceLane> &lane, DeviceCall &call) {
-    std::vector<std::pair<std::string, const void *>> pointers = {
-        {"grad", args.grad}};
+    std::vector<const void *> pointers = {args.grad};
     if (args.residual)
-      pointers.emplace_back("residual", args.residual);
-    return locate(pointers, lane, call);
+      pointers.push_back(args.residual);
+    return locate(
+        pointers,
+        [](size_t i) -> std::string { return i ? "residual" : "grad"; }, lane,
+        call);
   }
 
   /// Runs `collective` over `buffers` (flagged `onDevice` as `call` found

@@ -86,9 +86,7 @@ public:
     COMMRT_TRY(staging.reserve(3, segmentBytes));
     for (int step = 0; step < 2 * (size - 1); ++step)
       COMMRT_TRY(runStep(step));
-    int64_t last;
-    COMMRT_TRY(queue.mark(last));
-    return queue.waitFor(last);
+    return queue.finish();
   }
 
 private:

@@ -77,6 +77,14 @@ public:
 
   /// Blocks until the work enqueued before `marker` has finished.
   virtual commrt_status waitFor(int64_t marker) = 0;
+
+  /// Blocks until the work enqueued so far has finished.
+  commrt_status finish() {
+    int64_t marker;
+    if (commrt_status status = mark(marker))
+      return status;
+    return waitFor(marker);
+  }
 };
 
 /// What the staged ring did, for tests and traces: `kind` happened to piece

@@ -266,8 +266,7 @@ private:
 class FakeDeviceAccess final : public commrt::DeviceAccess {
 public:
   commrt_status locate(const std::vector<const void *> &pointers,
-                       const std::vector<std::string> &,
-                       std::vector<bool> &onDevice) override {
+                       const NameOf &, std::vector<bool> &onDevice) override {
     onDevice.clear();
     for (const void *pointer : pointers)
       onDevice.push_back(FakeDeviceMemory::get().contains(pointer));
