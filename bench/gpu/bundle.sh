@@ -42,6 +42,7 @@ PROGRAMS=(
   unittests/Runtime/commrt-gpu-mpi-tests
   unittests/Runtime/commrt-gpu-mpi-device-tests
   unittests/Runtime/commrt-mpi-device-tests
+  unittests/Runtime/commrt-mpi-group-tests
   bin/commrt-mpi-device-bench
 )
 for program in "${PROGRAMS[@]}" lib/libcommrt.so bin/commopt-opt \

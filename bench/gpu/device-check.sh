@@ -9,7 +9,8 @@
 #      (commrt-gpu-mpi-tests, commrt-gpu-mpi-device-tests) at 1, 2 and 4
 #      ranks, and at 4 ranks again over the ring for every size and over the
 #      hierarchical allreduce of two emulated nodes; the fake-device suite,
-#      which checks the bundle's MPI;
+#      which checks the bundle's MPI; and at one rank, collectives that
+#      name their transport on both backends at once;
 #   2. commrt-mpi-device-bench at 1, 2 and 4 ranks: latency and bus
 #      bandwidth of the MPI backend's allreduce over device buffers against
 #      host buffers holding the same data, small to large;
@@ -146,6 +147,15 @@ step device-buffers-ring-np4 env COMMRT_ALLREDUCE=ring COMMRT_RING_MIN_BYTES=0 \
 step device-buffers-hierarchical-np4 env COMMRT_ALLREDUCE=hierarchical \
   COMMRT_RANKS_PER_NODE=2 mpirun -np 4 "$BUNDLE/bin/commrt-gpu-mpi-device-tests"
 step fake-device-np4 mpirun -np 4 "$BUNDLE/bin/commrt-mpi-device-tests"
+# Both backends at once, each carrying the collectives that name it: NCCL
+# beside MPI and MPI beside NCCL (one rank: NCCL takes one rank a GPU).
+# Without a GPU, NCCL is only checked to fail on every rank.
+backends=(mpi)
+[[ $TRAIN_DEVICE == cpu ]] || backends+=(nccl)
+for backend in "${backends[@]}"; do
+  step "transports-$backend-np1" env COMMRT_BACKEND="$backend" mpirun -np 1 \
+    "$BUNDLE/bin/commrt-mpi-group-tests" --gtest_filter='Transport.*'
+done
 
 # 2. Device path against host path.
 for ranks in 1 2 4; do

@@ -134,6 +134,34 @@ def Comm_AlgorithmKindAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Comm_TransportNccl : I32EnumAttrCase<"nccl", 2>;
+def Comm_TransportMpi : I32EnumAttrCase<"mpi", 1>;
+
+// The integer values are those of the runtime's commrt_backend (0 is
+// COMMRT_BACKEND_AUTO, a collective without the attribute).
+def Comm_TransportKind : I32EnumAttr<"TransportKind",
+    "the runtime backend that carries a dense allreduce",
+    [Comm_TransportNccl, Comm_TransportMpi]> {
+  let cppNamespace = "::mlir::comm";
+  let genSpecializedAttr = 0;
+}
+
+def Comm_TransportKindAttr
+    : EnumAttr<Comm_Dialect, Comm_TransportKind, "transport"> {
+  let summary = "The runtime backend a dense allreduce runs on";
+  let description = [{
+    `#comm.transport<nccl>`: commrt's NCCL backend.
+    `#comm.transport<mpi>`: commrt's MPI backend, which stages device
+    buffers through pinned host memory where MPI does not read device
+    memory.
+    Where commrt has both backends, each dense allreduce may run on either
+    one; `comm-select-algorithm` chooses by cost when the cluster describes
+    a second transport (`alternate`, docs/Cluster.md). A collective without
+    it runs on the backend in use (`COMMRT_BACKEND`).
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Comm_GroupAttr : AttrDef<Comm_Dialect, "Group"> {
   let mnemonic = "group";
   let summary = "The process group a collective runs among";

@@ -79,6 +79,31 @@ def Comm_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
         $_op.setAlgorithm(algorithm);
       }]>,
     InterfaceMethod<[{
+        The runtime backend that carries it (the `transport` attribute);
+        nullopt for the backend in use, and for collectives that are not a
+        dense allreduce.
+      }],
+      "::std::optional<::mlir::comm::TransportKind>", "getCollectiveTransport",
+      (ins), [{}], [{
+        if (!$_op.isDenseAllreduce())
+          return ::std::nullopt;
+        if (auto transport = $_op->template
+                getAttrOfType<::mlir::comm::TransportKindAttr>("transport"))
+          return transport.getValue();
+        return ::std::nullopt;
+      }]>,
+    InterfaceMethod<[{
+        Makes the collective run on `transport` (comm-select-algorithm); only
+        on dense allreduces (isDenseAllreduce()).
+      }],
+      "void", "setCollectiveTransport",
+      (ins "::mlir::comm::TransportKind":$transport), [{}], [{
+        assert($_op.isDenseAllreduce() && "only a dense allreduce has a "
+                                          "transport");
+        $_op->setAttr("transport", ::mlir::comm::TransportKindAttr::get(
+                                       $_op->getContext(), transport));
+      }]>,
+    InterfaceMethod<[{
         Whether the collective is a dense allreduce (comm.allreduce,
         comm.fused_allreduce, comm.start), which has an allreduce algorithm.
       }],

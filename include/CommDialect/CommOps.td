@@ -40,10 +40,11 @@ defvar Comm_CollectiveAttrs = (ins
   OptionalAttr<F64Attr>:$prescale);
 
 // The process group a collective runs among; none means all ranks. The
-// algorithm it runs (`comm-select-algorithm`); none means the runtime's
-// default.
+// algorithm it runs and the backend that carries it (`comm-select-algorithm`);
+// none means the runtime's default, and the backend in use.
 defvar Comm_GroupAndAlgorithmArgs = (ins OptionalAttr<Comm_GroupAttr>:$group,
-                            OptionalAttr<Comm_AlgorithmKindAttr>:$algorithm);
+                            OptionalAttr<Comm_AlgorithmKindAttr>:$algorithm,
+                            OptionalAttr<Comm_TransportKindAttr>:$transport);
 
 // A mixed-wire bucket: which of its gradients travel in `wire` (the others
 // travel in their own type); none means all of them.
@@ -74,7 +75,9 @@ def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_DenseCollectiveTraits> {
     Reduces `input` element-wise across all ranks, or, with `group`, within
     each process group of a device grid (see `#comm.group`). `algorithm`
     (`#comm.algorithm`, optional on every dense collective) names the
-    allreduce algorithm the runtime runs; without it, the runtime's default. With a tensor
+    allreduce algorithm the runtime runs; without it, the runtime's default.
+    `transport` (`#comm.transport`, optional likewise) names the runtime
+    backend that carries it; without it, the backend in use. With a tensor
     operand the op returns the reduced tensor (of the operand's type); with
     a memref operand it reduces the buffer in place and has no result.
     `name` is the parameter's name, kept for reports.
@@ -94,6 +97,10 @@ def Comm_AllReduceOp : Comm_Op<"allreduce", Comm_DenseCollectiveTraits> {
         : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
     // With the latency-optimal algorithm.
     %t = comm.allreduce %g {algorithm = #comm.algorithm<tree>}
+        : tensor<1000xf32> -> tensor<1000xf32>
+    // Over the MPI backend, where commrt also has NCCL.
+    %u = comm.allreduce %g {algorithm = #comm.algorithm<tree>,
+                            transport = #comm.transport<mpi>}
         : tensor<1000xf32> -> tensor<1000xf32>
     ```
   }];

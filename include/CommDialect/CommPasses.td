@@ -366,8 +366,8 @@ def CommFuseBuckets : Pass<"comm-fuse-buckets", "::mlir::func::FuncOp"> {
     Option<"cheapestAlgorithm", "cheapest-algorithm", "bool",
            /*default=*/"false",
            "Price each bucket (cost policy) with the allreduce algorithm "
-           "comm-select-algorithm will give it, the cheapest, rather than "
-           "the cluster's (default: false)">,
+           "and transport comm-select-algorithm will give it, the cheapest, "
+           "rather than the cluster's (default: false)">,
     Option<"mixedWire", "mixed-wire", "bool", /*default=*/"true",
            "Let one bucket carry narrowed and full-precision gradients (cost "
            "policy) where the model finds it faster (default: true)">,
@@ -551,12 +551,31 @@ def CommSelectAlgorithm
                              name = "fc.weight"}
         : tensor<1000x2048xf32> -> tensor<1000x2048xf32>
     ```
+
+    **Transport.** Where the cluster has a second transport (`alternate`,
+    docs/Cluster.md: commrt built with NCCL and MPI, both in use), every
+    dense collective also gets `transport` (`#comm.transport<nccl|mpi>`):
+    with `transport=auto` (the default), the backend and algorithm of least
+    cost over both, the wire's work on the ranks included (each backend's
+    `wire_s_per_byte`), the staging of device buffers for a staged MPI
+    backend included (docs/CostModel.md, section 2.8). A tie goes to the
+    cluster's own backend, so a collective never costs more than on that
+    backend alone; one of dynamic shape gets the cluster's backend.
+    `transport=nccl` or `mpi` gives every collective that backend; one the
+    cluster does not have is an error naming the cluster. On a cluster of
+    one transport, `auto` sets no `transport` (the collectives run on the
+    backend in use) and a backend other than the cluster's is an error.
   }];
   let options = [
     CommChoiceOption<"algorithm", "algorithm", "AlgorithmChoice", "Auto",
                      "Allreduce algorithm of every dense collective, or auto: "
                      "the cheapest per collective (default: auto)",
                      "COMMOPT_ALGORITHM_VALUES">,
+    CommChoiceOption<"transport", "transport", "TransportChoice", "Auto",
+                     "Backend of every dense collective where the cluster "
+                     "has two, or auto: the cheaper per collective "
+                     "(default: auto)",
+                     "COMMOPT_TRANSPORT_VALUES">,
     CommClusterOption
   ];
   let dependentDialects = ["::mlir::comm::CommDialect"];

@@ -44,6 +44,10 @@ enum class RowsExchangeChoice { Auto, Allgather, Hash, Dense };
 /// by the cost model per collective, or one for all.
 enum class AlgorithmChoice { Auto, Ring, Tree, Hierarchical };
 
+/// comm-select-algorithm's transport (`transport`): per collective the
+/// cheaper of the cluster's backend and its alternate, or one for all.
+enum class TransportChoice { Auto, Nccl, Mpi };
+
 /// comm-sparsify's selection for the allgather and hash exchanges
 /// (`select`).
 enum class SparseSelectChoice { Threshold, Topk };
@@ -110,6 +114,13 @@ getChoiceHint<SparseSelectChoice>(llvm::StringRef value) {
                  "latency-optimal tree"),                                      \
       clEnumValN(::mlir::comm::AlgorithmChoice::Hierarchical, "hierarchical",  \
                  "intra-node, then inter-node, then intra-node")
+#define COMMOPT_TRANSPORT_VALUES                                               \
+  clEnumValN(::mlir::comm::TransportChoice::Auto, "auto",                      \
+             "per collective, the cheaper by the cost model"),                 \
+      clEnumValN(::mlir::comm::TransportChoice::Nccl, "nccl",                  \
+                 "commrt's NCCL backend"),                                     \
+      clEnumValN(::mlir::comm::TransportChoice::Mpi, "mpi",                    \
+                 "commrt's MPI backend")
 #define COMMOPT_SPARSE_SELECT_VALUES                                           \
   clEnumValN(::mlir::comm::SparseSelectChoice::Threshold, "threshold",         \
              "entries above a sampled threshold"),                             \
@@ -138,6 +149,7 @@ COMMOPT_CHOICE_PARSER(SparseExchangeChoice)
 COMMOPT_CHOICE_PARSER(SparseSelectChoice)
 COMMOPT_CHOICE_PARSER(RowsExchangeChoice)
 COMMOPT_CHOICE_PARSER(AlgorithmChoice)
+COMMOPT_CHOICE_PARSER(TransportChoice)
 COMMOPT_CHOICE_PARSER(ShardStage)
 #undef COMMOPT_CHOICE_PARSER
 

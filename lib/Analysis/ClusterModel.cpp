@@ -182,12 +182,44 @@ static bool verifyCounts(const ClusterModel &cluster, Path path) {
          verifyStaging(cluster, path);
 }
 
+/// Reports an `alternate` of `cluster` that is not the other backend, has
+/// an alternate of its own, or differs from it in ranks, nodes or channels
+/// (which an alternate takes from its cluster).
+static bool verifyAlternate(const ClusterModel &cluster, Path path) {
+  if (!cluster.alternate)
+    return true;
+  const ClusterModel &alternate = *cluster.alternate;
+  Path field = path.field("alternate");
+  return detail::checkField(alternate.backend != cluster.backend, field,
+                            "backend",
+                            "expected the other backend than the cluster's: "
+                            "an alternate is a second transport") &&
+         detail::checkField(!alternate.alternate, field, "alternate",
+                            "an alternate has no alternate of its own") &&
+         detail::checkField(alternate.ranks == cluster.ranks &&
+                                alternate.ranksPerNode ==
+                                    cluster.ranksPerNode &&
+                                alternate.channels == cluster.channels &&
+                                alternate.sharing == cluster.sharing,
+                            path, "alternate",
+                            "an alternate has its cluster's ranks, nodes and "
+                            "channels");
+}
+
+/// Reports the first broken invariant of `cluster` below `path`.
+static bool verifyCluster(const ClusterModel &cluster, Path path) {
+  Path levels = path.field("levels");
+  return verifyCounts(cluster, path) &&
+         verifyLevel(cluster.intra, levels.field("intra")) &&
+         verifyLevel(cluster.inter, levels.field("inter")) &&
+         verifyAlternate(cluster, path) &&
+         (!cluster.alternate ||
+          verifyCluster(*cluster.alternate, path.field("alternate")));
+}
+
 llvm::Error ClusterModel::verify() const {
   Path::Root root("cluster");
-  Path path(root);
-  Path levels = path.field("levels");
-  if (verifyCounts(*this, path) && verifyLevel(intra, levels.field("intra")) &&
-      verifyLevel(inter, levels.field("inter")))
+  if (verifyCluster(*this, Path(root)))
     return llvm::Error::success();
   return root.getError();
 }
@@ -272,25 +304,48 @@ static bool readLevel(const llvm::json::Value &value, LinkLevel &level,
   return verifyLevel(level, path);
 }
 
-bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
-                    Path path) {
+namespace {
+/// The fields of a cluster that its alternate takes from it.
+constexpr llvm::StringLiteral kClusterOnlyFields[] = {
+    "format",   "version",         "ranks",    "ranks_per_node",
+    "channels", "channel_sharing", "alternate"};
+} // namespace
+
+/// Reads a cluster description at `path` into `cluster`; with `outer`, the
+/// `alternate` of `outer`, which has no header and takes the ranks, nodes
+/// and channels of `outer`.
+static bool readCluster(const llvm::json::Value &value, ClusterModel &cluster,
+                        Path path, const ClusterModel *outer) {
   llvm::json::ObjectMapper mapper(value, path);
   if (!mapper)
     return false;
   ClusterModel result;
   int64_t channels = 1;
   double wireSecondsPerByte = 0;
-  if (!detail::readDescriptionHeader(mapper, path, kFormat,
-                                     "expected \"commopt-cluster\""))
+  if (outer) {
+    for (llvm::StringRef field : kClusterOnlyFields)
+      if (!detail::checkField(!value.getAsObject()->get(field), path, field,
+                              "is the cluster's: leave it out of the "
+                              "alternate"))
+        return false;
+    result.ranks = outer->ranks;
+    result.ranksPerNode = outer->ranksPerNode;
+    result.sharing = outer->sharing;
+    channels = outer->channels;
+    if (!mapper.map("backend", result.backend))
+      return false;
+  } else if (!detail::readDescriptionHeader(mapper, path, kFormat,
+                                            "expected \"commopt-cluster\"") ||
+             !mapper.map("ranks", result.ranks) ||
+             !mapper.map("ranks_per_node", result.ranksPerNode) ||
+             !mapper.mapOptional("channels", channels) ||
+             !mapper.mapOptional("channel_sharing", result.sharing) ||
+             !mapper.mapOptional("backend", result.backend)) {
     return false;
+  }
   if (!mapper.mapOptional("name", result.name) ||
       !mapper.mapOptional("source", result.source) ||
-      !mapper.map("ranks", result.ranks) ||
-      !mapper.map("ranks_per_node", result.ranksPerNode) ||
       !mapper.mapOptional("allreduce", result.algorithm) ||
-      !mapper.mapOptional("channels", channels) ||
-      !mapper.mapOptional("channel_sharing", result.sharing) ||
-      !mapper.mapOptional("backend", result.backend) ||
       !mapper.mapOptional("wire_s_per_byte", wireSecondsPerByte) ||
       !mapper.mapOptional("collective_overhead_us",
                           result.collectiveOverheadUs) ||
@@ -336,8 +391,23 @@ bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
     result.intra = result.inter;
   if (!inter)
     result.inter = result.intra;
+  if (const llvm::json::Value *alternate =
+          value.getAsObject()->get("alternate");
+      alternate && !outer) {
+    auto read = std::make_shared<ClusterModel>();
+    if (!readCluster(*alternate, *read, path.field("alternate"), &result))
+      return false;
+    result.alternate = std::move(read);
+    if (!verifyAlternate(result, path))
+      return false;
+  }
   cluster = std::move(result);
   return true;
+}
+
+bool comm::fromJSON(const llvm::json::Value &value, ClusterModel &cluster,
+                    Path path) {
+  return readCluster(value, cluster, path, /*outer=*/nullptr);
 }
 
 llvm::Expected<ClusterModel> ClusterModel::fromJSON(llvm::StringRef text) {
@@ -375,6 +445,9 @@ ClusterModel ClusterModel::forGroup(llvm::ArrayRef<int64_t> gridShape,
   ClusterModel group = *this;
   group.ranks = static_cast<int64_t>(members.size());
   group.ranksPerNode = group.ranks % shared == 0 ? shared : 1;
+  if (alternate)
+    group.alternate =
+        std::make_shared<ClusterModel>(alternate->forGroup(gridShape, axes));
   return group;
 }
 
@@ -437,6 +510,14 @@ llvm::json::Value ClusterModel::toJSON() const {
     object["staging"] = llvm::json::Object{{"copy_gbps", staging.copyGBps},
                                            {"launch_us", staging.launchUs},
                                            {"piece_bytes", staging.pieceBytes}};
+  if (alternate) {
+    llvm::json::Object second = std::move(*alternate->toJSON().getAsObject());
+    for (llvm::StringRef field : kClusterOnlyFields)
+      second.erase(field);
+    // Written always: the alternate's backend is never the default's.
+    second["backend"] = stringifyCollectiveBackend(alternate->backend);
+    object["alternate"] = std::move(second);
+  }
   return object;
 }
 
@@ -447,7 +528,9 @@ bool ClusterModel::operator==(const ClusterModel &other) const {
          channels == other.channels && sharing == other.sharing &&
          wireUsPerByte == other.wireUsPerByte &&
          collectiveOverheadUs == other.collectiveOverheadUs &&
-         backend == other.backend && staging == other.staging;
+         backend == other.backend && staging == other.staging &&
+         (alternate && other.alternate ? *alternate == *other.alternate
+                                       : !alternate && !other.alternate);
 }
 
 //===----------------------------------------------------------------------===//

@@ -156,11 +156,13 @@ static LogicalResult verifyCollective(Operation *op, ValueRange inputs,
 /// Checks the `narrowed` flags of a mixed-wire bucket of `gradients`
 /// gradients: they need the `wire` type they flag gradients for, one flag
 /// per gradient, both values, and the ring, which the runtime runs such a
-/// bucket with.
+/// bucket with, on the backend in use (commrt_mixed_allreduce takes no
+/// transport).
 static LogicalResult verifyNarrowed(Operation *op,
                                     std::optional<ArrayRef<bool>> narrowed,
                                     std::optional<Type> wire, size_t gradients,
-                                    std::optional<AlgorithmKind> algorithm) {
+                                    std::optional<AlgorithmKind> algorithm,
+                                    std::optional<TransportKind> transport) {
   if (!narrowed)
     return success();
   if (!wire)
@@ -178,6 +180,10 @@ static LogicalResult verifyNarrowed(Operation *op,
     return op->emitOpError("is a mixed-wire bucket, which runs the ring, but "
                            "has algorithm ")
            << stringifyAlgorithmKind(*algorithm);
+  if (transport)
+    return op->emitOpError("is a mixed-wire bucket, which runs on the backend "
+                           "in use, but has transport ")
+           << stringifyTransportKind(*transport);
   return success();
 }
 
@@ -339,7 +345,7 @@ LogicalResult FusedAllReduceOp::verify() {
                               getPrescale(), getNames())))
     return failure();
   return verifyNarrowed(*this, getNarrowed(), getWire(), getInputs().size(),
-                        getAlgorithm());
+                        getAlgorithm(), getTransport());
 }
 
 LogicalResult
@@ -375,7 +381,7 @@ LogicalResult StartOp::verify() {
                               getNames())))
     return failure();
   if (failed(verifyNarrowed(*this, getNarrowed(), getWire(), getInputs().size(),
-                            getAlgorithm())))
+                            getAlgorithm(), getTransport())))
     return failure();
   return verifyWaitedOnce(*this, getToken());
 }

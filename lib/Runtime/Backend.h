@@ -73,6 +73,9 @@ struct Plan {
   float prescale = 1.0f;
   /// How the plan is reduced; DEFAULT follows the backend's configuration.
   commrt_algorithm algorithm = COMMRT_ALGORITHM_DEFAULT;
+  /// The backend that carries it (commrt.h, COMMRT_TRANSPORT_SHIFT); AUTO
+  /// is the backend in use.
+  commrt_backend transport = COMMRT_BACKEND_AUTO;
   /// A mixed-wire plan (commrt_mixed_allreduce): one flag per buffer, set
   /// where the buffer travels in `wire` (multiplied by `prescale`), clear
   /// where it travels in `dtype` itself. Empty: every buffer travels in

@@ -81,6 +81,9 @@ struct Runtime {
   /// The runtime's duplicate of MPI_COMM_WORLD; it returns errors.
   MPI_Comm comm = MPI_COMM_NULL;
   std::unique_ptr<Backend> backend;
+  /// The other backend, created beside `backend` for the collectives whose
+  /// transport names it (commrt.h, COMMRT_TRANSPORT_SHIFT); null until then.
+  std::unique_ptr<Backend> beside;
   /// The number of channels; 0 until the first backend is created.
   int channels = 0;
   /// This rank's rank among the ranks of its node, and their number; set
@@ -194,11 +197,13 @@ commrt_status shutdown(CallGuard &guard) {
     rt.operations.clear();
     rt.groups.clear();
     rt.groupsById.clear();
+    (void)rt.beside.release();
     (void)rt.backend.release();
     stopWatchdog();
     return COMMRT_SUCCESS;
   }
   commrt_status status = completeAll(guard);
+  rt.beside.reset();
   rt.backend.reset();
   // The backend's communicators of groups were made from these.
   for (auto &[handle, group] : rt.groups)
@@ -304,6 +309,12 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
   }
   if (requested == COMMRT_BACKEND_AUTO)
     COMMRT_TRY(backendFromEnvironment(requested));
+  // The backend beside the one in use takes its place; the replaced one
+  // stays beside it.
+  if (rt.backend && rt.beside && rt.beside->kind() == requested) {
+    std::swap(rt.backend, rt.beside);
+    return COMMRT_SUCCESS;
+  }
 
   std::unique_ptr<Backend> backend;
   if (requested == COMMRT_BACKEND_NCCL) {
@@ -324,13 +335,52 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
   return COMMRT_SUCCESS;
 }
 
+/// Makes the backend `transport` (not AUTO) available beside the one in
+/// use, which is up, in a collective call of all ranks.
+commrt_status createBeside(commrt_backend transport) {
+  Runtime &rt = runtime();
+  std::unique_ptr<Backend> backend;
+  if (transport == COMMRT_BACKEND_NCCL)
+    COMMRT_TRY(createNccl(backend));
+  else
+    COMMRT_TRY(createMpiBackend(rt.comm, rt.channels, rt.allreduce, backend));
+  for (auto &[handle, group] : rt.groups)
+    COMMRT_TRY(backend->addGroup(handle, group.comm, group.color, group.key));
+  rt.beside = std::move(backend);
+  return COMMRT_SUCCESS;
+}
+
+/// Sets `out` to the backend that carries `plan` among the ranks of
+/// `group`, once the runtime is up: the one in use, or the one beside it,
+/// created where the collective is among all ranks.
+commrt_status backendFor(const Plan &plan, int32_t group, Backend *&out) {
+  Runtime &rt = runtime();
+  out = rt.backend.get();
+  if (plan.transport == COMMRT_BACKEND_AUTO ||
+      plan.transport == rt.backend->kind())
+    return COMMRT_SUCCESS;
+  if (!rt.beside) {
+    if (group != 0)
+      return fail(COMMRT_ERROR_INVALID_ARGUMENT, "the collective of group ",
+                  group, " runs on transport ",
+                  plan.transport == COMMRT_BACKEND_NCCL ? "NCCL" : "MPI",
+                  ", which is not in use; create it among all ranks first "
+                  "(commrt_use_transport)");
+    COMMRT_TRY(createBeside(plan.transport));
+  }
+  out = rt.beside.get();
+  return COMMRT_SUCCESS;
+}
+
 /// Runs the valid `plan` among the ranks of `group` to completion; a plan
 /// with nothing to reduce is done at once.
 commrt_status runPlan(Plan plan, int32_t group) {
   if (plan.total == 0)
     return COMMRT_SUCCESS;
+  Backend *backend;
+  COMMRT_TRY(backendFor(plan, group, backend));
   plan.trace = makeTraceContext(plan.total, plan.wire, /*channel=*/-1);
-  return runtime().backend->run(plan, group);
+  return backend->run(plan, group);
 }
 
 /// Starts the valid `plan` among the ranks of `group`, the rank's collective
@@ -341,10 +391,13 @@ commrt_status startPlan(Plan plan, int32_t group, int32_t channel,
   Runtime &rt = runtime();
   std::unique_ptr<Operation> operation;
   plan.trace = makeTraceContext(plan.total, plan.wire, channel);
-  if (plan.total == 0)
+  if (plan.total == 0) {
     operation = std::make_unique<Finished>();
-  else
-    COMMRT_TRY(rt.backend->start(plan, group, channel, operation));
+  } else {
+    Backend *backend;
+    COMMRT_TRY(backendFor(plan, group, backend));
+    COMMRT_TRY(backend->start(plan, group, channel, operation));
+  }
   *handle = rt.nextHandle++;
   rt.operations.emplace(*handle, InFlight{std::move(operation), collective});
   return COMMRT_SUCCESS;
@@ -640,6 +693,21 @@ int32_t commrt_backend_in_use(void) {
                       [](Runtime &rt) { return rt.backend->kind(); });
 }
 
+int32_t commrt_use_transport(int32_t backend) {
+  return inCall("commrt_use_transport", [&](CallGuard &guard) {
+    COMMRT_TRY(checkEnum("backend", backend, "commrt_backend",
+                         COMMRT_BACKEND_MPI, COMMRT_BACKEND_NCCL));
+    COMMRT_TRY(ensureBackend(COMMRT_BACKEND_AUTO, guard));
+    Runtime &rt = runtime();
+    if (rt.backend->kind() == backend ||
+        (rt.beside && rt.beside->kind() == backend))
+      return COMMRT_SUCCESS;
+    int64_t collective;
+    COMMRT_TRY(guard.beginCollective(collective));
+    return createBeside(static_cast<commrt_backend>(backend));
+  });
+}
+
 int32_t commrt_local_rank(void) {
   return queryRuntime("commrt_local_rank",
                       [](Runtime &rt) { return rt.localRank; });
@@ -797,11 +865,13 @@ int32_t commrt_group_split(int64_t id, int32_t color, int32_t key,
     MPI_Comm_rank(made.comm, &made.rank);
     MPI_Comm_size(made.comm, &made.size);
     int32_t handle = rt.nextGroup;
-    if (commrt_status status =
-            rt.backend->addGroup(handle, made.comm, color, key)) {
-      MPI_Comm_free(&made.comm);
-      return status;
-    }
+    for (Backend *backend : {rt.backend.get(), rt.beside.get()})
+      if (commrt_status status =
+              backend ? backend->addGroup(handle, made.comm, color, key)
+                      : COMMRT_SUCCESS) {
+        MPI_Comm_free(&made.comm);
+        return status;
+      }
     ++rt.nextGroup;
     rt.groups.emplace(handle, made);
     rt.groupsById.emplace(id, handle);

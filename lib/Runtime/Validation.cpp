@@ -636,12 +636,21 @@ Checked commrt::inGroup(Checked checked, int32_t group) {
 
 Checked commrt::withAlgorithm(Checked checked, int32_t algorithm, Plan &plan) {
   if (checked.status == COMMRT_SUCCESS) {
-    if (algorithm < COMMRT_ALGORITHM_DEFAULT ||
-        algorithm > COMMRT_ALGORITHM_HIERARCHICAL)
-      checked.status = fail(COMMRT_ERROR_INVALID_ARGUMENT, "algorithm ",
-                            algorithm, " is not a commrt_algorithm (0..3)");
-    else
-      plan.algorithm = static_cast<commrt_algorithm>(algorithm);
+    int32_t kind = algorithm & ((1 << COMMRT_TRANSPORT_SHIFT) - 1);
+    int32_t transport = algorithm >> COMMRT_TRANSPORT_SHIFT;
+    if (kind > COMMRT_ALGORITHM_HIERARCHICAL ||
+        transport < COMMRT_BACKEND_AUTO || transport > COMMRT_BACKEND_NCCL) {
+      checked.status =
+          fail(COMMRT_ERROR_INVALID_ARGUMENT, "algorithm ", algorithm,
+               " is not a commrt_algorithm (0..3)",
+               transport > 0 ? ", with or without a commrt_backend (0..2) "
+                               "shifted left by COMMRT_TRANSPORT_SHIFT as its "
+                               "transport"
+                             : "");
+    } else {
+      plan.algorithm = static_cast<commrt_algorithm>(kind);
+      plan.transport = static_cast<commrt_backend>(transport);
+    }
   }
   checked.shared.push_back({"algorithm", algorithm});
   return checked;

@@ -66,7 +66,7 @@ void TrainStepBuilder::addBackward(Location loc, StringRef name, double costUs,
         builder, loc, gradient.type, value, cast<ReduceKindAttr>(averageAttr),
         /*wire=*/nullptr, /*prescale=*/nullptr,
         builder.getStringAttr(gradient.name), /*group=*/nullptr,
-        /*algorithm=*/nullptr);
+        /*algorithm=*/nullptr, /*transport=*/nullptr);
     if (!gradient.rowsTouched.empty())
       allreduce->setAttr(kRowsTouchedAttrName,
                          builder.getDenseF64ArrayAttr(gradient.rowsTouched));

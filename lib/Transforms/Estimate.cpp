@@ -407,7 +407,12 @@ private:
        << stringifyAllreduceAlgorithm(clusterModel->algorithm) << " allreduce, "
        << clusterModel->channels << " "
        << stringifyChannelSharing(clusterModel->sharing) << " channel"
-       << (clusterModel->channels == 1 ? "" : "s") << ")";
+       << (clusterModel->channels == 1 ? "" : "s");
+    if (clusterModel->alternate)
+      os << ", " << stringifyCollectiveBackend(clusterModel->backend) << " and "
+         << stringifyCollectiveBackend(clusterModel->alternate->backend)
+         << " transports";
+    os << ")";
     if (StringRef source = planningCluster.describeSource(); !source.empty())
       os << "; " << source;
     return text;

@@ -35,7 +35,8 @@ constexpr size_t kNoDeadline = std::numeric_limits<size_t>::max();
 /// What gradients must agree on to share one collective: a bucket is
 /// reduced with one reduction, one element type and wire setting, among
 /// one set of ranks (null group: all ranks), by one allreduce algorithm
-/// (null: the runtime's default).
+/// (null: the runtime's default) on one transport (null: the backend in
+/// use).
 struct BucketKey {
   ReduceKind reduce;
   Type elementType;
@@ -43,11 +44,13 @@ struct BucketKey {
   FloatAttr prescale;
   GroupAttr group;
   AlgorithmKindAttr algorithm;
+  TransportKindAttr transport;
 
   bool operator==(const BucketKey &other) const {
     return reduce == other.reduce && elementType == other.elementType &&
            wire == other.wire && prescale == other.prescale &&
-           group == other.group && algorithm == other.algorithm;
+           group == other.group && algorithm == other.algorithm &&
+           transport == other.transport;
   }
 };
 
@@ -142,7 +145,7 @@ collectCandidates(Block &block,
         {allreduce,
          {allreduce.getReduce(), type.getElementType(), allreduce.getWireAttr(),
           allreduce.getPrescaleAttr(), allreduce.getGroupAttr(),
-          allreduce.getAlgorithmAttr()},
+          allreduce.getAlgorithmAttr(), allreduce.getTransportAttr()},
          *getGradientBytes(type, wire),
          wire ? *getGradientBytes(type, Type()) : 0,
          positions.lookup(&op),
@@ -297,7 +300,8 @@ void emitBucket(ArrayRef<Candidate> candidates, const Bucket &bucket) {
       settings.getReduceAttr(), settings.getWireAttr(),
       settings.getPrescaleAttr(),
       anyName ? builder.getArrayAttr(names) : ArrayAttr(),
-      settings.getGroupAttr(), settings.getAlgorithmAttr(), narrowed);
+      settings.getGroupAttr(), settings.getAlgorithmAttr(),
+      settings.getTransportAttr(), narrowed);
   for (auto [index, result] : llvm::zip(bucket, fused.getResults())) {
     AllReduceOp member = candidates[index].op;
     member.getResult().replaceAllUsesWith(result);
@@ -705,14 +709,23 @@ private:
       AllReduceOp op = candidate.op;
       (op.getWireAttr() ? anyNarrowed : anyFull) = true;
     }
-    // The runtime reduces a mixed-wire bucket with its ring.
-    AllreduceAlgorithm algorithm =
-        anyNarrowed && anyFull ? AllreduceAlgorithm::Ring
-        : cheapestAlgorithm
-            ? getCheapestAllreduceAlgorithm(*clusterModel_, bytes)
-            : clusterModel_->algorithm;
-    CollectiveCost cost = allreduceCost(*clusterModel_, bytes, algorithm);
-    cost.latencyUs += getWireCostUs(*clusterModel_, narrowedBytes);
+    // The runtime reduces a mixed-wire bucket with its ring, on the
+    // backend in use: the cluster's.
+    bool mixed = anyNarrowed && anyFull;
+    std::optional<AllreduceAlgorithm> only;
+    if (mixed)
+      only = AllreduceAlgorithm::Ring;
+    else if (!cheapestAlgorithm)
+      only = clusterModel_->algorithm;
+    // comm-select-algorithm also picks the cheaper transport where the
+    // cluster has two; without it, the collective runs on the cluster's.
+    AllreduceChoice choice = getCheapestAllreduceChoice(
+        *clusterModel_, bytes, narrowedBytes, only,
+        cheapestAlgorithm && !mixed ? std::nullopt
+                                    : std::optional(clusterModel_->backend));
+    const ClusterModel &on = *clusterModel_->onTransport(choice.transport);
+    CollectiveCost cost = allreduceCost(on, bytes, choice.algorithm);
+    cost.latencyUs += getWireCostUs(on, narrowedBytes);
     return cost;
   }
 

@@ -392,8 +392,8 @@ private:
   }
 
   /// A start of a collective over `gradients` with the attributes of
-  /// `collective`, its group and algorithm included (an allreduce's `name`
-  /// becomes `names`). Its channel is assigned later.
+  /// `collective`, its group, algorithm and transport included (an allreduce's
+  /// `name` becomes `names`). Its channel is assigned later.
   StartOp createStart(Operation *collective, ValueRange gradients,
                       std::optional<int64_t> priority) {
     auto from = cast<CollectiveOpInterface>(collective);
@@ -406,6 +406,9 @@ private:
     AlgorithmKindAttr algorithm;
     if (std::optional<AlgorithmKind> kind = from.getAllreduceAlgorithm())
       algorithm = AlgorithmKindAttr::get(builder.getContext(), *kind);
+    TransportKindAttr transport;
+    if (std::optional<TransportKind> kind = from.getCollectiveTransport())
+      transport = TransportKindAttr::get(builder.getContext(), *kind);
     ArrayAttr names = getNamesAttr(collective, gradients.size());
     // A mixed-wire bucket's flags, for the gradients taken.
     DenseBoolArrayAttr narrowed;
@@ -417,7 +420,7 @@ private:
         gradients, from.getReduceKind(), wire, prescale, names,
         /*channel=*/0,
         priority ? builder.getI64IntegerAttr(*priority) : IntegerAttr(),
-        from.getProcessGroup(), algorithm, narrowed);
+        from.getProcessGroup(), algorithm, transport, narrowed);
     created.insert(start);
     return start;
   }

@@ -4,8 +4,9 @@
 // allreduce algorithm (flat ring, tree or hierarchical) that the cost model
 // prices lowest for its bytes on the cluster it runs on (its process
 // group's, for a grouped collective), or the one the `algorithm` option
-// forces. The lowering passes it to the runtime; the step model prices with
-// it.
+// forces; and, where the cluster has two transports, the backend (NCCL or
+// MPI) that carries it. The lowering passes both to the runtime; the step
+// model prices with them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,42 +54,70 @@ struct CommSelectAlgorithmPass
                        << llvm::toString(model.takeError());
       return signalPassFailure();
     }
+    std::optional<CollectiveBackend> transports;
+    if (transport != TransportChoice::Auto) {
+      transports = transport == TransportChoice::Nccl ? CollectiveBackend::Nccl
+                                                      : CollectiveBackend::Mpi;
+      if (!model->onTransport(*transports)) {
+        func.emitError() << "comm-select-algorithm: transport="
+                         << stringifyCollectiveBackend(*transports)
+                         << ", but cluster '" << target.spec << "' has the '"
+                         << stringifyCollectiveBackend(model->backend)
+                         << "' backend only: describe the second backend as "
+                            "its `alternate` (docs/Cluster.md), or use "
+                            "transport=auto";
+        return signalPassFailure();
+      }
+    }
     CollectiveClusters pricing(*model);
     bool failed = false;
     func->walk([&](CollectiveOpInterface op) {
       if (!op.isDenseAllreduce())
         return;
-      // The runtime reduces a mixed-wire bucket with its ring only.
+      // A mixed-wire bucket runs the ring on the backend in use (its
+      // runtime call takes no transport).
       if (op.isMixedWire()) {
         op.setAllreduceAlgorithm(AlgorithmKind::ring);
         return;
       }
-      const ClusterModel &runsOn = pricing.get(op);
-      std::optional<AllreduceAlgorithm> chosen =
-          algorithm == AlgorithmChoice::Auto
-              ? choose(op, runsOn)
-              : force(op, runsOn,
-                      &runsOn != &*model ? op.getProcessGroup() : GroupAttr(),
-                      target);
-      if (!chosen) {
-        failed = true;
-        return;
+      const ClusterModel &ranks = pricing.getRanks(op);
+      std::optional<AllreduceAlgorithm> only;
+      if (algorithm != AlgorithmChoice::Auto) {
+        only = force(op, ranks,
+                     &ranks != &*model ? op.getProcessGroup() : GroupAttr(),
+                     target);
+        if (!only) {
+          failed = true;
+          return;
+        }
       }
-      op.setAllreduceAlgorithm(getAlgorithmKind(*chosen));
+      AllreduceChoice chosen = choose(op, ranks, only, transports);
+      op.setAllreduceAlgorithm(getAlgorithmKind(chosen.algorithm));
+      // On one transport, a collective runs on the backend in use unless
+      // the option names it.
+      if (ranks.alternate || transports)
+        op.setCollectiveTransport(getTransportKind(chosen.transport));
     });
     if (failed)
       signalPassFailure();
   }
 
 private:
-  /// The cheapest candidate for `op` on `runsOn`; the cluster's algorithm
-  /// (where it can run it) when the collective's size is unknown.
-  static AllreduceAlgorithm choose(CollectiveOpInterface op,
-                                   const ClusterModel &runsOn) {
+  /// The cheapest algorithm (`only`, where given) and transport (among
+  /// `transports`: nullopt for all `ranks` has) for `op` on `ranks`; the
+  /// cluster's own where the collective's size is unknown.
+  static AllreduceChoice choose(CollectiveOpInterface op,
+                                const ClusterModel &ranks,
+                                std::optional<AllreduceAlgorithm> only,
+                                std::optional<CollectiveBackend> transports) {
     std::optional<int64_t> bytes = op.getCommunicatedBytes();
-    if (!bytes)
-      return getAllreduceCandidates(runsOn).front();
-    return getCheapestAllreduceAlgorithm(runsOn, static_cast<double>(*bytes));
+    if (bytes)
+      return getCheapestAllreduceChoice(ranks, static_cast<double>(*bytes),
+                                        getNarrowedBytes(op), only, transports);
+    const ClusterModel &on =
+        *ranks.onTransport(transports.value_or(ranks.backend));
+    return {only.value_or(getAllreduceCandidates(on).front()), on.backend,
+            /*costUs=*/0.0};
   }
 
   /// The algorithm the option forces, or nullopt after a diagnostic on `op`

@@ -61,3 +61,14 @@ func.func @allreduce_in_loop(%g: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A transport the cluster (the default preset, NCCL only) does not have
+// cannot be priced.
+func.func @transport_not_in_the_cluster(%g: tensor<1000xf32>) -> tensor<1000xf32> {
+  // expected-error @+1 {{its transport 'mpi' is not a backend of cluster 'gradientflow-64', which has 'nccl': describe the second backend as the cluster's `alternate` (docs/Cluster.md), or leave `transport` out}}
+  %0 = comm.allreduce %g {transport = #comm.transport<mpi>}
+      : tensor<1000xf32> -> tensor<1000xf32>
+  return %0 : tensor<1000xf32>
+}

@@ -110,6 +110,24 @@ func.func @groups(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>,
 
 // -----
 
+// Gradients on different transports never share a bucket either; the
+// bucket keeps its transport.
+// ALL-LABEL: func.func @transports
+// ALL-DAG: comm.fused_allreduce {{.*}} {names = ["mpi_a", "mpi_b"], transport = #comm.transport<mpi>} : tensor<4xf32>, tensor<4xf32>
+// ALL-DAG: comm.fused_allreduce {{.*}} {names = ["nccl_a", "nccl_b"], transport = #comm.transport<nccl>} : tensor<4xf32>, tensor<4xf32>
+// ALL-NOT: comm.allreduce
+func.func @transports(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>,
+                      %d: tensor<4xf32>)
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = comm.allreduce %a {name = "mpi_a", transport = #comm.transport<mpi>} : tensor<4xf32> -> tensor<4xf32>
+  %1 = comm.allreduce %b {name = "nccl_a", transport = #comm.transport<nccl>} : tensor<4xf32> -> tensor<4xf32>
+  %2 = comm.allreduce %c {name = "mpi_b", transport = #comm.transport<mpi>} : tensor<4xf32> -> tensor<4xf32>
+  %3 = comm.allreduce %d {name = "nccl_b", transport = #comm.transport<nccl>} : tensor<4xf32> -> tensor<4xf32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Left alone: existing buckets, buffer-form ops, dynamic shapes, and a
 // lone gradient.
 // ALL-LABEL: func.func @left_alone

@@ -474,3 +474,17 @@ func.func @start_names(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, 
   %n:2 = comm.fused_allreduce %a, %b {names = ["", "b"], reduce = #comm.reduce<avg>} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
   return %r, %e#0, %e#1, %n#0, %n#1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The start keeps the collective's algorithm and transport.
+// CHECK-LABEL: func.func @keeps_transport
+// CHECK: comm.start %{{.*}} {algorithm = #comm.algorithm<tree>, names = ["g"], transport = #comm.transport<mpi>} : tensor<4xf32>
+func.func @keeps_transport() -> tensor<4xf32> {
+  %g = comm.compute () {cost_us = 1.0, name = "grad"} : () -> tensor<4xf32>
+  %r = comm.allreduce %g {algorithm = #comm.algorithm<tree>, name = "g",
+                          transport = #comm.transport<mpi>}
+      : tensor<4xf32> -> tensor<4xf32>
+  comm.compute () {cost_us = 3.0, name = "overlapped"} : () -> ()
+  return %r : tensor<4xf32>
+}

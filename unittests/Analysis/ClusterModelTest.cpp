@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -444,6 +445,133 @@ TEST(ClusterModel, StagingRoundTripsAndDefaultsToNone) {
   ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
   EXPECT_EQ(*again, *staged);
   EXPECT_FALSE(*again == *plain);
+}
+
+/// `baseCluster()` (MPI) with an NCCL alternate of its own links.
+llvm::json::Object clusterWithAlternate() {
+  llvm::json::Object object = baseCluster();
+  object["alternate"] = llvm::json::Object{
+      {"backend", "nccl"},
+      {"allreduce", "ring"},
+      {"source", "measured apart"},
+      {"collective_overhead_us", 12.0},
+      {"levels",
+       llvm::json::Object{
+           {"intra",
+            llvm::json::Object{{"alpha_us", 20.0}, {"bandwidth_gbps", 800.0}}},
+           {"inter", llvm::json::Object{{"alpha_us", 30.0},
+                                        {"beta_s_per_byte", 1e-10}}}}}};
+  return object;
+}
+
+TEST(ClusterModel, AlternateTakesTheClustersRanksAndRoundTrips) {
+  llvm::Expected<ClusterModel> cluster =
+      ClusterModel::fromJSON(print(clusterWithAlternate()));
+  ASSERT_TRUE(static_cast<bool>(cluster))
+      << llvm::toString(cluster.takeError());
+  ASSERT_TRUE(cluster->alternate);
+  const ClusterModel &nccl = *cluster->alternate;
+  EXPECT_EQ(nccl.backend, CollectiveBackend::Nccl);
+  EXPECT_EQ(nccl.ranks, 16);
+  EXPECT_EQ(nccl.ranksPerNode, 4);
+  EXPECT_EQ(nccl.channels, 3u);
+  EXPECT_EQ(nccl.sharing, ChannelSharing::Independent);
+  EXPECT_EQ(nccl.algorithm, AllreduceAlgorithm::Ring);
+  EXPECT_EQ(nccl.inter.alphaUs, 30.0);
+  EXPECT_EQ(nccl.collectiveOverheadUs, 12.0);
+  EXPECT_FALSE(nccl.alternate);
+  EXPECT_EQ(cluster->onTransport(CollectiveBackend::Mpi), &*cluster);
+  EXPECT_EQ(cluster->onTransport(CollectiveBackend::Nccl), &nccl);
+  EXPECT_EQ(nccl.onTransport(CollectiveBackend::Mpi), nullptr);
+  EXPECT_EQ(llvm::toString(cluster->verify()), "");
+
+  std::string printed = print(cluster->toJSON());
+  llvm::Expected<ClusterModel> again = ClusterModel::fromJSON(printed);
+  ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(*again, *cluster);
+  ClusterModel other = *cluster;
+  auto changed = std::make_shared<ClusterModel>(nccl);
+  changed->inter.alphaUs = 31.0;
+  other.alternate = changed;
+  EXPECT_FALSE(other == *cluster);
+  other.alternate = nullptr;
+  EXPECT_FALSE(other == *cluster);
+
+  // A group's alternate is the alternate's group: a row of a 4x4 grid stays
+  // in one node on both transports.
+  ClusterModel row = cluster->forGroup({4, 4}, {1});
+  ASSERT_TRUE(row.alternate);
+  EXPECT_EQ(row.ranks, 4);
+  EXPECT_EQ(row.alternate->ranks, 4);
+  EXPECT_EQ(row.alternate->ranksPerNode, 4);
+  EXPECT_EQ(row.alternate->inter.alphaUs, 30.0);
+}
+
+TEST(ClusterModel, BadAlternatesAreNamed) {
+  struct Case {
+    std::function<void(llvm::json::Object &)> edit;
+    const char *expected;
+  };
+  auto alternate = [](llvm::json::Object &o) -> llvm::json::Object & {
+    return *o.getObject("alternate");
+  };
+  Case cases[] = {
+      {[&](llvm::json::Object &o) { alternate(o)["backend"] = "mpi"; },
+       "expected the other backend than the cluster's: an alternate is a "
+       "second transport at cluster.alternate.backend"},
+      {[&](llvm::json::Object &o) { alternate(o).erase("backend"); },
+       "missing value at cluster.alternate.backend"},
+      {[&](llvm::json::Object &o) { alternate(o)["ranks"] = 16; },
+       "is the cluster's: leave it out of the alternate at "
+       "cluster.alternate.ranks"},
+      {[&](llvm::json::Object &o) { alternate(o)["channels"] = 2; },
+       "at cluster.alternate.channels"},
+      {[&](llvm::json::Object &o) {
+         alternate(o)["alternate"] = llvm::json::Object{};
+       },
+       "at cluster.alternate.alternate"},
+      {[&](llvm::json::Object &o) { alternate(o)["format"] = "x"; },
+       "at cluster.alternate.format"},
+      {[&](llvm::json::Object &o) {
+         alternate(o).getObject("levels")->getObject("inter")->erase(
+             "alpha_us");
+       },
+       "missing value at cluster.alternate.levels.inter.alpha_us"},
+      {[&](llvm::json::Object &o) {
+         alternate(o)["staging"] = llvm::json::Object{{"copy_gbps", 20.0}};
+       },
+       "device buffers are staged by the MPI backend only: set "
+       "\"backend\": \"mpi\" at cluster.alternate.staging"},
+      {[&](llvm::json::Object &o) { o["alternate"] = 3; },
+       "expected object at cluster.alternate"},
+  };
+  EXPECT_EQ(
+      errorAfter([](llvm::json::Object &o) { o = clusterWithAlternate(); }),
+      "");
+  for (const Case &c : cases) {
+    std::string error = errorAfter([&](llvm::json::Object &o) {
+      o = clusterWithAlternate();
+      c.edit(o);
+    });
+    EXPECT_NE(error.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in '" << error << "'";
+  }
+
+  // verify() checks a model built in code as the reader does.
+  ClusterModel cluster = llvm::cantFail(ClusterModel::preset("nvlink-8"));
+  ClusterModel same = cluster;
+  cluster.alternate = std::make_shared<ClusterModel>(same);
+  std::string error = llvm::toString(cluster.verify());
+  EXPECT_NE(error.find("cluster.alternate.backend"), std::string::npos)
+      << error;
+  same.backend = CollectiveBackend::Mpi;
+  same.ranks = 16;
+  cluster.alternate = std::make_shared<ClusterModel>(same);
+  error = llvm::toString(cluster.verify());
+  EXPECT_NE(error.find("its cluster's ranks, nodes and channels at "
+                       "cluster.alternate"),
+            std::string::npos)
+      << error;
 }
 
 TEST(ClusterModel, RegimesPriceEachSize) {

@@ -18,6 +18,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -212,6 +213,22 @@ struct ClusterModel {
   /// Device buffers staged through host memory (`staging`); only with the
   /// MPI backend.
   DeviceStaging staging;
+  /// A second transport the runtime holds beside `backend`, on which a dense
+  /// allreduce may run instead (`#comm.transport`; JSON `alternate`): the
+  /// other backend's links, algorithm, wire, overhead and staging figures,
+  /// with this cluster's ranks, nodes and channels. Null for one transport;
+  /// an alternate has none of its own.
+  std::shared_ptr<const ClusterModel> alternate;
+
+  /// The cluster a collective carried by `transport` runs on: this one for
+  /// its own backend, the alternate for the alternate's; null for a backend
+  /// it does not have.
+  const ClusterModel *onTransport(CollectiveBackend transport) const {
+    if (transport == backend)
+      return this;
+    return alternate && alternate->backend == transport ? alternate.get()
+                                                        : nullptr;
+  }
 
   /// Number of nodes (ranks / ranksPerNode).
   int64_t nodes() const { return ranks / ranksPerNode; }
@@ -239,7 +256,8 @@ struct ClusterModel {
   /// unevenly over the nodes (priced as if each were on its own node); the
   /// links, algorithm and channels are this cluster's. A row group of a 2x4
   /// grid on nodes of 4 ranks stays in one node; a column group crosses
-  /// them. `axes` are in range and increasing. A `gridShape` with a size of
+  /// them. The alternate's group is the alternate's forGroup. `axes` are in
+  /// range and increasing. A `gridShape` with a size of
   /// 0 or less (the dialect rejects one) gives this cluster, as a grid of
   /// unknown shape does.
   ClusterModel forGroup(llvm::ArrayRef<int64_t> gridShape,

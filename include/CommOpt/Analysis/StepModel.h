@@ -99,6 +99,9 @@ double getCollectiveBytes(TypeRange types, Type wire);
 /// back.
 AllreduceAlgorithm getAllreduceAlgorithm(AlgorithmKind algorithm);
 AlgorithmKind getAlgorithmKind(AllreduceAlgorithm algorithm);
+/// The cost model's backend for a `#comm.transport`, and back.
+CollectiveBackend getCollectiveBackend(TransportKind transport);
+TransportKind getTransportKind(CollectiveBackend backend);
 
 /// Whether `cluster` (all ranks, or a process group's: ClusterModel::forGroup)
 /// can run a hierarchical allreduce that differs from a flat one: several
@@ -115,6 +118,29 @@ getAllreduceCandidates(const ClusterModel &cluster);
 AllreduceAlgorithm getCheapestAllreduceAlgorithm(const ClusterModel &cluster,
                                                  double bytes);
 
+/// A dense allreduce's algorithm, the transport that carries it, and its
+/// cost there.
+struct AllreduceChoice {
+  AllreduceAlgorithm algorithm;
+  CollectiveBackend transport;
+  /// allreduceCost's total, plus the wire's work on the ranks.
+  double costUs;
+};
+
+/// The algorithm (`only`, where given; else a candidate,
+/// getAllreduceCandidates) and transport of least cost for a dense allreduce
+/// of `bytes` on the wire, `narrowedBytes` of whose gradients (in their own
+/// type) a wire type narrows: on `cluster`'s backend and, where `transports`
+/// allows it, on its alternate. `transports` is `cluster`'s backend, its
+/// alternate's, or nullopt for both. The cluster's own backend wins a tie,
+/// and on each backend its own algorithm does. The transport given must be
+/// one `cluster` has (ClusterModel::onTransport).
+AllreduceChoice
+getCheapestAllreduceChoice(const ClusterModel &cluster, double bytes,
+                           double narrowedBytes,
+                           std::optional<AllreduceAlgorithm> only,
+                           std::optional<CollectiveBackend> transports);
+
 /// The clusters collectives run on, for pricing them: all ranks of
 /// `cluster`, or the ranks and links of a collective's process group
 /// (ClusterModel::forGroup), made once per group. A group on a grid of
@@ -124,8 +150,14 @@ class CollectiveClusters {
 public:
   explicit CollectiveClusters(const ClusterModel &cluster) : cluster(cluster) {}
 
-  /// The cluster `op` runs on; valid as long as this object.
+  /// The cluster `op` runs on (on the alternate, for a collective whose
+  /// `transport` is the alternate's backend); valid as long as this object.
+  /// A `transport` the cluster does not have is priced on the cluster's own
+  /// backend: buildStepModel rejects one first.
   const ClusterModel &get(CollectiveOpInterface op);
+  /// The cluster of the ranks `op` runs among, on the cluster's own backend
+  /// (with the alternate, where it has one), whatever its `transport`.
+  const ClusterModel &getRanks(CollectiveOpInterface op);
 
 private:
   const ClusterModel &cluster;

@@ -50,6 +50,26 @@ AlgorithmKind mlir::comm::getAlgorithmKind(AllreduceAlgorithm algorithm) {
   llvm_unreachable("unknown allreduce algorithm");
 }
 
+CollectiveBackend mlir::comm::getCollectiveBackend(TransportKind transport) {
+  switch (transport) {
+  case TransportKind::nccl:
+    return CollectiveBackend::Nccl;
+  case TransportKind::mpi:
+    return CollectiveBackend::Mpi;
+  }
+  llvm_unreachable("unknown transport kind");
+}
+
+TransportKind mlir::comm::getTransportKind(CollectiveBackend backend) {
+  switch (backend) {
+  case CollectiveBackend::Nccl:
+    return TransportKind::nccl;
+  case CollectiveBackend::Mpi:
+    return TransportKind::mpi;
+  }
+  llvm_unreachable("unknown collective backend");
+}
+
 bool mlir::comm::canRunHierarchical(const ClusterModel &cluster) {
   return cluster.nodes() > 1 && cluster.ranksPerNode > 1;
 }
@@ -88,7 +108,42 @@ mlir::comm::getCheapestAllreduceAlgorithm(const ClusterModel &cluster,
   return best;
 }
 
+AllreduceChoice mlir::comm::getCheapestAllreduceChoice(
+    const ClusterModel &cluster, double bytes, double narrowedBytes,
+    std::optional<AllreduceAlgorithm> only,
+    std::optional<CollectiveBackend> transports) {
+  std::optional<AllreduceChoice> best;
+  auto consider = [&](const ClusterModel &on) {
+    SmallVector<AllreduceAlgorithm, 3> candidates;
+    if (only)
+      candidates.push_back(*only);
+    else
+      candidates = getAllreduceCandidates(on);
+    for (AllreduceAlgorithm algorithm : candidates) {
+      double us = allreduceCost(on, bytes, algorithm).totalUs() +
+                  getWireCostUs(on, narrowedBytes);
+      if (!best || us < best->costUs)
+        best = AllreduceChoice{algorithm, on.backend, us};
+    }
+  };
+  if (!transports || *transports == cluster.backend)
+    consider(cluster);
+  if (cluster.alternate && (!transports || *transports != cluster.backend))
+    consider(*cluster.alternate);
+  assert(best && "the transport is not one the cluster has");
+  return *best;
+}
+
 const ClusterModel &CollectiveClusters::get(CollectiveOpInterface op) {
+  const ClusterModel &ranks = getRanks(op);
+  std::optional<TransportKind> transport = op.getCollectiveTransport();
+  if (!transport)
+    return ranks;
+  const ClusterModel *on = ranks.onTransport(getCollectiveBackend(*transport));
+  return on ? *on : ranks;
+}
+
+const ClusterModel &CollectiveClusters::getRanks(CollectiveOpInterface op) {
   GroupAttr group = op.getProcessGroup();
   if (!group)
     return cluster;
@@ -622,6 +677,23 @@ FailureOr<StepModel> mlir::comm::buildStepModel(func::FuncOp func,
   };
   for (Operation &op : func.getBody().front()) {
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      std::optional<TransportKind> transport =
+          collective.getCollectiveTransport();
+      if (transport && !cluster.onTransport(getCollectiveBackend(*transport))) {
+        InFlightDiagnostic diag = op.emitError()
+                                  << "its transport '"
+                                  << stringifyTransportKind(*transport)
+                                  << "' is not a backend of cluster '"
+                                  << cluster.name << "', which has '"
+                                  << stringifyCollectiveBackend(cluster.backend)
+                                  << "'";
+        if (cluster.alternate)
+          diag << " and '"
+               << stringifyCollectiveBackend(cluster.alternate->backend) << "'";
+        diag << ": describe the second backend as the cluster's `alternate` "
+                "(docs/Cluster.md), or leave `transport` out";
+        return failure();
+      }
       for (Value gradient : collective.getGradients())
         if (hooked.insert(gradient).second)
           addBridgeUs(gradient, device.bridge.hookUs);

@@ -23,6 +23,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/xxhash.h"
 
 #include <cmath>
@@ -404,26 +405,34 @@ static FailureOr<Value> emitGroupHandleOrAll(OpBuilder &b, Operation *op) {
   return Value(arith::ConstantIntOp::create(b, op->getLoc(), 0, 32));
 }
 
-/// The runtime's code for an allreduce algorithm (the dialect's values are
-/// commrt_algorithm's); COMMRT_ALGORITHM_DEFAULT for none.
-static int32_t getRuntimeAlgorithm(std::optional<AlgorithmKind> algorithm) {
-  if (!algorithm)
-    return COMMRT_ALGORITHM_DEFAULT;
-  return static_cast<int32_t>(*algorithm);
+/// The runtime's `algorithm` argument for `collective`: its allreduce
+/// algorithm (the dialect's values are commrt_algorithm's;
+/// COMMRT_ALGORITHM_DEFAULT for none) and its transport (commrt_backend's;
+/// AUTO for none) shifted by COMMRT_TRANSPORT_SHIFT.
+static int32_t getRuntimeAlgorithm(CollectiveOpInterface collective) {
+  int32_t algorithm = COMMRT_ALGORITHM_DEFAULT;
+  if (std::optional<AlgorithmKind> kind = collective.getAllreduceAlgorithm())
+    algorithm = static_cast<int32_t>(*kind);
+  if (std::optional<TransportKind> transport =
+          collective.getCollectiveTransport())
+    algorithm |= static_cast<int32_t>(*transport) << COMMRT_TRANSPORT_SHIFT;
+  return algorithm;
 }
 
 static_assert(static_cast<int>(AlgorithmKind::ring) == COMMRT_ALGORITHM_RING &&
               static_cast<int>(AlgorithmKind::tree) == COMMRT_ALGORITHM_TREE &&
               static_cast<int>(AlgorithmKind::hierarchical) ==
                   COMMRT_ALGORITHM_HIERARCHICAL);
+static_assert(static_cast<int>(TransportKind::mpi) == COMMRT_BACKEND_MPI &&
+              static_cast<int>(TransportKind::nccl) == COMMRT_BACKEND_NCCL);
 
 /// Whether the fused allreduce (or its start) `op` needs the runtime's
-/// `commrt_group_` form: it runs over a process group or names its
-/// algorithm.
+/// `commrt_group_` form: it runs over a process group, or names its
+/// algorithm or transport.
 static bool needsGroupForm(Operation *op) {
   auto collective = cast<CollectiveOpInterface>(op);
   return collective.getProcessGroup() ||
-         collective.getAllreduceAlgorithm().has_value();
+         getRuntimeAlgorithm(collective) != COMMRT_ALGORITHM_DEFAULT;
 }
 
 /// The `commrt_group_` form of the runtime function `name` (`commrt_...`).
@@ -434,8 +443,8 @@ static std::string getGroupFormName(StringRef name) {
 /// `name` (a fused allreduce, or its start, whose `callArgs` end with the
 /// prescale) for a collective of all ranks with the runtime's default
 /// algorithm. Otherwise its `commrt_group_` form: the group's handle (0, all
-/// ranks, without a group) goes first, and the algorithm
-/// (COMMRT_ALGORITHM_DEFAULT without one) after the prescale.
+/// ranks, without a group) goes first, and the algorithm with the transport
+/// (getRuntimeAlgorithm) after the prescale.
 static FailureOr<std::string> useGroupForm(OpBuilder &b, Operation *op,
                                            StringRef name,
                                            SmallVectorImpl<Value> &callArgs) {
@@ -446,8 +455,7 @@ static FailureOr<std::string> useGroupForm(OpBuilder &b, Operation *op,
   if (failed(handle))
     return failure();
   callArgs.push_back(arith::ConstantIntOp::create(
-      b, op->getLoc(), getRuntimeAlgorithm(collective.getAllreduceAlgorithm()),
-      32));
+      b, op->getLoc(), getRuntimeAlgorithm(collective), 32));
   callArgs.insert(callArgs.begin(), *handle);
   return getGroupFormName(name);
 }
@@ -1046,6 +1054,19 @@ struct ConvertCommToRuntimePass
     if (failed(gridSize))
       return signalPassFailure();
 
+    // The transports each function's collectives name, made available on
+    // its entry (lowerTransports).
+    llvm::MapVector<func::FuncOp, SmallVector<TransportKind, 2>> transports;
+    module.walk([&](CollectiveOpInterface collective) {
+      if (std::optional<TransportKind> transport =
+              collective.getCollectiveTransport()) {
+        SmallVector<TransportKind, 2> &named =
+            transports[collective->getParentOfType<func::FuncOp>()];
+        if (!llvm::is_contained(named, *transport))
+          named.push_back(*transport);
+      }
+    });
+
     RuntimeTypeConverter converter;
     RewritePatternSet patterns(context);
     patterns.add<BlockingAllReduceLowering<AllReduceOp>,
@@ -1072,11 +1093,36 @@ struct ConvertCommToRuntimePass
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
+    // Both insert at the functions' entries: the rank count is checked
+    // first.
+    if (failed(lowerTransports(transports)))
+      return signalPassFailure();
     if (*gridSize && failed(lowerShardGrids(module, **gridSize)))
       return signalPassFailure();
   }
 
 private:
+  /// Every function whose collectives name a transport first makes each of
+  /// them available (commrt_use_transport, which returns at once after the
+  /// first step): the runtime creates a backend beside the one in use among
+  /// all ranks, which a process group's collective cannot do.
+  static LogicalResult lowerTransports(
+      const llvm::MapVector<func::FuncOp, SmallVector<TransportKind, 2>>
+          &transports) {
+    for (const auto &[constFunc, named] : transports) {
+      func::FuncOp func = constFunc;
+      OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
+      for (TransportKind transport : named) {
+        Value backend = arith::ConstantIntOp::create(
+            builder, func.getLoc(), static_cast<int64_t>(transport), 32);
+        if (failed(RuntimeCallBuilder(func).emitCheckedCall(
+                builder, func.getLoc(), "commrt_use_transport", backend)))
+          return failure();
+      }
+    }
+    return success();
+  }
+
   /// Every public function first checks that the job has as many ranks as
   /// the grids have processes; the grids, symbols for planning only, are
   /// erased.

@@ -153,7 +153,7 @@ void emitAllReduce(OpBuilder &builder, Location loc, Value input, Value result,
   auto allreduce = AllReduceOp::create(
       builder, loc, resultType, converted, plan.reduce, /*wire=*/nullptr,
       /*prescale=*/nullptr, /*name=*/nullptr, plan.ranks.group,
-      /*algorithm=*/nullptr);
+      /*algorithm=*/nullptr, /*transport=*/nullptr);
   result.replaceAllUsesWith(allreduce.getResult());
 }
 

@@ -63,3 +63,42 @@ func.func @grouped(%m: memref<4xf32>, %n: memref<8xf32>) {
       : memref<4xf32>, memref<8xf32>
   return
 }
+
+// A transport goes into the same argument, shifted by
+// COMMRT_TRANSPORT_SHIFT (8): MPI 1 << 8, NCCL 2 << 8. Its function makes
+// each transport it names available on entry (commrt_use_transport, MPI 1,
+// NCCL 2), before a group's collective needs it.
+// The job's size is checked first (the grid's 6 ranks).
+// CHECK-LABEL: func.func @transports
+// CHECK: call @commrt_expect_size(%c6_i64)
+// CHECK: call @commrt_use_transport(%c1_i32) : (i32) -> i32
+// CHECK-NEXT: call @commrt_abort_on_error
+// CHECK: call @commrt_use_transport(%c2_i32) : (i32) -> i32
+// CHECK-NEXT: call @commrt_abort_on_error
+// CHECK: call @commrt_group_fused_allreduce(%c0_i32, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32, %c0_i32, %c-1_i32, %{{cst[_0-9]*}}, %c258_i32)
+// Without an algorithm: the runtime's default, on NCCL.
+// CHECK: call @commrt_group_fused_allreduce_start(%c0_i32, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32, %c0_i32, %c-1_i32, %{{cst[_0-9]*}}, %c512_i32, %c0_i32, %{{.*}})
+// A group's ring on MPI: 1 | 1 << 8.
+// CHECK: call @commrt_group_split(
+// CHECK: call @commrt_group_fused_allreduce(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32, %c0_i32, %c-1_i32, %{{cst[_0-9]*}}, %c257_i32)
+// CHECK-NOT: commrt_use_transport
+// CHECK: return
+func.func @transports(%m: memref<4xf32>) {
+  comm.allreduce %m {algorithm = #comm.algorithm<tree>,
+                     transport = #comm.transport<mpi>} : memref<4xf32>
+  %t = comm.start %m {transport = #comm.transport<nccl>} : memref<4xf32>
+  comm.wait %t
+  comm.allreduce %m {algorithm = #comm.algorithm<ring>,
+                     group = #comm.group<@grid, axes = [1]>,
+                     transport = #comm.transport<mpi>} : memref<4xf32>
+  return
+}
+
+// A function without one calls nothing more.
+// CHECK-LABEL: func.func @no_transport
+// CHECK-NOT: commrt_use_transport
+// CHECK: return
+func.func @no_transport(%m: memref<4xf32>) {
+  comm.allreduce %m {algorithm = #comm.algorithm<ring>} : memref<4xf32>
+  return
+}

@@ -582,6 +582,26 @@ func.func @narrowed_not_ring(%a: memref<4xf32>, %b: memref<2xf32>) {
 
 // -----
 
+// commrt_mixed_allreduce takes no transport.
+func.func @narrowed_with_transport(%a: memref<4xf32>, %b: memref<2xf32>) {
+  // expected-error @+1 {{'comm.start' op is a mixed-wire bucket, which runs on the backend in use, but has transport mpi}}
+  %t = comm.start %a, %b {narrowed = array<i1: true, false>,
+      transport = #comm.transport<mpi>, wire = f16} : memref<4xf32>, memref<2xf32>
+  comm.wait %t
+  return
+}
+
+// -----
+
+func.func @unknown_transport(%a: memref<4xf32>) {
+  // expected-error @+2 {{expected ::mlir::comm::TransportKind to be one of: nccl, mpi}}
+  // expected-error @+1 {{failed to parse Comm_TransportKindAttr parameter 'value'}}
+  comm.allreduce %a {transport = #comm.transport<gloo>} : memref<4xf32>
+  return
+}
+
+// -----
+
 func.func @start_narrowed_wrong_count(%a: tensor<4xf32>, %b: tensor<2xf32>) {
   // expected-error @+1 {{'comm.start' op has 1 narrowed flags for 2 gradients}}
   %t = comm.start %a, %b {narrowed = array<i1: true>, wire = f16}

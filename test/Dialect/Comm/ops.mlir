@@ -131,6 +131,20 @@ func.func @algorithms(%w: tensor<64xf32>, %b: tensor<8xf32>, %m: memref<8xf32>)
   return %0, %r : tensor<64xf32>, tensor<8xf32>
 }
 
+// The transport, on every dense collective, in tensor and in buffer form.
+// CHECK-LABEL: func.func @transports
+func.func @transports(%w: tensor<64xf32>, %m: memref<8xf32>) -> tensor<64xf32> {
+  // CHECK: comm.allreduce %{{.*}} {algorithm = #comm.algorithm<tree>, transport = #comm.transport<mpi>} : tensor<64xf32> -> tensor<64xf32>
+  %0 = comm.allreduce %w {transport = #comm.transport<mpi>, algorithm = #comm.algorithm<tree>}
+      : tensor<64xf32> -> tensor<64xf32>
+  // CHECK: comm.fused_allreduce %{{.*}} {transport = #comm.transport<nccl>} : memref<8xf32>
+  comm.fused_allreduce %m {transport = #comm.transport<nccl>} : memref<8xf32>
+  // CHECK: %[[T:.*]] = comm.start %{{.*}} {channel = 1 : i64, transport = #comm.transport<mpi>} : memref<8xf32>
+  %t = comm.start %m {channel = 1, transport = #comm.transport<mpi>} : memref<8xf32>
+  comm.wait %t
+  return %0 : tensor<64xf32>
+}
+
 // CHECK-LABEL: func.func @compute
 func.func @compute(%x: tensor<32x2048xf32>) {
   // CHECK: comm.compute() {cost_us = 0.000000e+00 : f64} : () -> ()

@@ -255,6 +255,23 @@ typedef enum commrt_algorithm {
   COMMRT_ALGORITHM_HIERARCHICAL = 3,
 } commrt_algorithm;
 
+/* The transport of one collective: where commrt has both backends, the
+ * `algorithm` argument of the group forms of the fused allreduce may also
+ * name the backend that carries it, a commrt_backend shifted left by
+ * COMMRT_TRANSPORT_SHIFT (`algorithm | COMMRT_BACKEND_MPI <<
+ * COMMRT_TRANSPORT_SHIFT`; #comm.transport<...> lowers to it). AUTO (0) is
+ * the backend in use. The other backend is created beside the one in use,
+ * collectively, by commrt_use_transport, or by the first such collective
+ * among all ranks (group 0); it takes the process groups as a replacement
+ * does, and both stay until commrt_finalize. A group's collective on a
+ * backend that does not exist yet fails with COMMRT_ERROR_INVALID_ARGUMENT
+ * naming commrt_use_transport, on every rank of the group (the other
+ * ranks are not in the call to create it). Each backend runs its own
+ * channels: a collective started on channel c of one backend is not
+ * ordered with those on channel c of the other. The value, transport
+ * included, is among the arguments the consistency checks compare. */
+enum { COMMRT_TRANSPORT_SHIFT = 8 };
+
 /* The chunk size of chunk selection when the program names none: the default
  * of the `chunk_elements` attribute of comm.sparse_allreduce. */
 enum { COMMRT_DEFAULT_CHUNK_ELEMENTS = 32768 };
@@ -305,6 +322,16 @@ int32_t commrt_expect_size(int64_t expected);
 /* The backend in use (a commrt_backend), initialising if needed; -1 if
  * initialisation failed. */
 int32_t commrt_backend_in_use(void);
+
+/* Makes `backend` (a commrt_backend other than AUTO) available to the
+ * collectives that name it as their transport (COMMRT_TRANSPORT_SHIFT):
+ * the backend in use, or one created beside it, collectively among all
+ * ranks. Returns at once, without communicating, where it already is.
+ * NCCL where it was not built or no GPU is present fails with
+ * COMMRT_ERROR_UNAVAILABLE and a message, on every rank, and nothing
+ * changes. Lowered code calls it on entry for every transport its
+ * collectives name. */
+int32_t commrt_use_transport(int32_t backend);
 
 /* The number of channels (COMMRT_CHANNELS, or COMMRT_DEFAULT_CHANNELS),
  * initialising if needed; -1 if initialisation failed. Initialisation fails
