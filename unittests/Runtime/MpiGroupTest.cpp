@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeTestUtils.h"
 #include "commrt/commrt.h"
 
 #include <gtest/gtest.h>
@@ -94,22 +95,7 @@ double groupSum(const std::vector<int> &members, int64_t i) {
   return sum;
 }
 
-/// Checks that `status` is `expected` and that the last error contains
-/// `message`.
-::testing::AssertionResult failedWith(int32_t status, commrt_status expected,
-                                      const std::string &message) {
-  if (status != expected)
-    return ::testing::AssertionFailure()
-           << "status " << commrt_status_string(status) << ", expected "
-           << commrt_status_string(expected) << " (" << commrt_last_error()
-           << ")";
-  std::string error = commrt_last_error();
-  if (error.find(message) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "the error \"" << error << "\" does not contain \"" << message
-           << "\"";
-  return ::testing::AssertionSuccess();
-}
+using commrt::testing::failedContaining;
 
 /// Sets the consistency checks for the test's lifetime, then restores the
 /// default.
@@ -173,14 +159,15 @@ TEST(Group, SplitIsCachedWithoutCommunicating) {
   // The same id with another color or key is a programming error, found
   // locally.
   int32_t other = 77;
-  EXPECT_TRUE(failedWith(commrt_group_split(kRows.id, kRows.color(rank) + 1,
-                                            kRows.key(rank), &other),
-                         COMMRT_ERROR_INVALID_ARGUMENT,
-                         "commrt_group_split: split id 101 made group"));
+  EXPECT_TRUE(
+      failedContaining(commrt_group_split(kRows.id, kRows.color(rank) + 1,
+                                          kRows.key(rank), &other),
+                       COMMRT_ERROR_INVALID_ARGUMENT,
+                       "commrt_group_split: split id 101 made group"));
   EXPECT_EQ(other, 0);
-  EXPECT_TRUE(failedWith(commrt_group_split(kRows.id, kRows.color(rank),
-                                            kRows.key(rank) + 5, &other),
-                         COMMRT_ERROR_INVALID_ARGUMENT, "key"));
+  EXPECT_TRUE(failedContaining(commrt_group_split(kRows.id, kRows.color(rank),
+                                                  kRows.key(rank) + 5, &other),
+                               COMMRT_ERROR_INVALID_ARGUMENT, "key"));
   // The group still works.
   std::vector<float> buffer(5, 1.0f);
   void *buffers[] = {buffer.data()};
@@ -198,20 +185,20 @@ TEST(Group, UnknownHandlesFail) {
   float data[4] = {1, 2, 3, 4}, residual[4] = {};
   void *buffers[] = {data};
   int64_t counts[] = {4};
-  EXPECT_TRUE(failedWith(
+  EXPECT_TRUE(failedContaining(
       commrt_group_fused_allreduce(unknown, buffers, counts, 1, COMMRT_F32,
                                    COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
                                    COMMRT_ALGORITHM_DEFAULT),
       COMMRT_ERROR_INVALID_ARGUMENT,
       "commrt_group_fused_allreduce: group 9999 is not a process group"));
   int64_t handle = 5;
-  EXPECT_TRUE(failedWith(
+  EXPECT_TRUE(failedContaining(
       commrt_group_fused_allreduce_start(-3, buffers, counts, 1, COMMRT_F32,
                                          COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
                                          COMMRT_ALGORITHM_DEFAULT, 0, &handle),
       COMMRT_ERROR_INVALID_ARGUMENT, "group -3"));
   EXPECT_EQ(handle, 0);
-  EXPECT_TRUE(failedWith(
+  EXPECT_TRUE(failedContaining(
       commrt_group_sparse_allreduce(unknown, data, residual, 4, 1.0,
                                     COMMRT_SELECT_TOPK,
                                     COMMRT_EXCHANGE_ALLGATHER, COMMRT_SUM, 0),
@@ -227,8 +214,9 @@ TEST(Group, InvalidSplitFailsEveryRank) {
   int rank = worldRank();
   int32_t group = 5;
   int32_t status = commrt_group_split(104, rank == 0 ? -1 : 0, 0, &group);
-  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_INVALID_ARGUMENT,
-                         rank == 0 ? "color -1 is negative"
+  EXPECT_TRUE(failedContaining(status, COMMRT_ERROR_INVALID_ARGUMENT,
+                               rank == 0
+                                   ? "color -1 is negative"
                                    : "rank 0 passed an invalid argument"));
   EXPECT_EQ(group, 0);
 }
@@ -239,8 +227,9 @@ TEST(Group, MismatchedSplitIdsFailEveryRank) {
   Checks checks(COMMRT_CHECKS_FIRST_OF_EACH);
   int32_t group = 5;
   int32_t status = commrt_group_split(200 + worldRank() % 2, 0, 0, &group);
-  EXPECT_TRUE(failedWith(status, COMMRT_ERROR_MISMATCH,
-                         "ranks disagree on split id (min 200, max 201)"));
+  EXPECT_TRUE(
+      failedContaining(status, COMMRT_ERROR_MISMATCH,
+                       "ranks disagree on split id (min 200, max 201)"));
   EXPECT_EQ(group, 0);
 }
 
@@ -257,9 +246,10 @@ TEST(Group, ChecksRunAmongTheGroup) {
       rows, buffers, counts, 1, COMMRT_F64, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
       COMMRT_ALGORITHM_DEFAULT);
   if (members.size() > 1)
-    EXPECT_TRUE(failedWith(status, COMMRT_ERROR_MISMATCH,
-                           "commrt_group_fused_allreduce: ranks disagree on "
-                           "total count (min 7, max 8)"));
+    EXPECT_TRUE(
+        failedContaining(status, COMMRT_ERROR_MISMATCH,
+                         "commrt_group_fused_allreduce: ranks disagree on "
+                         "total count (min 7, max 8)"));
   else
     EXPECT_EQ(status, COMMRT_SUCCESS) << commrt_last_error();
 }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeTestUtils.h"
 #include "commrt/commrt.h"
 
 #include <gtest/gtest.h>
@@ -77,22 +78,7 @@ std::vector<int> allRanks() {
   return ranks;
 }
 
-/// Checks that `status` is `expected` and that the last error contains
-/// `message`.
-::testing::AssertionResult failedWith(int32_t status, commrt_status expected,
-                                      const std::string &message) {
-  if (status != expected)
-    return ::testing::AssertionFailure()
-           << "status " << commrt_status_string(status) << ", expected "
-           << commrt_status_string(expected) << " (" << commrt_last_error()
-           << ")";
-  std::string error = commrt_last_error();
-  if (error.find(message) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "the error \"" << error << "\" does not contain \"" << message
-           << "\"";
-  return ::testing::AssertionSuccess();
-}
+using commrt::testing::failedContaining;
 
 TEST(Transport, TheBackendInUseCarriesWhatNamesIt) {
   int32_t inUse = commrt_backend_in_use();
@@ -125,23 +111,23 @@ TEST(Transport, InvalidTransportsFailNamingThem) {
   float data[4] = {1, 2, 3, 4};
   void *buffers[] = {data};
   int64_t counts[] = {4};
-  EXPECT_TRUE(failedWith(
+  EXPECT_TRUE(failedContaining(
       commrt_group_fused_allreduce(0, buffers, counts, 1, COMMRT_F32,
                                    COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
                                    3 << COMMRT_TRANSPORT_SHIFT),
       COMMRT_ERROR_INVALID_ARGUMENT,
       "algorithm 768 is not a commrt_algorithm (0..3), with or without a "
       "commrt_backend (0..2) shifted left by COMMRT_TRANSPORT_SHIFT"));
-  EXPECT_TRUE(failedWith(
+  EXPECT_TRUE(failedContaining(
       commrt_group_fused_allreduce(
           0, buffers, counts, 1, COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
           on(static_cast<commrt_algorithm>(9), COMMRT_BACKEND_MPI)),
       COMMRT_ERROR_INVALID_ARGUMENT,
       "algorithm 265 is not a commrt_algorithm"));
-  EXPECT_TRUE(failedWith(commrt_use_transport(COMMRT_BACKEND_AUTO),
-                         COMMRT_ERROR_INVALID_ARGUMENT, "backend"));
-  EXPECT_TRUE(failedWith(commrt_use_transport(7), COMMRT_ERROR_INVALID_ARGUMENT,
-                         "backend"));
+  EXPECT_TRUE(failedContaining(commrt_use_transport(COMMRT_BACKEND_AUTO),
+                               COMMRT_ERROR_INVALID_ARGUMENT, "backend"));
+  EXPECT_TRUE(failedContaining(commrt_use_transport(7),
+                               COMMRT_ERROR_INVALID_ARGUMENT, "backend"));
   EXPECT_EQ(data[0], 1.0f) << "a failed call must not touch the buffers";
 }
 
@@ -155,7 +141,7 @@ TEST(Transport, TheOtherBackendRunsBesideOrFailsOnEveryRank) {
   float data[4] = {1, 2, 3, 4};
   void *buffers[] = {data};
   int64_t counts[] = {4};
-  EXPECT_TRUE(failedWith(
+  EXPECT_TRUE(failedContaining(
       commrt_group_fused_allreduce(alone, buffers, counts, 1, COMMRT_F32,
                                    COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
                                    on(COMMRT_ALGORITHM_DEFAULT, other)),
@@ -171,7 +157,7 @@ TEST(Transport, TheOtherBackendRunsBesideOrFailsOnEveryRank) {
   ASSERT_EQ(lowest, highest) << commrt_last_error();
   if (status != COMMRT_SUCCESS) {
     EXPECT_EQ(status, COMMRT_ERROR_UNAVAILABLE) << commrt_last_error();
-    EXPECT_TRUE(failedWith(
+    EXPECT_TRUE(failedContaining(
         commrt_group_fused_allreduce(0, buffers, counts, 1, COMMRT_F32,
                                      COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
                                      on(COMMRT_ALGORITHM_DEFAULT, other)),

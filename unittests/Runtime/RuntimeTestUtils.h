@@ -27,6 +27,20 @@ failedWith(int32_t status, commrt_status expected, const std::string &message) {
          << " \"" << message << "\"";
 }
 
+/// Succeeds when `status` is `expected` and commrt_last_error() contains
+/// `message`.
+inline ::testing::AssertionResult failedContaining(int32_t status,
+                                                   commrt_status expected,
+                                                   const std::string &message) {
+  std::string error = commrt_last_error();
+  if (status == expected && error.find(message) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "got " << commrt_status_string(status) << " \"" << error
+         << "\"\nwant " << commrt_status_string(expected) << " with \""
+         << message << "\"";
+}
+
 /// A host buffer of elements of a commrt_dtype, read and written as double.
 class TypedBuffer {
 public:
