@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MpiTestUtils.h"
 #include "RuntimeTestUtils.h"
 #include "commrt/commrt.h"
 
@@ -24,17 +25,8 @@
 
 namespace {
 
-int worldRank() {
-  int rank;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int worldSize() {
-  int size;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using commrt::testing::worldRank;
+using commrt::testing::worldSize;
 
 /// A layout of the ranks into groups: the ids of its split, and each rank's
 /// color and key.

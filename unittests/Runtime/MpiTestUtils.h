@@ -11,6 +11,19 @@
 
 namespace commrt::testing {
 
+/// This rank's rank in MPI_COMM_WORLD, and its number of ranks.
+inline int worldRank() {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+inline int worldSize() {
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
 /// Whether the `bytes` bytes at `data` are the same on every rank.
 inline bool sameOnAllRanks(const void *data, size_t bytes) {
   std::vector<unsigned char> first(static_cast<const unsigned char *>(data),

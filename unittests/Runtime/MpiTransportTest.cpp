@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MpiTestUtils.h"
 #include "RuntimeTestUtils.h"
 #include "commrt/commrt.h"
 
@@ -21,17 +22,8 @@
 
 namespace {
 
-int worldRank() {
-  int rank;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int worldSize() {
-  int size;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using commrt::testing::worldRank;
+using commrt::testing::worldSize;
 
 /// The `algorithm` argument of `algorithm` on `transport`.
 int32_t on(commrt_algorithm algorithm, int32_t transport) {
