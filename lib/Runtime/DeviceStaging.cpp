@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iterator>
 #include <mutex>
+#include <optional>
 
 using namespace commrt;
 
@@ -103,7 +104,8 @@ commrt_status commrt::waitForCallerWork(DeviceLane &lane) {
 
 commrt_status commrt::runStaged(
     const std::vector<StagedBuffer> &buffers, DeviceLane &lane,
-    const std::function<commrt_status(const std::vector<void *> &)> &onHost) {
+    const std::function<commrt_status(const std::vector<void *> &)> &onHost,
+    const TraceContext *trace, int ranks) {
   std::vector<size_t> offsets;
   size_t stagedBytes = 0;
   for (const StagedBuffer &buffer : buffers) {
@@ -123,23 +125,36 @@ commrt_status commrt::runStaged(
   std::unique_ptr<StagingQueue> queue;
   // The reduction is the host's: the queue only copies.
   COMMRT_TRY(lane.queue(COMMRT_F32, COMMRT_SUM, queue));
-  bool copiesIn = false;
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    const StagedBuffer &buffer = buffers[i];
-    if (!buffer.onDevice) {
-      hostPointers.push_back(buffer.pointer);
-      continue;
+  // Starts in `phase` the phase `kind` of the traced collective, if any,
+  // which ends when `phase` does.
+  auto tracePhase = [&](std::optional<TracePhase> &phase,
+                        commrt_trace_phase kind) {
+    if (trace)
+      phase.emplace(*trace, kind, ranks);
+  };
+  {
+    std::optional<TracePhase> stageIn;
+    tracePhase(stageIn, COMMRT_PHASE_STAGE_IN);
+    bool copiesIn = false;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const StagedBuffer &buffer = buffers[i];
+      if (!buffer.onDevice) {
+        hostPointers.push_back(buffer.pointer);
+        continue;
+      }
+      hostPointers.push_back(staging[0] + offsets[i]);
+      if (buffer.in && buffer.bytes > 0) {
+        COMMRT_TRY(queue->copyToHost(hostPointers.back(), buffer.pointer,
+                                     buffer.bytes));
+        copiesIn = true;
+      }
     }
-    hostPointers.push_back(staging[0] + offsets[i]);
-    if (buffer.in && buffer.bytes > 0) {
-      COMMRT_TRY(
-          queue->copyToHost(hostPointers.back(), buffer.pointer, buffer.bytes));
-      copiesIn = true;
-    }
+    if (copiesIn)
+      COMMRT_TRY(queue->finish());
   }
-  if (copiesIn)
-    COMMRT_TRY(queue->finish());
   COMMRT_TRY(onHost(hostPointers));
+  std::optional<TracePhase> stageOut;
+  tracePhase(stageOut, COMMRT_PHASE_STAGE_OUT);
   bool copiesOut = false;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const StagedBuffer &buffer = buffers[i];

@@ -176,10 +176,13 @@ struct StagedBuffer {
 /// from the device first where the buffer is an input and copied back after
 /// `onHost` succeeded where it is an output. Returns once the copies back
 /// have finished.
+/// With `trace`, the copies in and out are the phases STAGE_IN and STAGE_OUT
+/// of that collective among `ranks` ranks.
 commrt_status runStaged(
     const std::vector<StagedBuffer> &buffers, DeviceLane &lane,
     const std::function<commrt_status(const std::vector<void *> &hostPointers)>
-        &onHost);
+        &onHost,
+    const TraceContext *trace = nullptr, int ranks = 0);
 
 /// The staged buffers of the dense `plan`: its buffers, then a sharded
 /// plan's shard, with `onDevice`'s flag for each (one per buffer, then one

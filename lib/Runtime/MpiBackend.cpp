@@ -217,13 +217,18 @@ commrt_status sparseWithDevice(const SparseArguments &args,
       {args.grad, bytes, call.onDevice[0], /*in=*/true, /*out=*/true}};
   if (args.residual)
     buffers.push_back({args.residual, bytes, call.onDevice[1], true, true});
-  return runStaged(buffers, *call.lane, [&](const std::vector<void *> &host) {
-    SparseArguments hosted = args;
-    hosted.grad = static_cast<float *>(host[0]);
-    if (args.residual)
-      hosted.residual = static_cast<float *>(host[1]);
-    return sparseAllreduce(hosted, comm);
-  });
+  int ranks;
+  MPI_Comm_size(comm, &ranks);
+  return runStaged(
+      buffers, *call.lane,
+      [&](const std::vector<void *> &host) {
+        SparseArguments hosted = args;
+        hosted.grad = static_cast<float *>(host[0]);
+        if (args.residual)
+          hosted.residual = static_cast<float *>(host[1]);
+        return sparseAllreduce(hosted, comm);
+      },
+      &args.trace, ranks);
 }
 
 /// Reduces plans over MPI. Its methods only read its members, so that the
@@ -348,10 +353,12 @@ public:
     COMMRT_TRY(call.orderLane());
     if (devicePlan && call.allOnDevice())
       return reduceOnDevice(plan, method, stagedRing, call, ranks, scratch);
-    return runStaged(stagedBuffersOf(plan, ranks.size, call.onDevice),
-                     *call.lane, [&](const std::vector<void *> &host) {
-                       return run(onHost(plan, host), ranks, fusion, scratch);
-                     });
+    return runStaged(
+        stagedBuffersOf(plan, ranks.size, call.onDevice), *call.lane,
+        [&](const std::vector<void *> &host) {
+          return run(onHost(plan, host), ranks, fusion, scratch);
+        },
+        &plan.trace, ranks.size);
   }
 
   /// The 2-byte type carrying f16 and bf16 elements.
@@ -581,13 +588,15 @@ private:
         COMMRT_TRY(
             allreduceChunked(wire, plan.total, travel, travelled, ranks.comm));
       } else {
-        COMMRT_TRY(
-            runStaged({{wire, static_cast<size_t>(plan.total) * travelWidth,
-                        /*onDevice=*/true, /*in=*/true, /*out=*/true}},
-                      lane, [&](const std::vector<void *> &host) {
-                        return allreduce(host[0], plan.total, travel, travelled,
-                                         plan.algorithm, ranks, scratch);
-                      }));
+        COMMRT_TRY(runStaged(
+            {{wire, static_cast<size_t>(plan.total) * travelWidth,
+              /*onDevice=*/true, /*in=*/true, /*out=*/true}},
+            lane,
+            [&](const std::vector<void *> &host) {
+              return allreduce(host[0], plan.total, travel, travelled,
+                               plan.algorithm, ranks, scratch);
+            },
+            &plan.trace, ranks.size));
       }
     }
     if (!plan.inPlace()) {

@@ -22,7 +22,7 @@ ERROR_BACKEND = 3
 # sparse allreduce's selection.
 TRACE_PHASES = ("call", "queued", "accumulate", "select", "exchange",
                 "scatter", "pack", "unpack", "exchange_pack",
-                "exchange_unpack", "exchange_reduce")
+                "exchange_unpack", "exchange_reduce", "stage_in", "stage_out")
 TRACE_SPARSE = 100
 
 _c_int32 = ctypes.c_int32

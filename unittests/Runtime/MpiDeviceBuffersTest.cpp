@@ -575,6 +575,90 @@ TEST_P(DeviceSparseTest, MatchesTheHostPathBitForBit) {
   EXPECT_COUNT_EQ(counts.copiesToDevice, 2);
 }
 
+/// The phases recorded by `collective`, in the order they ended, traced
+/// alone.
+template <typename Collective>
+std::vector<commrt_trace_event> phasesOf(Collective &&collective) {
+  EXPECT_EQ(commrt_trace_start(64), COMMRT_SUCCESS) << commrt_last_error();
+  collective();
+  EXPECT_EQ(commrt_trace_stop(), COMMRT_SUCCESS) << commrt_last_error();
+  std::vector<commrt_trace_event> events(64);
+  int64_t count = 0;
+  EXPECT_EQ(commrt_trace_read(events.data(), 64, &count), COMMRT_SUCCESS);
+  events.resize(static_cast<size_t>(count));
+  return events;
+}
+
+/// The event of `phase` among `events`, or null.
+const commrt_trace_event *
+findPhase(const std::vector<commrt_trace_event> &events, int32_t phase) {
+  for (const commrt_trace_event &event : events)
+    if (event.phase == phase)
+      return &event;
+  return nullptr;
+}
+
+// Device buffers staged through host memory whole are traced: their copies
+// in end before the collective's messages begin, their copies out begin
+// after the messages end. Host buffers and the staged ring's pieces (whose
+// copies overlap the messages) have neither phase.
+TEST_F(DeviceBuffersTest, StagedCopiesAreTraced) {
+  constexpr int64_t count = 4099;
+  DeviceBuffer buffer(COMMRT_F32, count);
+  buffer.upload(contributions(COMMRT_F32, count, rank()));
+  // AVG without a wire type is staged whole (commrt.h).
+  std::vector<commrt_trace_event> staged = phasesOf([&] {
+    ASSERT_EQ(commrt_allreduce(buffer.get(), count, COMMRT_F32, COMMRT_AVG),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+  });
+  const commrt_trace_event *in = findPhase(staged, COMMRT_PHASE_STAGE_IN);
+  const commrt_trace_event *out = findPhase(staged, COMMRT_PHASE_STAGE_OUT);
+  const commrt_trace_event *messages = findPhase(staged, COMMRT_PHASE_EXCHANGE);
+  ASSERT_NE(in, nullptr);
+  ASSERT_NE(out, nullptr);
+  ASSERT_NE(messages, nullptr);
+  EXPECT_LE(in->end_us, messages->begin_us);
+  EXPECT_GE(out->begin_us, messages->end_us);
+  EXPECT_LE(in->begin_us, in->end_us);
+  EXPECT_EQ(in->elements, count);
+  EXPECT_EQ(out->ranks, size());
+
+  std::vector<float> host(count, 1.0f);
+  std::vector<commrt_trace_event> unstaged = phasesOf([&] {
+    ASSERT_EQ(commrt_allreduce(host.data(), count, COMMRT_F32, COMMRT_AVG),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+  });
+  EXPECT_NE(findPhase(unstaged, COMMRT_PHASE_EXCHANGE), nullptr);
+  EXPECT_EQ(findPhase(unstaged, COMMRT_PHASE_STAGE_IN), nullptr);
+  EXPECT_EQ(findPhase(unstaged, COMMRT_PHASE_STAGE_OUT), nullptr);
+
+  // A sparse allreduce's grad and residual, before its selection and after
+  // its scatter.
+  DeviceBuffer grad(COMMRT_F32, count), residual(COMMRT_F32, count);
+  grad.upload(contributions(COMMRT_F32, count, rank()));
+  residual.upload(contributions(COMMRT_F32, count, 0));
+  std::vector<commrt_trace_event> sparse = phasesOf([&] {
+    ASSERT_EQ(commrt_sparse_allreduce(static_cast<float *>(grad.get()),
+                                      static_cast<float *>(residual.get()),
+                                      count, 0.05, COMMRT_SELECT_TOPK,
+                                      COMMRT_EXCHANGE_ALLGATHER, COMMRT_SUM, 0),
+              COMMRT_SUCCESS)
+        << commrt_last_error();
+  });
+  in = findPhase(sparse, COMMRT_PHASE_STAGE_IN);
+  out = findPhase(sparse, COMMRT_PHASE_STAGE_OUT);
+  const commrt_trace_event *select = findPhase(sparse, COMMRT_PHASE_SELECT);
+  const commrt_trace_event *scatter = findPhase(sparse, COMMRT_PHASE_SCATTER);
+  ASSERT_NE(in, nullptr);
+  ASSERT_NE(out, nullptr);
+  ASSERT_NE(select, nullptr);
+  ASSERT_NE(scatter, nullptr);
+  EXPECT_LE(in->end_us, select->begin_us);
+  EXPECT_GE(out->begin_us, scatter->end_us);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryScheme, DeviceSparseTest,
                          ::testing::ValuesIn(validSparseSchemes()),
                          sparseSchemeName);

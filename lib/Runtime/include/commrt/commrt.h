@@ -909,6 +909,12 @@ typedef enum commrt_trace_phase {
   /* an owner's sum of the `received` pairs or rows sent to it, into
    * `selected` distinct ones (Zen's exchange). */
   COMMRT_PHASE_EXCHANGE_REDUCE = 10,
+  /* Device buffers that the MPI backend stages through pinned host memory
+   * whole (commrt.h, "How the MPI backend takes device buffers"): their
+   * copies to the host, until the host has them; */
+  COMMRT_PHASE_STAGE_IN = 11,
+  /* and the results' copies back to the device, until they are there. */
+  COMMRT_PHASE_STAGE_OUT = 12,
 } commrt_trace_phase;
 
 /* One recorded phase of one collective, on one rank. */
