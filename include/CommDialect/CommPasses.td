@@ -64,7 +64,13 @@ def ConvertCommToRuntime : Pass<"convert-comm-to-runtime", "::mlir::ModuleOp"> {
     when it has no `group`, and passes the algorithm's value
     (commrt_algorithm: ring 1, tree 2, hierarchical 3) after the prescale;
     a grouped collective without one passes 0, COMMRT_ALGORITHM_DEFAULT
-    (the runtime's `COMMRT_ALLREDUCE`). A collective with neither keeps
+    (the runtime's `COMMRT_ALLREDUCE`). A collective with `transport`
+    (`#comm.transport`) takes the group form too, its commrt_backend (MPI
+    1, NCCL 2) shifted left by `COMMRT_TRANSPORT_SHIFT` (8) into the same
+    argument, and its function first calls `commrt_use_transport` once for
+    each transport its collectives name, so that the runtime creates a
+    backend beside the one in use among all ranks before a process group's
+    collective needs it. A collective with none of these keeps
     `commrt_allreduce` or `commrt_fused_allreduce`.
 
     What planning leaves of upstream's shard dialect lowers too:

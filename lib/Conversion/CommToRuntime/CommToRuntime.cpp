@@ -1058,13 +1058,14 @@ struct ConvertCommToRuntimePass
     // its entry (lowerTransports).
     llvm::MapVector<func::FuncOp, SmallVector<TransportKind, 2>> transports;
     module.walk([&](CollectiveOpInterface collective) {
-      if (std::optional<TransportKind> transport =
-              collective.getCollectiveTransport()) {
-        SmallVector<TransportKind, 2> &named =
-            transports[collective->getParentOfType<func::FuncOp>()];
-        if (!llvm::is_contained(named, *transport))
-          named.push_back(*transport);
-      }
+      std::optional<TransportKind> transport =
+          collective.getCollectiveTransport();
+      auto func = collective->getParentOfType<func::FuncOp>();
+      if (!transport || !func)
+        return;
+      SmallVector<TransportKind, 2> &named = transports[func];
+      if (!llvm::is_contained(named, *transport))
+        named.push_back(*transport);
     });
 
     RuntimeTypeConverter converter;
