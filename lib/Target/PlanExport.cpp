@@ -285,6 +285,10 @@ static void writeCollective(llvm::json::OStream &json,
   Type wire = interface.getWireType();
   json.attribute("wire", wire ? getDtypeName(wire) : "none");
   json.attribute("prescale", interface.getPrescaleFactor().value_or(1.0));
+  // Where the plan chose the backend that carries it (#comm.transport).
+  if (std::optional<TransportKind> transport =
+          interface.getCollectiveTransport())
+    json.attribute("transport", stringifyTransportKind(*transport));
   // A started collective, dense or sparse, runs on its channel.
   if (auto start = dyn_cast<StartedCollectiveOpInterface>(op)) {
     json.attribute("channel", static_cast<int64_t>(start.getChannel()));

@@ -9,6 +9,7 @@ fire in different orders therefore still issue identical sequences.
 """
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -430,6 +431,14 @@ class DistributedOptimizer:
                      collective.prescale)
         blocking, start = runtime.fused_allreduce, \
             runtime.fused_allreduce_start
+        if collective.transport:
+            # On the backend the plan chose; the runtime creates it beside
+            # the one in use at its first collective.
+            algorithm = runtime.on_transport(collective.transport)
+            blocking = functools.partial(runtime.group_fused_allreduce,
+                                         algorithm=algorithm)
+            start = functools.partial(runtime.group_fused_allreduce_start,
+                                      algorithm=algorithm)
         if collective.is_mixed_wire:
             # One message: the narrowed gradients in the wire type, the
             # others in their own.

@@ -52,7 +52,7 @@ class Collective:
 
     def __init__(self, index, kind, gradients, reduce="avg", wire="none",
                  prescale=1.0, channel=0, priority=None, sparse=None,
-                 start_us=None, end_us=None):
+                 start_us=None, end_us=None, transport=None):
         self.index = index
         self.kind = kind
         self.gradients = gradients
@@ -64,6 +64,9 @@ class Collective:
         self.sparse = sparse
         self.start_us = start_us
         self.end_us = end_us
+        # The backend that carries a dense collective ("nccl", "mpi"), where
+        # the plan chose one; None for the backend in use.
+        self.transport = transport
 
     @property
     def names(self):
@@ -156,7 +159,8 @@ class Plan:
                 [c.kind, c.reduce, c.wire, c.prescale, c.channel,
                  c.priority, c.sparse,
                  [[g.name, list(g.shape), g.dtype, g.offset, g.count,
-                   g.narrowed] for g in c.gradients]]
+                   g.narrowed] for g in c.gradients]] +
+                ([c.transport] if c.transport else [])
                 for c in self.collectives]}))
 
     def parameters(self):
@@ -273,6 +277,11 @@ def parse_plan(document, source="plan"):
         channel = _field(entry, "channel", int, where, None)
         _require(channel is None or channel >= 0, where,
                  f"channel {channel} is negative")
+        transport = _field(entry, "transport", str, where, None)
+        _require(transport in (None, "nccl", "mpi"), where,
+                 f"unknown transport '{transport}' (nccl or mpi)")
+        _require(transport is None or kind == "dense", where,
+                 "only a dense collective names its transport")
         sparse = None
         if kind == "sparse":
             sparse = _parse_sparse(entry.get("sparse"), where)
@@ -313,6 +322,9 @@ def parse_plan(document, source="plan"):
             _require(any(flags) and not all(flags), where,
                      "a mixed-wire bucket narrows some gradients and not "
                      "others")
+            _require(transport is None, where,
+                     "a mixed-wire bucket runs on the backend in use: it "
+                     "names no transport")
         if sparse:
             _require(len(gradients) == 1 and gradients[0].offset == 0 and
                      gradients[0].count == gradients[0].numel, where,
@@ -334,7 +346,7 @@ def parse_plan(document, source="plan"):
         collectives.append(Collective(
             index, kind, gradients, reduce, wire, prescale, channel,
             entry.get("priority"), sparse, entry.get("start_us"),
-            entry.get("end_us")))
+            entry.get("end_us"), transport))
     _check_coverage(collectives, source)
     momentum_correction = _field(document, "momentum_correction", bool,
                                  source, False)

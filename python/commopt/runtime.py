@@ -17,6 +17,10 @@ WIRE_NONE = -1
 REDUCES = {"sum": 0, "avg": 1, "max": 2, "min": 3}
 SELECTS = {"topk": 0, "threshold": 1, "chunk": 2, "rows": 3}
 EXCHANGES = {"allgather": 0, "hash": 1, "chunk": 2}
+# commrt_backend, and where a collective's transport goes in the group
+# forms' `algorithm` argument (COMMRT_TRANSPORT_SHIFT).
+BACKENDS = {"mpi": 1, "nccl": 2}
+TRANSPORT_SHIFT = 8
 ERROR_BACKEND = 3
 # commrt_trace_phase, in order, and commrt_trace_event.kind's offset of a
 # sparse allreduce's selection.
@@ -66,6 +70,14 @@ _SIGNATURES = [
     ("commrt_fused_allreduce_start", _c_int32,
      [ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32, _c_int32,
       _c_int32, _c_int32, _c_float, _c_int32, ctypes.POINTER(_c_int64)]),
+    ("commrt_group_fused_allreduce", _c_int32,
+     [_c_int32, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32,
+      _c_int32, _c_int32, _c_int32, _c_float, _c_int32]),
+    ("commrt_group_fused_allreduce_start", _c_int32,
+     [_c_int32, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64), _c_int32,
+      _c_int32, _c_int32, _c_int32, _c_float, _c_int32, _c_int32,
+      ctypes.POINTER(_c_int64)]),
+    ("commrt_use_transport", _c_int32, [_c_int32]),
     ("commrt_mixed_allreduce", _c_int32,
      [_c_int32, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_int64),
       ctypes.POINTER(_c_int32), _c_int32, _c_int32, _c_int32, _c_int32,
@@ -285,6 +297,33 @@ def fused_allreduce_start(pointers, counts, dtype, reduce, wire, prescale,
     status = library().commrt_fused_allreduce_start(
         buffers, lengths, len(pointers), dtype, reduce, wire, prescale,
         channel, ctypes.byref(handle))
+    return status, handle.value
+
+
+def on_transport(transport):
+    """The group forms' `algorithm` argument of the runtime's default
+    algorithm on `transport` ("nccl" or "mpi")."""
+    return BACKENDS[transport] << TRANSPORT_SHIFT
+
+
+def group_fused_allreduce(pointers, counts, dtype, reduce, wire, prescale, *,
+                          algorithm):
+    """commrt_group_fused_allreduce among all ranks, `algorithm` with its
+    transport (on_transport)."""
+    buffers, lengths = _arrays(pointers, counts)
+    return library().commrt_group_fused_allreduce(
+        0, buffers, lengths, len(pointers), dtype, reduce, wire, prescale,
+        algorithm)
+
+
+def group_fused_allreduce_start(pointers, counts, dtype, reduce, wire,
+                                prescale, channel, *, algorithm):
+    """Returns (status, handle)."""
+    buffers, lengths = _arrays(pointers, counts)
+    handle = _c_int64(0)
+    status = library().commrt_group_fused_allreduce_start(
+        0, buffers, lengths, len(pointers), dtype, reduce, wire, prescale,
+        algorithm, channel, ctypes.byref(handle))
     return status, handle.value
 
 

@@ -26,7 +26,7 @@ using commrt::testing::worldRank;
 using commrt::testing::worldSize;
 
 /// The `algorithm` argument of `algorithm` on `transport`.
-int32_t on(commrt_algorithm algorithm, int32_t transport) {
+int32_t on(int32_t algorithm, int32_t transport) {
   return algorithm | transport << COMMRT_TRANSPORT_SHIFT;
 }
 
@@ -111,9 +111,9 @@ TEST(Transport, InvalidTransportsFailNamingThem) {
       "algorithm 768 is not a commrt_algorithm (0..3), with or without a "
       "commrt_backend (0..2) shifted left by COMMRT_TRANSPORT_SHIFT"));
   EXPECT_TRUE(failedContaining(
-      commrt_group_fused_allreduce(
-          0, buffers, counts, 1, COMMRT_F32, COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
-          on(static_cast<commrt_algorithm>(9), COMMRT_BACKEND_MPI)),
+      commrt_group_fused_allreduce(0, buffers, counts, 1, COMMRT_F32,
+                                   COMMRT_SUM, COMMRT_WIRE_NONE, 1.0f,
+                                   on(9, COMMRT_BACKEND_MPI)),
       COMMRT_ERROR_INVALID_ARGUMENT,
       "algorithm 265 is not a commrt_algorithm"));
   EXPECT_TRUE(failedContaining(commrt_use_transport(COMMRT_BACKEND_AUTO),

@@ -96,6 +96,20 @@ def main(argv):
         document["collectives"][0]["wire"] = "f16"
         del document["collectives"][0]["gradients"][2]["narrowed"]
 
+    def transport(name, index=0):
+        def edit(document):
+            document["collectives"][index]["transport"] = name
+        return edit
+
+    def mixed_on_mpi(document):
+        narrow_without_wire(document)
+        document["collectives"][0]["wire"] = "f16"
+        document["collectives"][0]["transport"] = "mpi"
+
+    def rows_on_mpi(document):
+        rows(144)(document)
+        document["collectives"][1]["transport"] = "mpi"
+
     def momentum_text(document):
         document["momentum_correction"] = "yes"
 
@@ -121,6 +135,10 @@ def main(argv):
     expect_error("channel out of range", with_document(channel))
     expect_error("rows without their length", with_document(rows(None)))
     expect_error("rows of another length", with_document(rows(16)))
+    expect_error("unknown transport", with_document(transport("gloo")))
+    expect_error("transport of a sparse collective", with_document(rows_on_mpi))
+    expect_error("transport of a mixed-wire bucket",
+                 with_document(mixed_on_mpi))
 
     # Files: not JSON, and a JSON plan of another version through
     # load_plan.
@@ -147,6 +165,12 @@ def main(argv):
         document["collectives"][1]["wire"] = "f16"
     expect_error("ranks disagree", lambda: optimizer_for(
         model, commopt.parse_plan(document)))
+    # Or rank 3 runs fc1.weight on another transport.
+    document = plan_document(good_collectives(model), world_size=size)
+    if rank == 3:
+        document["collectives"][1]["transport"] = "mpi"
+    expect_error("ranks disagree on a transport", lambda: optimizer_for(
+        model, commopt.parse_plan(document)))
 
     # The job still works.
     model = make_model()
@@ -156,6 +180,26 @@ def main(argv):
         train_step(model, optimizer, step)
     check_identical(model, "after the errors")
     say("after the errors: 3 steps with a good plan, parameters identical")
+
+    # Collectives that name the backend in use (MPI here) train as the same
+    # plan without it, bit for bit, blocking and on channels.
+    trained = {}
+    for named in (None, "mpi"):
+        model = make_model()
+        document = plan_document(good_collectives(model), world_size=size)
+        document["collectives"][2]["channel"] = None
+        if named:
+            for entry in document["collectives"]:
+                entry["transport"] = named
+        optimizer = optimizer_for(model, commopt.parse_plan(document))
+        for step in range(3):
+            train_step(model, optimizer, step)
+        trained[named] = [p.detach().clone() for p in model.parameters()]
+    check_identical(model, "on the MPI transport")
+    same = all(torch.equal(a, b) for a, b in zip(trained[None], trained["mpi"]))
+    if not same:
+        fail("a plan on the MPI transport trained other parameters")
+    say("on the MPI transport: 3 steps, the same parameters as without it")
 
 
 if __name__ == "__main__":
