@@ -141,6 +141,13 @@ class DistributedOptimizer:
             "the plan": self._plan_fingerprint,
             "the model's parameters (names, shapes, dtypes)":
                 self._model_fingerprint})
+        # The backends the plan's collectives name, made available now on
+        # every rank (a backend that cannot be made fails here, not in a
+        # step).
+        for transport in sorted({c.transport for c in self.plan.collectives
+                                 if c.transport}):
+            runtime.check(runtime.use_transport(transport),
+                          f"{self.plan.source} runs collectives on {transport}")
         self._params = dict(named)
         optimized = {id(p) for group in optimizer.param_groups
                      for p in group["params"]}
@@ -432,8 +439,7 @@ class DistributedOptimizer:
         blocking, start = runtime.fused_allreduce, \
             runtime.fused_allreduce_start
         if collective.transport:
-            # On the backend the plan chose; the runtime creates it beside
-            # the one in use at its first collective.
+            # On the backend the plan chose (made available in __init__).
             algorithm = runtime.on_transport(collective.transport)
             blocking = functools.partial(runtime.group_fused_allreduce,
                                          algorithm=algorithm)

@@ -300,6 +300,11 @@ def fused_allreduce_start(pointers, counts, dtype, reduce, wire, prescale,
     return status, handle.value
 
 
+def use_transport(transport):
+    """commrt_use_transport of `transport` ("nccl" or "mpi"): collective."""
+    return library().commrt_use_transport(BACKENDS[transport])
+
+
 def on_transport(transport):
     """The group forms' `algorithm` argument of the runtime's default
     algorithm on `transport` ("nccl" or "mpi")."""

@@ -139,6 +139,12 @@ def main(argv):
     expect_error("transport of a sparse collective", with_document(rows_on_mpi))
     expect_error("transport of a mixed-wire bucket",
                  with_document(mixed_on_mpi))
+    if not torch.cuda.is_available():
+        # NCCL needs a GPU: every rank fails when the optimizer is made.
+        expect_error("transport without its backend",
+                     with_document(transport("nccl", 1)))
+    else:
+        say("transport without its backend: (a GPU is present)")
 
     # Files: not JSON, and a JSON plan of another version through
     # load_plan.
