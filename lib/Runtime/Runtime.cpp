@@ -265,6 +265,30 @@ commrt_status createNccl(std::unique_ptr<Backend> &out) {
 #endif
 }
 
+/// Creates the backend `kind` over the runtime's communicator, whose
+/// settings are agreed, in a collective call of all ranks; AUTO is NCCL
+/// where it can be created, MPI otherwise. It takes over the process
+/// groups, in the order they were split. `out` is set only on success.
+commrt_status createBackend(commrt_backend kind,
+                            std::unique_ptr<Backend> &out) {
+  Runtime &rt = runtime();
+  std::unique_ptr<Backend> backend;
+  if (kind == COMMRT_BACKEND_NCCL) {
+    COMMRT_TRY(createNccl(backend));
+  } else if (kind == COMMRT_BACKEND_AUTO) {
+    // Fall back to MPI silently: keep the last error as it was.
+    std::string previousError = lastError;
+    if (createNccl(backend) != COMMRT_SUCCESS)
+      lastError = std::move(previousError);
+  }
+  if (!backend)
+    COMMRT_TRY(createMpiBackend(rt.comm, rt.channels, rt.allreduce, backend));
+  for (auto &[handle, group] : rt.groups)
+    COMMRT_TRY(backend->addGroup(handle, group.comm, group.color, group.key));
+  out = std::move(backend);
+  return COMMRT_SUCCESS;
+}
+
 /// Brings the runtime up with the backend `requested`, in the call `guard`.
 /// AUTO keeps the backend in use, or picks one as commrt.h describes; another
 /// backend replaces the one in use when it can be created.
@@ -317,36 +341,9 @@ commrt_status ensureBackend(commrt_backend requested, CallGuard &guard) {
   }
 
   std::unique_ptr<Backend> backend;
-  if (requested == COMMRT_BACKEND_NCCL) {
-    COMMRT_TRY(createNccl(backend));
-  } else if (requested == COMMRT_BACKEND_AUTO) {
-    // Fall back to MPI silently: keep the last error as it was.
-    std::string previousError = lastError;
-    if (createNccl(backend) != COMMRT_SUCCESS)
-      lastError = std::move(previousError);
-  }
-  if (!backend)
-    COMMRT_TRY(createMpiBackend(rt.comm, rt.channels, rt.allreduce, backend));
-  // A replacement takes over the groups, in the order they were split.
-  for (auto &[handle, group] : rt.groups)
-    COMMRT_TRY(backend->addGroup(handle, group.comm, group.color, group.key));
+  COMMRT_TRY(createBackend(requested, backend));
   // The replaced backend completes its collectives in flight as it goes.
   rt.backend = std::move(backend);
-  return COMMRT_SUCCESS;
-}
-
-/// Makes the backend `transport` (not AUTO) available beside the one in
-/// use, which is up, in a collective call of all ranks.
-commrt_status createBeside(commrt_backend transport) {
-  Runtime &rt = runtime();
-  std::unique_ptr<Backend> backend;
-  if (transport == COMMRT_BACKEND_NCCL)
-    COMMRT_TRY(createNccl(backend));
-  else
-    COMMRT_TRY(createMpiBackend(rt.comm, rt.channels, rt.allreduce, backend));
-  for (auto &[handle, group] : rt.groups)
-    COMMRT_TRY(backend->addGroup(handle, group.comm, group.color, group.key));
-  rt.beside = std::move(backend);
   return COMMRT_SUCCESS;
 }
 
@@ -366,7 +363,7 @@ commrt_status backendFor(const Plan &plan, int32_t group, Backend *&out) {
                   plan.transport == COMMRT_BACKEND_NCCL ? "NCCL" : "MPI",
                   ", which is not in use; create it among all ranks first "
                   "(commrt_use_transport)");
-    COMMRT_TRY(createBeside(plan.transport));
+    COMMRT_TRY(createBackend(plan.transport, rt.beside));
   }
   out = rt.beside.get();
   return COMMRT_SUCCESS;
@@ -704,7 +701,7 @@ int32_t commrt_use_transport(int32_t backend) {
       return COMMRT_SUCCESS;
     int64_t collective;
     COMMRT_TRY(guard.beginCollective(collective));
-    return createBeside(static_cast<commrt_backend>(backend));
+    return createBackend(static_cast<commrt_backend>(backend), rt.beside);
   });
 }
 
