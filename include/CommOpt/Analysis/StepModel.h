@@ -113,11 +113,6 @@ bool canRunHierarchical(const ClusterModel &cluster);
 SmallVector<AllreduceAlgorithm, 3>
 getAllreduceCandidates(const ClusterModel &cluster);
 
-/// The candidate (getAllreduceCandidates) that the cost model prices lowest
-/// for an allreduce of `bytes` on `cluster`: comm-select-algorithm's choice.
-AllreduceAlgorithm getCheapestAllreduceAlgorithm(const ClusterModel &cluster,
-                                                 double bytes);
-
 /// A dense allreduce's algorithm, the transport that carries it, and its
 /// cost there.
 struct AllreduceChoice {

@@ -91,23 +91,6 @@ mlir::comm::getAllreduceCandidates(const ClusterModel &cluster) {
   return candidates;
 }
 
-AllreduceAlgorithm
-mlir::comm::getCheapestAllreduceAlgorithm(const ClusterModel &cluster,
-                                          double bytes) {
-  SmallVector<AllreduceAlgorithm, 3> candidates =
-      getAllreduceCandidates(cluster);
-  AllreduceAlgorithm best = candidates.front();
-  double bestUs = allreduceCost(cluster, bytes, best).totalUs();
-  for (AllreduceAlgorithm candidate : ArrayRef(candidates).drop_front()) {
-    double us = allreduceCost(cluster, bytes, candidate).totalUs();
-    if (us < bestUs) {
-      best = candidate;
-      bestUs = us;
-    }
-  }
-  return best;
-}
-
 AllreduceChoice mlir::comm::getCheapestAllreduceChoice(
     const ClusterModel &cluster, double bytes, double narrowedBytes,
     std::optional<AllreduceAlgorithm> only,
