@@ -32,7 +32,10 @@
 #     sparse plans' scheme, sparse-all=true; its largest are 144 KiB);
 #     so do threshold and chunk selection at 0.001 with Deep Gradient
 #     Compression's warm-up over the first epoch (-warmup: density 0.25
-#     falling to 0.001 over $WARMUP_STEPS steps);
+#     falling to 0.001 over $WARMUP_STEPS steps), chunk selection at
+#     0.001 in chunks of 512 elements (-c512) beside chunk-0.001's 2048,
+#     and the sparse plans' floor: DDP with the parameters they make
+#     sparse frozen at their initial values (ddp-frozen);
 #  5. speed: every run takes $SPEED_STEPS steps on the emulated
 #     4 x 1 Gbit/s cluster (bench/cluster/emulate.sh, root) at each batch
 #     size of $SPEED_BATCHES, with its measured timeline, and so does a
@@ -117,6 +120,13 @@ for entry in "${PLANS[@]}"; do
     ;;
   esac
 done
+# Chunk selection at 0.001 in chunks of 512 elements beside
+# chunk-0.001's 2048, for accuracy: at one density the chunk size moves
+# accuracy by points, and not in one direction on both models
+# (BENCHMARKS.md, "Training on Fashion-MNIST", its notes).
+FINE_CHUNK_PLANS=(
+  "chunk-0.001-c512|sparse=true density=0.001 sparse-exchange=chunk sparse-chunk-elements=512"
+)
 # What calibration measures: every selection, the dense passes, the
 # bridge's momentum correction, collectives beside compute.
 CALIBRATION_PLANS=(
@@ -188,7 +198,8 @@ make_plans() {
     --base "$HOST_DEVICE" -o "$dir/device.json" "${predicted[@]}" \
     --cluster-base "$CLUSTER" --cluster-output "$dir/cluster.json" \
     --profile "$dir/profile.json" --profile-output "$dir/profile-fitted.json"
-  for entry in "${PLANS[@]}" "${MC_PLANS[@]}" "${WARMUP_PLANS[@]}"; do
+  for entry in "${PLANS[@]}" "${MC_PLANS[@]}" "${WARMUP_PLANS[@]}" \
+    "${FINE_CHUNK_PLANS[@]}"; do
     plan_kind "$dir" "$dir/profile-fitted.json" "$dir/cluster.json" \
       "$dir/device.json" "$entry"
   done
@@ -205,7 +216,8 @@ make_transformer_plans() {
     tools/commopt-export/commopt-export.py fashion_mnist:make_transformer \
     --input-shape 1,28,28 --batch-size "$batch" --threads 1 --warmup 2 \
     --steps 10 --name patch-transformer -o "$dir/profile.json"
-  for entry in "${PLANS[@]}" "${MC_PLANS[@]}" "${WARMUP_PLANS[@]}"; do
+  for entry in "${PLANS[@]}" "${MC_PLANS[@]}" "${WARMUP_PLANS[@]}" \
+    "${FINE_CHUNK_PLANS[@]}"; do
     # Exactly the options given (the search would keep this small model
     # lossless), its gradients from 64 KiB sparse under each scheme.
     entry="$entry search=false"
@@ -227,10 +239,15 @@ for entry in "${PLANS[@]}" "${MC_PLANS[@]}"; do
   RUNS+=("commopt-$name|--plan @PLANS@/$name.json")
 done
 FIDELITY_RUNS=("${RUNS[@]}")
-for entry in "${WARMUP_PLANS[@]}"; do
+for entry in "${WARMUP_PLANS[@]}" "${FINE_CHUNK_PLANS[@]}"; do
   name=${entry%%|*}
   FIDELITY_RUNS+=("commopt-$name|--plan @PLANS@/$name.json")
 done
+# The sparse plans' floor: DDP with the parameters the sparse plans make
+# sparse (@SPARSE_BYTES@ bytes or more) kept at their initial values. A
+# sparse plan's accuracy says something about its sparse layers only
+# where it is above this one's.
+FIDELITY_RUNS+=("ddp-frozen|--comm ddp --freeze-min-bytes @SPARSE_BYTES@")
 
 # Whether run $1 is selected by ONLY.
 selected() {
@@ -247,10 +264,13 @@ for phase in $PHASES; do
       cnn)
         make_plans $BATCH
         plans=$OUT/plans/b$BATCH results=$OUT/fidelity
+        # comm-optimize's sparse-min-bytes default: fc1.weight alone.
+        sparse_bytes=1048576
         ;;
       transformer)
         make_transformer_plans $BATCH
         plans=$OUT/plans/transformer-b$BATCH results=$OUT/fidelity/transformer
+        sparse_bytes=65536
         ;;
       *)
         echo "run.sh: unknown model '$model' (cnn, transformer)" >&2
@@ -264,6 +284,7 @@ for phase in $PHASES; do
         echo "== fidelity, $model: $label" >&2
         arguments=${run#*|}
         arguments=${arguments//@PLANS@/$plans}
+        arguments=${arguments//@SPARSE_BYTES@/$sparse_bytes}
         # shellcheck disable=SC2086
         for seed in $SEEDS; do
           mpirun -np 4 "$PYTHON" "$TRAIN" $arguments --model "$model" \

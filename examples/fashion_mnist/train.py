@@ -92,6 +92,12 @@ def parse_arguments(argv):
                         help="PyTorch's deterministic algorithms, so that "
                         "runs that reduce the same gradients train the same "
                         "parameters bit for bit (on GPUs too)")
+    parser.add_argument("--freeze-min-bytes", type=int, default=0,
+                        metavar="N",
+                        help="with the DDP modes: parameters of N bytes or "
+                        "more keep their initial values, the accuracy of a "
+                        "sparse plan that never moved them (default 0: "
+                        "none)")
     parser.add_argument("--json", help="write the run's figures here")
     parser.add_argument("--label", default="", help="the run's name")
     parser.add_argument("--save-parameters", metavar="FILE",
@@ -102,6 +108,13 @@ def parse_arguments(argv):
             arguments.comm != "commopt":
         parser.error("--plan and --momentum-correction go with --comm "
                      "commopt")
+    if arguments.freeze_min_bytes < 0:
+        parser.error(f"--freeze-min-bytes {arguments.freeze_min_bytes}: "
+                     "expected 0 or more")
+    if arguments.freeze_min_bytes and \
+            arguments.comm not in ("ddp", "ddp-fp16", "ddp-powersgd"):
+        parser.error("--freeze-min-bytes goes with --comm ddp, ddp-fp16 "
+                     "or ddp-powersgd")
     return arguments
 
 
@@ -226,6 +239,21 @@ def parameters_digest(model):
     return digest.digest()
 
 
+def freeze_large_parameters(model, min_bytes):
+    """Stops the gradients of `model`'s parameters of `min_bytes` bytes or
+    more, so that they keep their initial values; returns a description of
+    what it froze."""
+    frozen = [param for param in model.parameters()
+              if param.numel() * param.element_size() >= min_bytes]
+    for param in frozen:
+        param.requires_grad_(False)
+    elements = sum(param.numel() for param in frozen)
+    total = sum(param.numel() for param in model.parameters())
+    return (f"{len(frozen)} parameter{'' if len(frozen) == 1 else 's'} of "
+            f"{min_bytes} bytes or more frozen ({elements:,} of {total:,} "
+            "elements)")
+
+
 def parameters_identical(model, sync):
     """Whether every rank holds the same parameters, bit for bit: each
     rank's parameters_digest, in three 20-bit pieces p, goes through an
@@ -304,10 +332,14 @@ def main(argv):
                  ("transformer", True): fashion_mnist.make_tiny_transformer}
     model = factories[arguments.model, arguments.tiny]()
     model.to(device)
+    frozen = freeze_large_parameters(model, arguments.freeze_min_bytes) \
+        if arguments.freeze_min_bytes else None
     optimizer = torch.optim.SGD(model.parameters(), lr=arguments.lr,
                                 momentum=arguments.momentum)
     sync = (Commopt if arguments.comm.startswith("commopt") else Peer)(
         model, optimizer, arguments, device)
+    if frozen:
+        sync.description += ", " + frozen
     optimizer = sync.optimizer
     train_x, train_y = (t.to(device) for t in fashion_mnist.load("train"))
     test_x, test_y = (t.to(device) for t in fashion_mnist.load("t10k"))
