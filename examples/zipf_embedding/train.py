@@ -156,6 +156,13 @@ def main(argv):
             with open(args.json, "w") as out:
                 json.dump(figures, out, indent=1)
     if args.comm == "ddp":
+        # torch 1.13 joins gloo's worker threads in the process group's
+        # destructor with the GIL held, while a worker may still be freeing
+        # the last step's tensors, which takes the GIL: a hang at exit. A
+        # barrier (its wait releases the GIL) lets the workers finish, and
+        # DDP's reducer goes before the group, not at the interpreter's end.
+        dist.barrier()
+        del trained
         dist.destroy_process_group()
 
 

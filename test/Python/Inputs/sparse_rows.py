@@ -103,6 +103,10 @@ def main(argv):
         f"{' started' if args.started else ''}: parameters equal DDP's "
         f"(largest difference {'below' if worst < 1e-6 else 'at'} 1e-6 of "
         f"the largest magnitude)")
+    # As examples/zipf_embedding/train.py ends: the workers finish before
+    # DDP's reducer and the group go (torch 1.13 could hang at exit).
+    torch.distributed.barrier()
+    del ddp
     torch.distributed.destroy_process_group()
 
 
