@@ -591,14 +591,24 @@ int main(int argc, char **argv) {
       return line.takeError();
     return PiecewiseFit::single(*line);
   };
+  // A failed fit names its sweep; where the times do not grow with the
+  // size, larger messages or more repetitions outweigh the noise.
+  auto fitFailed = [&](llvm::StringRef sweepName, llvm::Error error) {
+    return fail(llvm::formatv(
+        "the allreduce sweep {0}: {1} (a wider --max-bytes or more "
+        "--repetitions gives the transfer more weight against the noise)",
+        sweepName, llvm::toString(std::move(error))));
+  };
   llvm::Expected<PiecewiseFit> fit = fitSweep(samples);
   if (!fit)
-    return fail(llvm::toString(fit.takeError()));
+    return fitFailed(llvm::formatv("over all {0} ranks", ranks).str(),
+                     fit.takeError());
   std::optional<PiecewiseFit> nodeFit;
   if (twoLevels) {
     llvm::Expected<PiecewiseFit> fitted = fitSweep(nodeSamples);
     if (!fitted)
-      return fail(llvm::toString(fitted.takeError()));
+      return fitFailed(llvm::formatv("within each node of {0} ranks", q).str(),
+                       fitted.takeError());
     nodeFit = std::move(*fitted);
   }
   // T(n) = a + b n for each piece, with the sizes it prices.

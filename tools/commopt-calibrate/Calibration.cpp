@@ -90,7 +90,7 @@ commopt::calibrate::fitLinear(llvm::ArrayRef<Sample> samples, FitError error) {
     fit.interceptClamped = true;
   }
   if (!(fit.slopeUsPerByte > 0))
-    return makeError(llvm::formatv("the fitted time per byte is {0} us; "
+    return makeError(llvm::formatv("the fitted time per byte is {0:e2} us; "
                                    "time must grow with the message size",
                                    fit.slopeUsPerByte));
   measureResiduals(fit, samples);
@@ -189,6 +189,18 @@ commopt::calibrate::fitPiecewise(llvm::ArrayRef<Sample> unsorted,
       better = false;
     if (better)
       chosen = std::move(fit);
+  }
+  if (!chosen && n >= minSamplesPerPiece) {
+    // Every partition failed, the one of a single piece too: its error
+    // says why (most often, times that do not grow with the size, where
+    // noise outweighs the transfer).
+    llvm::Expected<LinearFit> whole = fitLinear(samples, FitError::Relative);
+    if (!whole)
+      return makeError(llvm::formatv(
+          "no piecewise fit of the {0} samples ({1} to {2} bytes): {3}", n,
+          static_cast<int64_t>(samples.front().bytes),
+          static_cast<int64_t>(samples.back().bytes),
+          llvm::toString(whole.takeError())));
   }
   if (!chosen)
     return makeError(llvm::formatv(

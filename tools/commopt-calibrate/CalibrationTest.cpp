@@ -221,6 +221,22 @@ TEST(Calibration, PiecewiseFitKeepsOneLineWhereOneFits) {
   llvm::consumeError(none.takeError());
 }
 
+TEST(Calibration, PiecewiseFitSaysWhyNoLineFits) {
+  // Small messages timed no faster than large ones, as noise can leave a
+  // sweep that ends too small: no piece's time grows with the size.
+  std::vector<Sample> noise = {{4, 90}, {64, 80}, {1024, 70}, {16384, 60}};
+  llvm::Expected<PiecewiseFit> fit = fitPiecewise(noise, 4);
+  ASSERT_FALSE(bool(fit));
+  std::string message = llvm::toString(fit.takeError());
+  EXPECT_NE(message.find("no piecewise fit of the 4 samples (4 to 16384 "
+                         "bytes)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("time must grow with the message size"),
+            std::string::npos)
+      << message;
+}
+
 TEST(Calibration, PiecewiseClusterReproducesEachPiece) {
   llvm::Expected<PiecewiseFit> fit = fitPiecewise(twoRegimeSamples(), 4);
   ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
