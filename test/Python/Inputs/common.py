@@ -36,7 +36,7 @@ def start():
 def start_with_gloo(master_port):
     """start(), and torch.distributed over gloo on this host's loopback
     at `master_port`, for the scripts that compare with DDP; returns (rank,
-    size). End with torch.distributed.destroy_process_group()."""
+    size). End with end_gloo(), every DDP wrapper gone before it."""
     rank, size = start()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ["MASTER_PORT"] = str(master_port)
@@ -44,6 +44,16 @@ def start_with_gloo(master_port):
     dist.init_process_group("gloo", rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=120))
     return rank, size
+
+
+def end_gloo():
+    """Ends what start_with_gloo() began. torch 1.13 joins gloo's worker
+    threads in the process group's destructor with the GIL held, while a
+    worker may still be freeing the last collective's tensors, which takes
+    the GIL: a hang at exit. A barrier (its wait releases the GIL) lets the
+    workers finish first."""
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def say(*text):

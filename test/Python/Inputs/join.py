@@ -23,13 +23,12 @@ import os
 import sys
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 import commopt
-from common import (batch, bits, check_close, check_identical, expect_error,
-                    fail, loss_fn, make_model, parameters, run_main, say,
-                    shard, start_with_gloo, tiny_plan)
+from common import (batch, bits, check_close, check_identical, end_gloo,
+                    expect_error, fail, loss_fn, make_model, parameters,
+                    run_main, say, shard, start_with_gloo, tiny_plan)
 
 LR, MOMENTUM = 0.2, 0.9
 
@@ -145,7 +144,7 @@ def main(argv):
     dense_against_ddp(rank, size)
     sparse_as_zero_steps(rank, size)
     misuse(rank, size)
-    dist.destroy_process_group()
+    end_gloo()
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ import torch
 from torch import nn
 
 import commopt
-from common import (check_close, check_identical, dense, fail, param_gradient,
-                    plan, run_main, say, sparse, start_with_gloo)
+from common import (check_close, check_identical, dense, end_gloo, fail,
+                    param_gradient, plan, run_main, say, sparse,
+                    start_with_gloo)
 
 ROWS, WIDTH, CLASSES, TOKENS, PER_RANK = 500, 8, 3, 12, 8
 
@@ -103,11 +104,8 @@ def main(argv):
         f"{' started' if args.started else ''}: parameters equal DDP's "
         f"(largest difference {'below' if worst < 1e-6 else 'at'} 1e-6 of "
         f"the largest magnitude)")
-    # As examples/zipf_embedding/train.py ends: the workers finish before
-    # DDP's reducer and the group go (torch 1.13 could hang at exit).
-    torch.distributed.barrier()
     del ddp
-    torch.distributed.destroy_process_group()
+    end_gloo()
 
 
 run_main(main)
